@@ -1,0 +1,71 @@
+"""The fetch boundary: the ``Fetcher`` protocol the engine depends on.
+
+The engine never imports an HTTP library. A fetcher turns one URL into a
+``FetchResult`` or raises ``FetchError`` (kind from ``ERROR_KINDS``); every other
+exception escaping ``fetch`` is a bug in the fetcher and ends the crawl loudly.
+
+Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
+
+1. Never follow redirects: the crawler does, one record per hop.
+2. Decode gzip/deflate (and brotli where available); cap the *decoded* and the
+   *wire* size at ``FetchConfig.max_bytes`` and raise ``FetchError("too_large")``.
+3. When ``FetchConfig.html_only`` and the response's content type is not
+   HTML-ish, skip the body (``body_skipped=True``) rather than download it.
+4. Cancellation at any point leaves the fetcher usable: no leaked pool slot,
+   connection or handle.
+5. Deadlines from ``FetchConfig`` are enforced by the fetcher (connect, read
+   and total), and surface as ``FetchError("timeout")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._models import FetchResult
+
+DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchConfig:
+    """How a fetcher talks to servers. Keyword-only; all fields have defaults.
+
+    ``max_connections`` should match the number of crawler tasks, so that the
+    pool never makes a crawler wait for a slot another crawler is not using.
+    """
+
+    user_agent: str = DEFAULT_USER_AGENT
+    timeout: float = 30.0  # total seconds for one exchange
+    connect_timeout: float = 10.0
+    max_bytes: int = 10 * 1024 * 1024
+    max_connections: int = 16
+    html_only: bool = True
+
+
+class Fetcher(Protocol):
+    """Turns a URL into a response. Implementations: ``HttpxFetcher`` (pure
+    Python, httpx2), ``CurlFetcher`` (libcurl via pycurl, driven by trio)."""
+
+    async def fetch(self, url: str, headers: dict[str, str] | None = None) -> FetchResult:
+        """Fetch ``url`` once. Checkpoint; cancellable at any point.
+
+        Raises ``FetchError`` for network/protocol failures.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and handles. Idempotent."""
+        ...
+
+
+def is_html_content_type(content_type: str | None) -> bool:
+    """True for the content types we parse for links (and download bodies of).
+
+    A missing content type counts as HTML: many small sites omit it, and the
+    parser copes with anything.
+    """
+    if not content_type:
+        return True
+    mime = content_type.split(";", 1)[0].strip().lower()
+    return mime in ("text/html", "application/xhtml+xml") or mime.endswith("+html")

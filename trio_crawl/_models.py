@@ -1,0 +1,124 @@
+"""Plain data that crosses module boundaries: fetch results, failures, records.
+
+Everything here is a frozen (or slotted) dataclass with no behaviour beyond
+serialisation, so that every layer (pure frontier, trio engine, sinks, CLI) can
+share it without importing one another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Failure kinds, the short machine-readable half of a record's ``error``.
+#: The fetch layer produces the network ones; the engine produces the rest.
+ERROR_KINDS: frozenset[str] = frozenset(
+    {
+        "timeout",  # connect, read or total deadline passed
+        "connect",  # DNS failure, refused, unreachable
+        "reset",  # peer closed or reset the connection mid-exchange
+        "protocol",  # malformed HTTP, truncated body, bad chunking
+        "decode",  # content-encoding could not be decoded
+        "too_large",  # body exceeded max_bytes (compressed or not)
+        "http_4xx",  # final 4xx answer (kept as a record, not retried)
+        "http_5xx",  # final 5xx answer after retries
+        "http_429",  # still rate limited after retries
+        "robots",  # disallowed by robots.txt, never requested
+        "redirect_loop",  # the chain came back to a URL already in it
+        "too_many_redirects",  # more than the hop budget
+        "out_of_scope_redirect",  # Location points outside the crawl scope
+        "bad_redirect",  # 3xx without a usable Location
+        "handler",  # a user handler raised
+        "internal",  # an unexpected exception while processing this page
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One HTTP exchange as the fetch layer saw it.
+
+    ``headers`` has lower-case names; repeated headers are joined with ``", "``.
+    ``body`` is the decoded (gunzipped, ...) body, or ``b""`` when the fetcher
+    skipped it because the content type was not wanted (``body_skipped``).
+    ``url`` is the URL that was requested: fetchers never follow redirects.
+    """
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    elapsed: float
+    body_skipped: bool = False
+
+    @property
+    def content_type(self) -> str | None:
+        value = self.headers.get("content-type")
+        return value.strip() if value else None
+
+
+class FetchError(Exception):
+    """A fetch that produced no usable response; ``kind`` is one of ERROR_KINDS.
+
+    This is the site's (or the network's) fault, never ours: the engine turns it
+    into a record (or a retry), it never ends the crawl.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """The ``error`` field of a record: a short kind plus a human message."""
+
+    kind: str
+    message: str
+    traceback: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"kind": self.kind, "message": self.message}
+        if self.traceback is not None:
+            out["traceback"] = self.traceback
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRecord:
+    """One line of output: the outcome of one URL that was tried.
+
+    ``url`` is the canonical URL; ``status`` is ``None`` when no HTTP answer was
+    had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
+    distinct links extracted from the page (0 for non-HTML).
+    """
+
+    url: str
+    status: int | None
+    depth: int
+    error: ErrorInfo | None = None
+    redirect: str | None = None
+    referrer: str | None = None
+    content_type: str | None = None
+    elapsed_ms: float | None = None
+    links: int = 0
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "url": self.url,
+            "status": self.status,
+            "depth": self.depth,
+            "error": self.error.to_json() if self.error else None,
+            "redirect": self.redirect,
+            "referrer": self.referrer,
+            "content_type": self.content_type,
+            "elapsed_ms": self.elapsed_ms,
+            "links": self.links,
+            "attempts": self.attempts,
+        }
+        if self.extra:
+            out.update(self.extra)
+        return out
