@@ -1,0 +1,299 @@
+"""The frontier: which URLs exist for this crawl, at what depth, and in what state.
+
+Pure bookkeeping: no trio, no network, no clock. The engine asks it questions
+and tells it what happened; it never waits for anything itself.
+
+Theory of operation
+-------------------
+Every canonical URL the crawl decides to fetch gets exactly one ``Entry``.
+An entry moves through these states, and only forwards::
+
+    QUEUED --start()--> FETCHING --finish()--> DONE
+       |                    |
+       +---abandon()--------+-----------------> DROPPED
+
+(a retry keeps the entry in FETCHING from the frontier's point of view: the
+engine parks it in the schedule, but it is still unfinished work.)
+
+Rules
+-----
+1. ``seen`` maps each admitted canonical URL to its entry; a URL is admitted at
+   most once, so it is fetched at most once per crawl.
+2. ``unfinished`` == number of entries in QUEUED or FETCHING. The engine's
+   termination invariant cross-checks this count (see docs/termination.md).
+3. Depth is the shortest link distance from a start URL. Under concurrency a
+   page can be reached by a long path first and by a shorter one later, so an
+   entry's depth can *decrease*. When it decreases for a page that is already
+   DONE, its stored out-links are offered again at the new depth, which may
+   admit pages that ``max_depth`` cut off before. Out-links are kept only when
+   ``max_depth`` is set (that is the only case in which depth changes what is
+   fetched). A redirect target inherits the depth of the redirecting URL.
+4. ``max_pages`` caps fetches started (attempts of one URL count once, each
+   redirect hop counts as a page). Once it is spent, nothing new is admitted
+   and queued entries are dropped as they come up.
+5. Scope is a predicate supplied by the caller; the frontier only admits URLs
+   for which it returns True (start URLs are admitted regardless).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+MAX_REDIRECT_HOPS = 10
+
+
+class EntryState(enum.Enum):
+    QUEUED = "queued"
+    FETCHING = "fetching"
+    DONE = "done"
+    DROPPED = "dropped"
+
+
+class Entry:
+    """One admitted URL. Mutable, but only the frontier changes ``depth`` and
+    ``state``; the engine owns ``attempts``."""
+
+    __slots__ = ("attempts", "chain", "depth", "links", "referrer", "state", "url")
+
+    def __init__(
+        self,
+        url: str,
+        depth: int,
+        referrer: str | None,
+        chain: tuple[str, ...] = (),
+    ) -> None:
+        self.url = url
+        self.depth = depth
+        self.referrer = referrer
+        #: URLs of the redirect chain that led here (empty for a link).
+        self.chain = chain
+        self.state = EntryState.QUEUED
+        self.attempts = 0
+        self.links: tuple[str, ...] | None = None
+
+    @property
+    def hops(self) -> int:
+        return len(self.chain)
+
+    def __repr__(self) -> str:
+        return f"<Entry {self.url} depth={self.depth} {self.state.value}>"
+
+
+class RedirectOutcome(enum.Enum):
+    """What became of a redirect's target (see ``Frontier.redirect``)."""
+
+    FOLLOW = "follow"  # a new entry was admitted
+    SEEN = "seen"  # the target is already known: nothing new to fetch
+    LOOP = "redirect_loop"  # the target is in the chain that led here
+    TOO_MANY = "too_many_redirects"
+    OUT_OF_SCOPE = "out_of_scope_redirect"
+    BUDGET = "budget"  # max_pages is spent
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStatistics:
+    seen: int
+    queued: int
+    fetching: int
+    done: int
+    dropped: int
+    started: int
+    unfinished: int
+
+
+class Frontier:
+    """Seen set, depth and page budget, unfinished-work count. See module doc."""
+
+    def __init__(
+        self,
+        *,
+        in_scope: Callable[[str], bool],
+        max_depth: int | None = None,
+        max_pages: int | None = None,
+    ) -> None:
+        if max_depth is not None and max_depth < 0:
+            raise ValueError("max_depth must be >= 0")
+        if max_pages is not None and max_pages < 0:
+            raise ValueError("max_pages must be >= 0")
+        self._in_scope = in_scope
+        self.max_depth = max_depth
+        self.max_pages = max_pages
+        self._keep_links = max_depth is not None
+        self.seen: dict[str, Entry] = {}
+        self._counts = dict.fromkeys(EntryState, 0)
+        self.started = 0
+
+    # -- questions ---------------------------------------------------------
+
+    @property
+    def unfinished(self) -> int:
+        return self._counts[EntryState.QUEUED] + self._counts[EntryState.FETCHING]
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.max_pages is not None and self.started >= self.max_pages
+
+    def statistics(self) -> FrontierStatistics:
+        c = self._counts
+        return FrontierStatistics(
+            seen=len(self.seen),
+            queued=c[EntryState.QUEUED],
+            fetching=c[EntryState.FETCHING],
+            done=c[EntryState.DONE],
+            dropped=c[EntryState.DROPPED],
+            started=self.started,
+            unfinished=self.unfinished,
+        )
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        return (
+            f"<Frontier seen={s.seen} queued={s.queued} fetching={s.fetching} "
+            f"done={s.done} dropped={s.dropped} started={s.started}>"
+        )
+
+    # -- admission ---------------------------------------------------------
+
+    def add_start(self, url: str) -> Entry | None:
+        """Admit a start URL at depth 0; None if it was already admitted."""
+        existing = self.seen.get(url)
+        if existing is not None:
+            self._improve(existing, 0, [])
+            return None
+        if self.budget_spent:
+            return None
+        return self._admit(url, 0, None)
+
+    def discover(self, links: Iterable[str], depth: int, referrer: str) -> list[Entry]:
+        """Offer links found on a page at ``depth``; return the newly admitted.
+
+        Links to known URLs may lower their depth (rule 3); the entries that
+        this admits transitively are returned too.
+        """
+        admitted: list[Entry] = []
+        child_depth = depth + 1
+        if self.max_depth is not None and child_depth > self.max_depth:
+            return admitted
+        seen = self.seen
+        for url in links:
+            entry = seen.get(url)
+            if entry is None:
+                if self.budget_spent:
+                    break
+                if self._in_scope(url):
+                    admitted.append(self._admit(url, child_depth, referrer))
+            elif child_depth < entry.depth:
+                self._improve(entry, child_depth, admitted)
+        return admitted
+
+    def redirect(self, entry: Entry, target: str) -> tuple[RedirectOutcome, list[Entry]]:
+        """Decide about the canonical ``target`` of a 3xx answered for ``entry``.
+
+        Returns the outcome and the entries it admitted: the target itself for
+        FOLLOW; for SEEN, whatever a shorter depth for the known target admits.
+        """
+        chain = (*entry.chain, entry.url)
+        if target in chain:
+            return RedirectOutcome.LOOP, []
+        if len(chain) > MAX_REDIRECT_HOPS:
+            return RedirectOutcome.TOO_MANY, []
+        if not self._in_scope(target):
+            return RedirectOutcome.OUT_OF_SCOPE, []
+        existing = self.seen.get(target)
+        if existing is not None:
+            admitted: list[Entry] = []
+            self._improve(existing, entry.depth, admitted)
+            return RedirectOutcome.SEEN, admitted
+        if self.budget_spent:
+            return RedirectOutcome.BUDGET, []
+        return RedirectOutcome.FOLLOW, [self._admit(target, entry.depth, entry.url, chain)]
+
+    # -- life cycle --------------------------------------------------------
+
+    def start(self, entry: Entry) -> bool:
+        """Called just before a fetch attempt of ``entry``.
+
+        Returns False (and drops the entry) when the page budget is spent.
+        Repeated attempts of the same entry (retries) do not spend budget.
+        """
+        if entry.state is EntryState.FETCHING:
+            entry.attempts += 1
+            return True
+        self._expect(entry, EntryState.QUEUED)
+        if self.budget_spent:
+            self._move(entry, EntryState.DROPPED)
+            return False
+        self.started += 1
+        entry.attempts = 1
+        self._move(entry, EntryState.FETCHING)
+        return True
+
+    def finish(self, entry: Entry, links: list[str] | None = None) -> list[Entry]:
+        """Mark a tried entry done; offer its links; return the newly admitted.
+
+        ``links`` is None when the page had no links to follow (an error, a
+        redirect, a non-HTML body).
+        """
+        if entry.state is EntryState.QUEUED:
+            # Finished without a fetch (robots disallowed it): counts as tried.
+            self._move(entry, EntryState.FETCHING)
+        self._expect(entry, EntryState.FETCHING)
+        self._move(entry, EntryState.DONE)
+        if not links:
+            return []
+        if self._keep_links:
+            entry.links = tuple(links)
+        return self.discover(links, entry.depth, entry.url)
+
+    def abandon(self, entry: Entry) -> None:
+        """Drop an unfinished entry without a record (stop, budget)."""
+        if entry.state in (EntryState.QUEUED, EntryState.FETCHING):
+            self._move(entry, EntryState.DROPPED)
+
+    # -- internals ---------------------------------------------------------
+
+    def _admit(
+        self, url: str, depth: int, referrer: str | None, chain: tuple[str, ...] = ()
+    ) -> Entry:
+        entry = Entry(url, depth, referrer, chain)
+        self.seen[url] = entry
+        self._counts[EntryState.QUEUED] += 1
+        return entry
+
+    def _improve(self, entry: Entry, depth: int, admitted: list[Entry]) -> None:
+        """Lower ``entry``'s depth and propagate through stored out-links."""
+        work = [(entry, depth)]
+        while work:
+            current, new_depth = work.pop()
+            if new_depth >= current.depth:
+                continue
+            current.depth = new_depth
+            if current.state is not EntryState.DONE or not current.links:
+                # Not fetched yet (its links will be offered at the new depth
+                # when it finishes), or nothing to propagate.
+                continue
+            child_depth = new_depth + 1
+            if self.max_depth is not None and child_depth > self.max_depth:
+                continue
+            for url in current.links:
+                child = self.seen.get(url)
+                if child is None:
+                    if not self.budget_spent and self._in_scope(url):
+                        admitted.append(self._admit(url, child_depth, current.url))
+                elif child_depth < child.depth:
+                    work.append((child, child_depth))
+
+    def _move(self, entry: Entry, state: EntryState) -> None:
+        self._counts[entry.state] -= 1
+        self._counts[state] += 1
+        entry.state = state
+
+    @staticmethod
+    def _expect(entry: Entry, state: EntryState) -> None:
+        if entry.state is not state:
+            raise RuntimeError(
+                f"frontier invariant broken: {entry!r} is {entry.state.value}, "
+                f"expected {state.value}"
+            )
