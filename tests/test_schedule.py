@@ -1,0 +1,144 @@
+"""The politeness schedule on its own: exact times, no clock, no trio."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trio_crawl._schedule import RATE_SLACK, PoliteSchedule
+
+H = "a.test:80"
+
+
+def test_unlimited_host_always_starts() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule()
+    assert all(s.try_start(f"j{i}", H, 0.0) for i in range(100))
+    assert s.in_flight(H) == 100 and s.waiting == 0 and s.next_deadline() is None
+
+
+def test_rate_spaces_starts_and_parks_the_rest() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=5)
+    gap = 0.2 * (1 + RATE_SLACK)
+    assert s.try_start("a", H, 0.0)
+    assert not s.try_start("b", H, 0.0)
+    assert not s.try_start("c", H, 0.05)
+    assert s.waiting == 2
+    assert s.next_deadline() == pytest.approx(gap)
+    assert s.pop_ready(gap - 1e-9) == []
+    assert s.pop_ready(gap) == ["b"]
+    # b is reserved: a newcomer waits behind it even though the slot is "free".
+    assert not s.try_start("d", H, gap)
+    assert s.try_start("b", H, gap + 0.01)
+    assert s.next_deadline() == pytest.approx(2 * gap + 0.01)
+    assert s.pop_ready(2 * gap + 0.01) == ["c"]
+
+
+def test_other_hosts_are_not_blocked() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=1)
+    assert s.try_start("a1", "a:80", 0.0)
+    assert not s.try_start("a2", "a:80", 0.0)
+    assert s.try_start("b1", "b:80", 0.0)
+
+
+def test_crawl_delay_wins_when_larger() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=10)
+    s.set_crawl_delay(H, 2.0)
+    assert s.interval(H) == pytest.approx(2.0 * (1 + RATE_SLACK))
+    s.set_crawl_delay("b:80", 0.01)
+    assert s.interval("b:80") == pytest.approx(0.1 * (1 + RATE_SLACK))
+
+
+def test_per_host_concurrency_released_by_finish_not_time() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(max_per_host=2)
+    assert s.try_start("a", H, 0.0) and s.try_start("b", H, 0.0)
+    assert not s.try_start("c", H, 0.0)
+    assert s.next_deadline() is None  # only a release can free it
+    assert s.pop_ready(100.0) == []
+    s.release(H)
+    assert s.pop_ready(100.0) == ["c"]
+    assert s.try_start("c", H, 100.0)
+    assert s.in_flight(H) == 2
+
+
+def test_defer_is_a_backoff() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule()
+    s.defer("r", H, 3.5)
+    assert s.waiting == 1 and s.next_deadline() == 3.5
+    assert s.pop_ready(3.4) == []
+    assert s.pop_ready(3.5) == ["r"]
+    assert s.waiting == 0
+    assert s.try_start("r", H, 3.6)
+
+
+def test_drain_empties_everything() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=1)
+    s.try_start("a", H, 0)
+    s.try_start("b", H, 0)
+    s.defer("c", H, 10)
+    assert sorted(s.drain()) == ["b", "c"]
+    assert s.waiting == 0 and s.next_deadline() is None
+
+
+def test_release_of_idle_host_is_a_bug() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule()
+    s.try_start("a", H, 0)
+    s.release(H)
+    with pytest.raises(RuntimeError, match="schedule invariant broken"):
+        s.release(H)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rate=st.one_of(st.none(), st.floats(0.5, 50)),
+    cap=st.one_of(st.none(), st.integers(1, 4)),
+    jobs=st.lists(st.tuples(st.sampled_from("abc"), st.floats(0, 5)), min_size=1, max_size=40),
+    seed=st.integers(0, 2**32),
+)
+def test_random_runs_respect_rate_and_cap_and_start_everything(
+    rate: float | None, cap: int | None, jobs: list[tuple[str, float]], seed: int
+) -> None:
+    """Drive the schedule like the engine does, with random request durations."""
+    rng = random.Random(seed)
+    s: PoliteSchedule[int] = PoliteSchedule(rate=rate, max_per_host=cap)
+    arrivals = sorted((t, i, host) for i, (host, t) in enumerate(jobs))
+    starts: dict[str, list[float]] = {}
+    running: list[tuple[float, str]] = []  # (end time, host)
+    channel: list[tuple[int, str]] = []
+    now = 0.0
+    started = set()
+    for _ in range(10_000):
+        if not (arrivals or running or channel or s.waiting):
+            break
+        # Next event: an arrival, a request end, or the schedule's deadline.
+        candidates = [t for t, _, _ in arrivals[:1]] + [e for e, _ in running]
+        deadline = s.next_deadline()
+        if deadline is not None:
+            candidates.append(deadline)
+        if not channel:
+            now = max(now, min(candidates))
+        for t, i, host in list(arrivals):
+            if t <= now:
+                arrivals.remove((t, i, host))
+                channel.append((i, host))
+        for end, host in list(running):
+            if end <= now:
+                running.remove((end, host))
+                s.release(host)
+        channel.extend((j, jobs[j][0]) for j in s.pop_ready(now))
+        while channel:
+            i, host = channel.pop(0)
+            if s.try_start(i, host, now):
+                assert i not in started
+                started.add(i)
+                starts.setdefault(host, []).append(now)
+                running.append((now + rng.uniform(0, 1), host))
+                if cap is not None:
+                    assert s.in_flight(host) <= cap
+    assert started == set(range(len(jobs)))
+    if rate is not None:
+        for times in starts.values():
+            for earlier, later in zip(times, times[1:], strict=False):
+                assert later - earlier >= 1 / rate - 1e-9

@@ -1,0 +1,235 @@
+"""Per-host politeness and retry back-off, as a pure schedule.
+
+No trio, no clock: every method takes ``now`` (seconds, any monotonic origin).
+The engine asks ``try_start`` right before it fetches; a job that may not go
+yet is *parked here*, off the crawlers and out of the channel, so that it
+neither holds a crawler nor blocks other hosts (no head-of-line blocking).
+Parked jobs still count as unfinished work (``waiting``).
+
+Rules
+-----
+1. Rate: request *starts* to one host are spaced at least ``interval(host)``
+   apart, where interval = max(1/rate, Crawl-delay) times ``1 + RATE_SLACK``.
+   That is a minimum-interval limiter (a token bucket of depth one): with
+   ``--rate 5`` there are never more than 5 starts in any 1-second window,
+   even allowing for a little network jitter between our clock and the
+   server's.
+2. Concurrency: at most ``max_per_host`` requests in flight to one host.
+3. Order: a host's parked jobs start in FIFO order; a new job for a host that
+   has parked jobs queues behind them.
+4. Back-off: ``defer(job, host, not_before)`` parks a job until a time
+   (retries); when due it joins the back of its host's queue.
+5. Hand-over: ``pop_ready(now)`` returns jobs whose turn has come and
+   *reserves* the host's slot for each; the engine puts them back in the
+   crawlers' channel, and the crawler that takes one calls ``try_start``,
+   which then succeeds for the reserved job even if others arrived since.
+6. ``next_deadline()`` is the earliest time ``pop_ready`` can return
+   something without any request finishing first; None if no such time
+   (nothing parked, or everything waits for a request on its host to end,
+   which the engine reports through ``release``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+J = TypeVar("J", bound=Hashable)
+
+#: Extra spacing on top of 1/rate so that R+1 starts never fit in one second.
+RATE_SLACK = 0.01
+
+
+@dataclass(slots=True)
+class _Host(Generic[J]):
+    interval: float
+    in_flight: int = 0
+    next_start: float = float("-inf")
+    queue: deque[J] = field(default_factory=deque)
+    reserved: set[J] = field(default_factory=set)
+    #: The time under which this host sits in the timed heap (None: not there).
+    armed: float | None = None
+
+
+class PoliteSchedule(Generic[J]):
+    """See the module docstring for the rules."""
+
+    def __init__(
+        self,
+        *,
+        rate: float | None = None,
+        max_per_host: int | None = None,
+    ) -> None:
+        if rate is not None and rate <= 0:
+            raise ValueError("rate must be > 0")
+        if max_per_host is not None and max_per_host < 1:
+            raise ValueError("max_per_host must be >= 1")
+        self._base_interval = 0.0 if rate is None else (1.0 / rate) * (1 + RATE_SLACK)
+        self._max_per_host = max_per_host
+        self._hosts: dict[str, _Host[J]] = {}
+        self._deferred: list[tuple[float, int, J, str]] = []
+        self._seq = itertools.count()
+        #: Hosts that have queued jobs and might become startable by time.
+        self._timed: list[tuple[float, int, str]] = []
+        self._queued = 0
+
+    # -- configuration -----------------------------------------------------
+
+    def set_crawl_delay(self, host: str, delay: float | None) -> None:
+        """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
+        state = self._host(host)
+        wanted = self._base_interval
+        if delay is not None and delay > 0:
+            wanted = max(wanted, delay * (1 + RATE_SLACK))
+        state.interval = wanted
+
+    def interval(self, host: str) -> float:
+        return self._host(host).interval
+
+    # -- questions ---------------------------------------------------------
+
+    @property
+    def waiting(self) -> int:
+        """Jobs parked here (queued behind a host, or deferred)."""
+        return self._queued + len(self._deferred)
+
+    def in_flight(self, host: str) -> int:
+        state = self._hosts.get(host)
+        return 0 if state is None else state.in_flight
+
+    def next_deadline(self) -> float | None:
+        best: float | None = self._deferred[0][0] if self._deferred else None
+        timed = self._timed
+        while timed:
+            when, _, host = timed[0]
+            state = self._hosts[host]
+            if state.armed != when or not self._eligible(state):
+                heapq.heappop(timed)  # stale entry
+                if state.armed == when:
+                    state.armed = None
+                continue
+            if best is None or when < best:
+                best = when
+            break
+        return best
+
+    # -- transitions -------------------------------------------------------
+
+    def try_start(self, job: J, host: str, now: float) -> bool:
+        """May ``job`` start now? If yes, record the start; if not, park it."""
+        state = self._host(host)
+        if state.interval == 0 and self._max_per_host is None:
+            # Unlimited host (the default): nothing to wait for, nothing to order.
+            state.reserved.discard(job)
+            state.in_flight += 1
+            return True
+        if job in state.reserved:
+            state.reserved.discard(job)
+            self._record_start(state, now)
+            self._arm(host, state)
+            return True
+        if (
+            not state.queue
+            and not state.reserved
+            and self._has_capacity(state)
+            and now >= state.next_start
+        ):
+            self._record_start(state, now)
+            return True
+        state.queue.append(job)
+        self._queued += 1
+        self._arm(host, state)
+        return False
+
+    def release(self, host: str) -> None:
+        """A request to ``host`` ended (success or failure)."""
+        state = self._hosts[host]
+        if state.in_flight <= 0:
+            raise RuntimeError(f"schedule invariant broken: release of idle host {host}")
+        state.in_flight -= 1
+        self._arm(host, state)
+
+    def unreserve(self, job: J, host: str) -> None:
+        """A reserved job will not start after all (stopping, budget spent)."""
+        state = self._hosts.get(host)
+        if state is not None:
+            state.reserved.discard(job)
+            self._arm(host, state)
+
+    def defer(self, job: J, host: str, not_before: float) -> None:
+        """Park ``job`` until ``not_before`` (a retry back-off)."""
+        self._host(host)
+        heapq.heappush(self._deferred, (not_before, next(self._seq), job, host))
+
+    def pop_ready(self, now: float) -> list[J]:
+        """Jobs that may start now, each with its host slot reserved."""
+        deferred = self._deferred
+        while deferred and deferred[0][0] <= now:
+            _, _, job, host = heapq.heappop(deferred)
+            state = self._hosts[host]
+            state.queue.append(job)
+            self._queued += 1
+            self._arm(host, state)
+        ready: list[J] = []
+        timed = self._timed
+        while timed and timed[0][0] <= now:
+            when, _, host = heapq.heappop(timed)
+            state = self._hosts[host]
+            if state.armed != when:
+                continue  # stale entry
+            state.armed = None
+            while (
+                state.queue
+                and self._has_capacity(state)
+                and now >= state.next_start
+                and (state.interval == 0 or not state.reserved)
+            ):
+                job = state.queue.popleft()
+                self._queued -= 1
+                state.reserved.add(job)
+                ready.append(job)
+            self._arm(host, state)
+        return ready
+
+    def drain(self) -> list[J]:
+        """Remove and return every parked job (a graceful stop)."""
+        jobs: list[J] = [job for _, _, job, _ in self._deferred]
+        self._deferred.clear()
+        for state in self._hosts.values():
+            jobs.extend(state.queue)
+            state.queue.clear()
+        self._queued = 0
+        self._timed.clear()
+        for state in self._hosts.values():
+            state.armed = None
+        return jobs
+
+    # -- internals ---------------------------------------------------------
+
+    def _host(self, host: str) -> _Host[J]:
+        state = self._hosts.get(host)
+        if state is None:
+            state = self._hosts[host] = _Host(interval=self._base_interval)
+        return state
+
+    def _has_capacity(self, state: _Host[J]) -> bool:
+        limit = self._max_per_host
+        return limit is None or state.in_flight + len(state.reserved) < limit
+
+    def _record_start(self, state: _Host[J], now: float) -> None:
+        state.in_flight += 1
+        state.next_start = now + state.interval
+
+    def _eligible(self, state: _Host[J]) -> bool:
+        """Has queued jobs that only time (not a finishing request) can free."""
+        return bool(state.queue) and not state.reserved and self._has_capacity(state)
+
+    def _arm(self, host: str, state: _Host[J]) -> None:
+        """Make sure a host with startable queued jobs is in the timed heap."""
+        if self._eligible(state) and state.armed != state.next_start:
+            state.armed = state.next_start
+            heapq.heappush(self._timed, (state.next_start, next(self._seq), host))
