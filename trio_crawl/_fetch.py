@@ -47,9 +47,13 @@ class Fetcher(Protocol):
     """Turns a URL into a response. Implementations: ``HttpxFetcher`` (pure
     Python, httpx2), ``CurlFetcher`` (libcurl via pycurl, driven by trio)."""
 
-    async def fetch(self, url: str, headers: dict[str, str] | None = None) -> FetchResult:
+    async def fetch(
+        self, url: str, headers: dict[str, str] | None = None, *, any_body: bool = False
+    ) -> FetchResult:
         """Fetch ``url`` once. Checkpoint; cancellable at any point.
 
+        ``any_body=True`` reads the body whatever its content type (robots.txt,
+        sitemaps), overriding ``FetchConfig.html_only`` for this call.
         Raises ``FetchError`` for network/protocol failures.
         """
         ...
