@@ -1,0 +1,379 @@
+"""The engine with an in-memory site under virtual time.
+
+Rules of this suite: no sockets (tests/fakes.py serves pages from a dict);
+``trio.testing.MockClock`` with autojump for anything timed, so times are
+asserted exactly; every crawl is bounded by ``trio.fail_after`` in virtual time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from collections import deque
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trio_crawl import CrawlConfig, CrawlRecord, Crawler
+from trio_crawl._schedule import RATE_SLACK
+
+from fakes import FakeFetcher, FakePage
+
+SITE = "http://site.test"
+
+
+def url(n: int | str) -> str:
+    return f"{SITE}/{n}"
+
+
+async def crawl(
+    fetcher: FakeFetcher, start: list[str] | None = None, **options: object
+) -> tuple[Crawler, list[CrawlRecord]]:
+    records: list[CrawlRecord] = []
+    options.setdefault("ignore_robots", True)
+    config = CrawlConfig(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
+    crawler = Crawler(config, fetcher, on_record=[records.append], rng=random.Random(0))
+    with trio.fail_after(10_000):
+        await crawler.run()
+    return crawler, records
+
+
+async def test_ends_exactly_when_the_last_page_finishes(autojump_clock: object) -> None:
+    pages = {
+        url(0): FakePage(links=[url(1)], delay=1.0),
+        url(1): FakePage(links=[url(2)], delay=1.0),
+        url(2): FakePage(delay=1.5),
+    }
+    start = trio.current_time()
+    crawler, records = await crawl(FakeFetcher(pages), workers=4)
+    assert trio.current_time() - start == 3.5
+    assert crawler.summary().elapsed == 3.5
+    assert [r.url for r in records] == [url(0), url(1), url(2)]
+    assert [r.depth for r in records] == [0, 1, 2]
+
+
+async def test_no_start_urls_in_scope_still_ends(autojump_clock: object) -> None:
+    crawler, records = await crawl(FakeFetcher({}), workers=2)
+    assert [(r.url, r.status) for r in records] == [(url(0), 404)]
+    assert crawler.frontier.unfinished == 0
+
+
+async def test_records_shape_and_fields(autojump_clock: object) -> None:
+    pages = {
+        url(0): FakePage(links=[url(1), url(1) + "#frag", "http://other.test/x", "mailto:a@b"]),
+        url(1): FakePage(status=500, first=[503, 503]),
+    }
+    _, records = await crawl(FakeFetcher(pages), retries=2)
+    root, failed = records
+    assert root.to_json() == {
+        "url": url(0),
+        "status": 200,
+        "depth": 0,
+        "error": None,
+        "redirect": None,
+        "referrer": None,
+        "content_type": "text/html",
+        "elapsed_ms": 0.0,
+        "links": 2,
+        "attempts": 1,
+    }
+    assert (failed.url, failed.status, failed.referrer, failed.attempts) == (
+        url(1),
+        500,
+        url(0),
+        3,
+    )
+    assert failed.error is not None and failed.error.kind == "http_5xx"
+
+
+async def test_retry_after_is_honoured_exactly(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(first=[503, 429], headers={"retry-after": "5"})}
+    fetcher = FakeFetcher(pages)
+    _, records = await crawl(fetcher, retries=2)
+    assert [c.start for c in fetcher.calls] == [0.0, 5.0, 10.0]
+    assert (records[0].status, records[0].attempts, records[0].error) == (200, 3, None)
+
+
+async def test_retry_after_is_capped(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(first=[503], headers={"retry-after": "3600"})}
+    fetcher = FakeFetcher(pages)
+    await crawl(fetcher, retries=1, max_retry_after=7)
+    assert [c.start for c in fetcher.calls] == [0.0, 7.0]
+
+
+async def test_failures_become_records_after_retries(autojump_clock: object) -> None:
+    pages = {
+        url(0): FakePage(links=[url(1), url(2)]),
+        url(1): FakePage(first=["timeout", "timeout", "timeout"]),
+        url(2): FakePage(first=["reset"]),
+    }
+    fetcher = FakeFetcher(pages)
+    _, records = await crawl(fetcher, retries=2)
+    by_url = {r.url: r for r in records}
+    assert by_url[url(1)].error is not None and by_url[url(1)].error.kind == "timeout"
+    assert by_url[url(1)].attempts == 3
+    assert by_url[url(2)].status == 200 and by_url[url(2)].attempts == 2
+    assert fetcher.urls.count(url(1)) == 3
+
+
+async def test_backoff_does_not_hold_a_crawler(autojump_clock: object) -> None:
+    # One worker: while url(1) waits out its back-off, url(2) is fetched.
+    pages = {
+        url(0): FakePage(links=[url(1), url(2)]),
+        url(1): FakePage(first=[503], headers={"retry-after": "10"}),
+        url(2): FakePage(delay=1.0),
+    }
+    fetcher = FakeFetcher(pages)
+    await crawl(fetcher, workers=1, retries=1)
+    assert [(c.url, c.start) for c in fetcher.calls] == [
+        (url(0), 0.0),
+        (url(1), 0.0),
+        (url(2), 0.0),
+        (url(1), 10.0),
+    ]
+
+
+async def test_rate_limit_spaces_requests_per_host(autojump_clock: object) -> None:
+    children = [url(i) for i in range(1, 6)]
+    other = "http://other.test/"
+    pages = {url(0): FakePage(links=[*children, other]), other: FakePage()}
+    pages.update({c: FakePage(delay=0.01) for c in children})
+    fetcher = FakeFetcher(pages)
+    await crawl(fetcher, workers=8, rate=2, allow_domains=["other.test"])
+    gap = 0.5 * (1 + RATE_SLACK)
+    starts = [c.start for c in fetcher.calls if c.url.startswith(SITE)]
+    assert starts == pytest.approx([i * gap for i in range(6)])
+    # The other host is not behind site.test's queue (no head-of-line blocking).
+    assert [c.start for c in fetcher.calls if c.url == other] == [pytest.approx(0.0)]
+
+
+async def test_per_host_concurrency(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 10)])}
+    pages.update({url(i): FakePage(delay=1.0) for i in range(1, 10)})
+    fetcher = FakeFetcher(pages)
+    await crawl(fetcher, workers=8, per_host_concurrency=3)
+    assert fetcher.max_in_flight == 3
+    assert trio.current_time() == 3.0
+
+
+async def test_crawl_delay_from_robots(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(links=[url(1), url(2), url(3)])}
+    pages.update({url(i): FakePage() for i in range(1, 4)})
+    robots = "User-agent: *\nCrawl-delay: 2\nDisallow: /3\n"
+    fetcher = FakeFetcher(pages, robots=robots)
+    _, records = await crawl(fetcher, workers=4, ignore_robots=False)
+    assert [c.start for c in fetcher.calls] == pytest.approx([0.0, 2.02, 4.04])
+    assert url(3) not in fetcher.urls
+    (denied,) = [r for r in records if r.url == url(3)]
+    assert denied.error is not None and denied.error.kind == "robots"
+    assert fetcher.robots_calls == [f"{SITE}/robots.txt"]
+
+
+async def test_redirect_hops_are_records(autojump_clock: object) -> None:
+    pages = {
+        url(0): FakePage(links=[url("a"), url("loop1"), url("away")]),
+        url("a"): FakePage(status=301, headers={"location": "/b"}),
+        url("b"): FakePage(status=302, headers={"location": "c#x"}),
+        url("c"): FakePage(),
+        url("loop1"): FakePage(status=302, headers={"location": "/loop2"}),
+        url("loop2"): FakePage(status=302, headers={"location": "/loop1"}),
+        url("away"): FakePage(status=301, headers={"location": "http://else.test/"}),
+    }
+    fetcher = FakeFetcher(pages)
+    _, records = await crawl(fetcher)
+    got = {r.url: (r.status, r.redirect, r.error.kind if r.error else None) for r in records}
+    assert got == {
+        url(0): (200, None, None),
+        url("a"): (301, url("b"), None),
+        url("b"): (302, url("c"), None),
+        url("c"): (200, None, None),
+        url("loop1"): (302, url("loop2"), None),
+        url("loop2"): (302, url("loop1"), "redirect_loop"),
+        url("away"): (301, "http://else.test/", "out_of_scope_redirect"),
+    }
+    assert sorted(fetcher.urls) == sorted(got)
+    assert {r.url: r.depth for r in records}[url("c")] == 1
+
+
+async def test_redirect_chain_is_capped_at_ten_hops(autojump_clock: object) -> None:
+    pages = {url(i): FakePage(status=302, headers={"location": f"/{i + 1}"}) for i in range(30)}
+    fetcher = FakeFetcher(pages)
+    _, records = await crawl(fetcher)
+    assert len(fetcher.calls) == 11
+    assert records[-1].error is not None and records[-1].error.kind == "too_many_redirects"
+
+
+async def test_max_pages_is_exact(autojump_clock: object) -> None:
+    pages = {url(i): FakePage(links=[url(j) for j in range(40)]) for i in range(40)}
+    fetcher = FakeFetcher(pages)
+    crawler, records = await crawl(fetcher, workers=16, max_pages=7)
+    assert len(fetcher.calls) == 7 and len(records) == 7
+    assert crawler.frontier.unfinished == 0
+
+
+async def test_an_exception_while_parsing_is_a_record(
+    autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trio_crawl._engine as engine
+
+    real = engine.extract_links
+
+    def flaky(body: bytes, page_url: str, content_type: str | None) -> list[str]:
+        if page_url == url(1):
+            raise ValueError("boom")
+        return real(body, page_url, content_type)
+
+    monkeypatch.setattr(engine, "extract_links", flaky)
+    pages = {url(0): FakePage(links=[url(1), url(2)]), url(1): FakePage(), url(2): FakePage()}
+    _, records = await crawl(FakeFetcher(pages))
+    by_url = {r.url: r for r in records}
+    assert by_url[url(1)].error is not None and by_url[url(1)].error.kind == "internal"
+    assert "boom" in by_url[url(1)].error.message
+    assert by_url[url(2)].error is None
+
+
+async def test_a_fetcher_bug_fails_loudly(autojump_clock: object) -> None:
+    class Broken(FakeFetcher):
+        async def fetch(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            raise KeyError("fetcher bug")
+
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(KeyError, match="fetcher bug"), flatten_subgroups=True
+    ):
+        await crawl(Broken({}))
+
+
+async def test_graceful_stop_finishes_in_flight_and_starts_nothing(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 50)])}
+    pages.update({url(i): FakePage(delay=2.0, links=[url(i + 100)]) for i in range(1, 50)})
+    records: list[CrawlRecord] = []
+    fetcher = FakeFetcher(pages)
+    config = CrawlConfig(start_urls=[url(0)], workers=4, ignore_robots=True, grace=10)
+    crawler = Crawler(config, fetcher, on_record=[records.append])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(crawler.run)
+        await trio.sleep(1.0)
+        crawler.stop()
+    assert trio.current_time() == 2.0  # the 4 in-flight pages finished, nothing else
+    assert len(fetcher.calls) == 5 and len(records) == 5
+    summary = crawler.summary()
+    assert summary.stopped and summary.unfinished == 50 - 5 + 4
+
+
+async def test_second_stop_cancels_at_once(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(delay=100.0)}
+    fetcher = FakeFetcher(pages)
+    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True)
+    crawler = Crawler(config, fetcher)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(crawler.run)
+        await trio.sleep(1.0)
+        crawler.stop()
+        await trio.sleep(1.0)
+        crawler.stop()
+    assert trio.current_time() == 2.0
+    assert crawler.stats.records == 0
+
+
+async def test_grace_period_runs_out(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(delay=100.0)}
+    crawler = Crawler(
+        CrawlConfig(start_urls=[url(0)], ignore_robots=True, grace=3), FakeFetcher(pages)
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(crawler.run)
+        await trio.sleep(1.0)
+        crawler.stop()
+    assert trio.current_time() == 4.0
+
+
+def _load_termination_example():  # type: ignore[no-untyped-def]
+    path = Path(__file__).parents[1] / "examples" / "termination.py"
+    spec = importlib.util.spec_from_file_location("termination_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_naive_supervisor_loses_urls_and_ours_never_does() -> None:
+    example = _load_termination_example()
+    naive_losses = sum(
+        len(trio.run(example.naive_crawl, 8, seed)) != len(example.SITE) for seed in range(30)
+    )
+    exact_losses = sum(
+        len(trio.run(example.exact_crawl, 8, seed)) != len(example.SITE) for seed in range(30)
+    )
+    assert naive_losses >= 10, f"the race should show in most runs, saw {naive_losses}/30"
+    assert exact_losses == 0
+
+
+# -- property: random sites, random timings, several worker counts --------
+
+
+def expected_fetches(graph: dict[int, list[int]], max_depth: int | None) -> dict[int, int]:
+    depth = {0: 0}
+    todo = deque([0])
+    while todo:
+        node = todo.popleft()
+        if max_depth is not None and depth[node] >= max_depth:
+            continue
+        for child in graph.get(node, []):
+            if child not in depth:
+                depth[child] = depth[node] + 1
+                todo.append(child)
+    return depth
+
+
+sites = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.lists(st.integers(-3, n - 1), max_size=5), min_size=n, max_size=n),
+        st.lists(st.sampled_from([200, 200, 200, 404, 500, 503]), min_size=n, max_size=n),
+        st.lists(st.floats(0, 2), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    site=sites,
+    workers=st.sampled_from([1, 2, 3, 8, 32]),
+    max_depth=st.one_of(st.none(), st.integers(0, 4)),
+    seed=st.integers(0, 1000),
+)
+def test_random_sites_are_crawled_exactly(
+    site: tuple[list[list[int]], list[int], list[float]],
+    workers: int,
+    max_depth: int | None,
+    seed: int,
+) -> None:
+    links, statuses, delays = site
+    jitter = random.Random(seed)
+    pages: dict[str, FakePage] = {}
+    graph: dict[int, list[int]] = {}
+    for n, (targets, status, delay) in enumerate(zip(links, statuses, delays, strict=True)):
+        hrefs = [f"http://out.test/{-t}" if t < 0 else url(t) for t in targets]
+        graph[n] = [t for t in targets if t >= 0] if status == 200 else []
+        first = [503] if jitter.random() < 0.2 else []
+        pages[url(n)] = FakePage(
+            status=status, links=hrefs, delay=delay * jitter.random(), first=first
+        )
+
+    async def main() -> tuple[FakeFetcher, list[CrawlRecord]]:
+        fetcher = FakeFetcher(pages)
+        _, records = await crawl(fetcher, workers=workers, max_depth=max_depth, retries=1)
+        return fetcher, records
+
+    fetcher, records = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    expected = {url(n) for n in expected_fetches(graph, max_depth)}
+    assert not [u for u in fetcher.urls if not u.startswith(SITE)]
+    assert {r.url for r in records} == expected
+    assert len(records) == len(expected)  # one record per URL, none lost or doubled
+    for r in records:  # a URL is fetched once, plus its retries
+        assert fetcher.urls.count(r.url) == r.attempts

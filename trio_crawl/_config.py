@@ -1,0 +1,90 @@
+"""Validated, keyword-only crawl configuration.
+
+``CrawlConfig`` is what the library takes and what the CLI builds from its
+arguments. Validation happens here, once, with one-line messages that the CLI
+prints as they are (exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._fetch import DEFAULT_USER_AGENT, FetchConfig
+
+FETCHERS = ("curl", "httpx")
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message is one line meant for the user."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrawlConfig:
+    """Everything a crawl needs besides its fetcher.
+
+    Example::
+
+        CrawlConfig(start_urls=["http://127.0.0.1:8000/"], workers=16, max_depth=2)
+    """
+
+    start_urls: Sequence[str]
+    workers: int = 16
+    max_depth: int | None = None
+    max_pages: int | None = None
+    timeout: float = 30.0
+    connect_timeout: float = 10.0
+    retries: int = 2
+    rate: float | None = None
+    per_host_concurrency: int | None = None
+    ignore_robots: bool = False
+    sitemaps: bool = False
+    allow_domains: Sequence[str] = field(default_factory=tuple)
+    user_agent: str = DEFAULT_USER_AGENT
+    max_bytes: int = 10 * 1024 * 1024
+    html_only: bool = True
+    grace: float = 10.0
+    max_retry_after: float = 60.0
+    backend: str = "curl"
+    #: Bodies larger than this are parsed in a worker thread (lxml releases the GIL).
+    thread_parse_bytes: int = 1024 * 1024
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[bool, str]] = [
+            (self.workers >= 1, f"--workers must be at least 1 (got {self.workers})"),
+            (
+                self.max_depth is None or self.max_depth >= 0,
+                f"--max-depth must be >= 0 (got {self.max_depth})",
+            ),
+            (
+                self.max_pages is None or self.max_pages >= 0,
+                f"--max-pages must be >= 0 (got {self.max_pages})",
+            ),
+            (self.timeout > 0, f"--timeout must be > 0 (got {self.timeout})"),
+            (self.connect_timeout > 0, "connect timeout must be > 0"),
+            (self.retries >= 0, f"--retries must be >= 0 (got {self.retries})"),
+            (self.rate is None or self.rate > 0, f"--rate must be > 0 (got {self.rate})"),
+            (
+                self.per_host_concurrency is None or self.per_host_concurrency >= 1,
+                f"--per-host-concurrency must be >= 1 (got {self.per_host_concurrency})",
+            ),
+            (self.max_bytes > 0, f"--max-bytes must be > 0 (got {self.max_bytes})"),
+            (self.grace >= 0, f"--grace must be >= 0 (got {self.grace})"),
+            (self.max_retry_after >= 0, "--max-retry-after must be >= 0"),
+            (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
+            (bool(self.user_agent.strip()), "--user-agent must not be empty"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    def fetch_config(self) -> FetchConfig:
+        return FetchConfig(
+            user_agent=self.user_agent,
+            timeout=self.timeout,
+            connect_timeout=min(self.connect_timeout, self.timeout),
+            max_bytes=self.max_bytes,
+            max_connections=self.workers,
+            html_only=self.html_only,
+        )

@@ -1,0 +1,501 @@
+"""The crawl engine: trio tasks around the pure frontier and schedule.
+
+The design card
+---------------
+A nursery runs N crawler tasks that share cloned ends of one unbounded
+memory channel. Each crawler holds a ``trio.CapacityLimiter`` token while it
+is active and publishes the URLs it discovers with ``send_nowait``. A
+supervisor cancels the nursery once no tokens are borrowed and the buffer is
+empty: exactly then, never earlier, woken by events, not by polling.
+
+The termination invariant
+-------------------------
+At every checkpoint, every unfinished URL is in exactly one of three places:
+
+  (a) the channel's buffer (queued),
+  (b) a crawler that holds a limiter token (held, in flight, or being parsed),
+  (c) the schedule (``PoliteSchedule.waiting``: behind its host's rate or
+      concurrency limit, or in a retry back-off).
+
+so "unfinished == 0" is exactly::
+
+    limiter.borrowed_tokens == 0
+    and channel.statistics().current_buffer_used == 0
+    and schedule.waiting == 0
+
+Three rules make the invariant hold (docs/termination.md has the race
+analysis):
+
+1. A crawler *takes* a URL and *borrows* its token in one synchronous step
+   (``receive_nowait`` then ``acquire_on_behalf_of_nowait``, no checkpoint in
+   between). ``await receive()`` would not do: it checkpoints after taking the
+   item, and a memory channel hands an item straight to a parked receiver
+   without it ever showing in the buffer, so a supervisor could see an empty
+   buffer and no tokens while a URL is in a crawler's hands.
+   Idle crawlers wait in a ``ParkingLot`` that every publish unparks.
+2. Every move between (a), (b) and (c) is synchronous: publishing children
+   happens before the token is released, and the schedule hands due URLs to
+   the channel with ``send_nowait`` in the same step that removes them.
+3. Only a token release can make the condition true (the other moves go from
+   one place to another), so the crawler that releases the last token checks
+   the condition and sets an Event the supervisor waits on. The supervisor
+   re-checks it (and cross-checks the frontier's own count) and cancels.
+
+Pages are the site's business and failures become records; a broken
+invariant is our bug and ends the crawl with an exception.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import trio
+
+from ._config import CrawlConfig
+from ._fetch import Fetcher, is_html_content_type
+from ._frontier import Entry, Frontier, RedirectOutcome
+from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from ._parse import extract_links
+from ._retry import RetryPolicy
+from ._robots_cache import RobotsCache
+from ._schedule import PoliteSchedule
+from ._stats import CrawlStats, CrawlSummary
+from ._url import Scope, host_port, resolve
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+RecordCallback = Callable[[CrawlRecord], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatistics:
+    """A snapshot for progress displays (all counts are exact at the instant)."""
+
+    records: int
+    failures: int
+    queued: int
+    active: int
+    waiting: int
+    seen: int
+    elapsed: float
+
+
+class Crawler:
+    """One crawl. Run it with ``await crawler.run()`` (or via ``open_crawler``).
+
+    ``on_record`` callbacks are called synchronously, in the crawler task, as
+    each record is final: a sink that writes and flushes there loses nothing
+    if the process is killed a moment later.
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        fetcher: Fetcher,
+        *,
+        on_record: Iterable[RecordCallback] = (),
+        record_channel: trio.MemorySendChannel[CrawlRecord] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._fetcher = fetcher
+        self._on_record = list(on_record)
+        self._record_channel = record_channel
+        self._rng = rng or random.Random()
+        self._scope = Scope(config.start_urls, config.allow_domains)
+        self.frontier = Frontier(
+            in_scope=self._scope.allows,
+            max_depth=config.max_depth,
+            max_pages=config.max_pages,
+        )
+        self.schedule: PoliteSchedule[Entry] = PoliteSchedule(
+            rate=config.rate, max_per_host=config.per_host_concurrency
+        )
+        self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
+        self._robots: RobotsCache | None = None
+        if not config.ignore_robots:
+            self._robots = RobotsCache(fetcher, config.user_agent)
+        self._crawl_delay_set: set[str] = set()
+        self.stats = CrawlStats()
+        self._limiter = trio.CapacityLimiter(config.workers)
+        self._send, self._receive = trio.open_memory_channel[Entry](math.inf)
+        self._work_posted = trio.lowlevel.ParkingLot()
+        self._idle = trio.Event()
+        self._wake_supervisor = trio.Event()
+        self._schedule_changed = trio.Event()
+        self._stopping = False
+        self._aborted = False
+        self._started_at: float | None = None
+        self._finished_at: float | None = None
+        self._nursery_scope: trio.CancelScope | None = None
+        self._parse_limiter = trio.CapacityLimiter(2)
+
+    # -- public ------------------------------------------------------------
+
+    async def run(self) -> CrawlSummary:
+        """Crawl until no work is left (or ``stop()``); return the summary."""
+        if self._started_at is not None:
+            raise RuntimeError("a Crawler runs once")
+        self._started_at = trio.current_time()
+        if self._aborted:
+            self._finished_at = self._started_at
+            return self.summary()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery_scope = nursery.cancel_scope
+                async with self._send, self._receive:
+                    for url in self.config.start_urls:
+                        entry = self.frontier.add_start(url)
+                        if entry is not None:
+                            self._publish(self._send, entry)
+                    nursery.start_soon(self._supervise, nursery.cancel_scope)
+                    nursery.start_soon(self._release_parked_on_time, self._send.clone())
+                    for _ in range(self.config.workers):
+                        nursery.start_soon(
+                            self._crawler, self._receive.clone(), self._send.clone()
+                        )
+                    self._check_idle()
+        finally:
+            self._finished_at = trio.current_time()
+        return self.summary()
+
+    def stop(self) -> None:
+        """Graceful stop: no new fetches; in-flight ones get ``config.grace``
+        seconds to finish, then the crawl is cancelled. Calling it again
+        cancels at once. Not a checkpoint."""
+        if self._stopping:
+            self.abort()
+            return
+        self._stopping = True
+        for entry in self.schedule.drain():
+            self.frontier.abandon(entry)
+        self._work_posted.unpark_all()  # idle crawlers drain the channel
+        self._poke_schedule()
+        self._wake_supervisor.set()
+        self._check_idle()
+
+    def abort(self) -> None:
+        """Cancel the crawl now; records already written stay written."""
+        self._stopping = True
+        self._aborted = True
+        if self._nursery_scope is not None:
+            self._nursery_scope.cancel()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def statistics(self) -> EngineStatistics:
+        now = trio.current_time()
+        start = self._started_at if self._started_at is not None else now
+        end = self._finished_at if self._finished_at is not None else now
+        return EngineStatistics(
+            records=self.stats.records,
+            failures=sum(self.stats.failures.values()),
+            queued=self._receive.statistics().current_buffer_used,
+            active=int(self._limiter.borrowed_tokens),
+            waiting=self.schedule.waiting,
+            seen=len(self.frontier.seen),
+            elapsed=end - start,
+        )
+
+    def summary(self) -> CrawlSummary:
+        s = self.statistics()
+        f = self.frontier.statistics()
+        return self.stats.summary(
+            elapsed=s.elapsed, stopped=self._stopping, unfinished=f.unfinished + f.dropped
+        )
+
+    # -- the three kinds of task ------------------------------------------
+
+    async def _supervise(self, cancel_scope: trio.CancelScope) -> None:
+        """Cancel the nursery exactly when the invariant says no work is left.
+
+        Woken by the last token release (rule 3) or by ``stop()``; never polls.
+        """
+        await self._wake_supervisor.wait()
+        if not self._is_idle():
+            # stop() was called with work in flight: give it the grace period.
+            with trio.move_on_after(self.config.grace):
+                await self._idle.wait()
+        elif self.frontier.unfinished != 0:
+            raise RuntimeError(
+                "termination invariant broken: channel, limiter and schedule are "
+                f"empty but the frontier has {self.frontier.unfinished} unfinished"
+            )
+        cancel_scope.cancel()
+
+    async def _crawler(
+        self,
+        receive: trio.MemoryReceiveChannel[Entry],
+        send: trio.MemorySendChannel[Entry],
+    ) -> None:
+        async with receive, send:
+            while True:
+                try:
+                    entry = receive.receive_nowait()
+                except trio.WouldBlock:
+                    await self._work_posted.park()
+                    continue
+                # Rule 1: no checkpoint between taking the URL and the token.
+                self._limiter.acquire_on_behalf_of_nowait(entry)
+                try:
+                    await self._handle(entry, send)
+                except BaseException:
+                    # Cancelled, or a bug: the crawl is ending anyway; don't
+                    # let an "idle" verdict mask the real exception.
+                    self._limiter.release_on_behalf_of(entry)
+                    raise
+                self._limiter.release_on_behalf_of(entry)
+                self._check_idle()
+
+    async def _release_parked_on_time(self, send: trio.MemorySendChannel[Entry]) -> None:
+        """Hands parked URLs back to the crawlers when their time comes."""
+        async with send:
+            while True:
+                deadline = self.schedule.next_deadline()
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    await self._schedule_changed.wait()
+                if self._schedule_changed.is_set():
+                    self._schedule_changed = trio.Event()
+                self._hand_over_ready(send)
+
+    # -- bookkeeping helpers (all synchronous) ----------------------------
+
+    def _publish(self, send: trio.MemorySendChannel[Entry], entry: Entry) -> None:
+        send.send_nowait(entry)
+        self._work_posted.unpark()
+
+    def _hand_over_ready(self, send: trio.MemorySendChannel[Entry]) -> None:
+        for entry in self.schedule.pop_ready(trio.current_time()):
+            self._publish(send, entry)
+
+    def _poke_schedule(self) -> None:
+        self._schedule_changed.set()
+
+    def _is_idle(self) -> bool:
+        return (
+            self._limiter.borrowed_tokens == 0
+            and self._receive.statistics().current_buffer_used == 0
+            and self.schedule.waiting == 0
+        )
+
+    def _check_idle(self) -> None:
+        if self._is_idle():
+            self._idle.set()
+            self._wake_supervisor.set()
+
+    # -- one URL -----------------------------------------------------------
+
+    async def _handle(self, entry: Entry, send: trio.MemorySendChannel[Entry]) -> None:
+        """Take one entry from the channel to a record, a retry or a parking."""
+        host = host_port(entry.url)
+        if self._stopping:
+            self.schedule.unreserve(entry, host)
+            self.frontier.abandon(entry)
+            return
+        if self._robots is not None and entry.attempts == 0:
+            policy = self._robots.policy_nowait(entry.url)
+            if policy is None:  # first URL of this host: fetch robots.txt once
+                policy = await self._robots.policy_for(entry.url)
+            if host not in self._crawl_delay_set:
+                self._crawl_delay_set.add(host)
+                self.schedule.set_crawl_delay(host, policy.crawl_delay)
+            if not policy.allows(entry.url):
+                self.schedule.unreserve(entry, host)
+                record = self._record(entry, error=("robots", f"disallowed ({policy.reason})"))
+                await self._finish(entry, send, record)
+                return
+            if self._stopping:
+                self.schedule.unreserve(entry, host)
+                self.frontier.abandon(entry)
+                return
+        if entry.attempts == 0 and self.frontier.budget_spent:
+            self.schedule.unreserve(entry, host)
+            self.frontier.abandon(entry)
+            return
+        if not self.schedule.try_start(entry, host, trio.current_time()):
+            self._poke_schedule()
+            return  # parked in the schedule; our token goes back to the pool
+        started = self.frontier.start(entry)
+        if not started:  # pragma: no cover - budget checked above without a checkpoint
+            self.schedule.release(host)
+            return
+        t0 = trio.current_time()
+        result: FetchResult | None = None
+        failure: FetchError | None = None
+        try:
+            result = await self._fetcher.fetch(entry.url)
+        except FetchError as exc:
+            failure = exc
+        finally:
+            self.schedule.release(host)
+            if self.schedule.waiting:
+                self._hand_over_ready(send)
+                self._poke_schedule()
+        elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
+        if self._should_retry(entry, result, failure):
+            retry_after = result.headers.get("retry-after") if result is not None else None
+            delay = self._retry.delay(entry.attempts, self._rng, retry_after, time.time())
+            self.schedule.defer(entry, host, trio.current_time() + delay)
+            self._poke_schedule()
+            return
+        if failure is not None:
+            await self._finish(
+                entry,
+                send,
+                self._record(entry, error=(failure.kind, failure.message), elapsed_ms=elapsed_ms),
+            )
+            return
+        assert result is not None
+        await self._handle_response(entry, result, elapsed_ms, send)
+
+    def _should_retry(
+        self, entry: Entry, result: FetchResult | None, failure: FetchError | None
+    ) -> bool:
+        if self._stopping or entry.attempts > self._retry.retries:
+            return False
+        if failure is not None:
+            return self._retry.should_retry_error(failure.kind)
+        assert result is not None
+        return self._retry.should_retry_status(result.status)
+
+    async def _handle_response(
+        self,
+        entry: Entry,
+        result: FetchResult,
+        elapsed_ms: float,
+        send: trio.MemorySendChannel[Entry],
+    ) -> None:
+        status = result.status
+        content_type = result.content_type
+        if status in REDIRECT_STATUSES:
+            await self._handle_redirect(entry, result, elapsed_ms, send)
+            return
+        error: tuple[str, str] | None = None
+        if status >= 500:
+            error = ("http_429" if status == 429 else "http_5xx", f"HTTP {status}")
+        elif status >= 400:
+            error = ("http_429" if status == 429 else "http_4xx", f"HTTP {status}")
+        links: list[str] = []
+        if error is None and not result.body_skipped and is_html_content_type(content_type):
+            try:
+                links = await self._extract(result.body, entry.url, content_type)
+            except Exception as exc:  # a page that breaks the parser is a record
+                error = ("internal", f"link extraction failed: {exc!r}")
+                tb = traceback.format_exc() if self.config.debug else None
+                await self._finish(
+                    entry,
+                    send,
+                    self._record(
+                        entry,
+                        status=status,
+                        error=error,
+                        content_type=content_type,
+                        elapsed_ms=elapsed_ms,
+                        tb=tb,
+                    ),
+                )
+                return
+        record = self._record(
+            entry,
+            status=status,
+            error=error,
+            content_type=content_type,
+            elapsed_ms=elapsed_ms,
+            links=len(links),
+        )
+        await self._finish(entry, send, record, links)
+
+    async def _handle_redirect(
+        self,
+        entry: Entry,
+        result: FetchResult,
+        elapsed_ms: float,
+        send: trio.MemorySendChannel[Entry],
+    ) -> None:
+        location = result.headers.get("location")
+        target = resolve(location, entry.url) if location else None
+        error: tuple[str, str] | None = None
+        admitted: list[Entry] = []
+        if target is None:
+            error = ("bad_redirect", f"unusable Location: {location!r}")
+        else:
+            outcome, admitted = self.frontier.redirect(entry, target)
+            if outcome in (
+                RedirectOutcome.LOOP,
+                RedirectOutcome.TOO_MANY,
+                RedirectOutcome.OUT_OF_SCOPE,
+            ):
+                error = (outcome.value, f"redirect to {target}")
+        record = self._record(
+            entry,
+            status=result.status,
+            error=error,
+            redirect=target,
+            content_type=result.content_type,
+            elapsed_ms=elapsed_ms,
+        )
+        for child in admitted:
+            self._publish(send, child)
+        await self._finish(entry, send, record)
+
+    async def _extract(self, body: bytes, url: str, content_type: str | None) -> list[str]:
+        if len(body) >= self.config.thread_parse_bytes:
+            return await trio.to_thread.run_sync(
+                extract_links, body, url, content_type, limiter=self._parse_limiter
+            )
+        return extract_links(body, url, content_type)
+
+    def _record(
+        self,
+        entry: Entry,
+        *,
+        status: int | None = None,
+        error: tuple[str, str] | None = None,
+        redirect: str | None = None,
+        content_type: str | None = None,
+        elapsed_ms: float | None = None,
+        links: int = 0,
+        tb: str | None = None,
+    ) -> CrawlRecord:
+        return CrawlRecord(
+            url=entry.url,
+            status=status,
+            depth=entry.depth,
+            error=None if error is None else ErrorInfo(error[0], error[1], tb),
+            redirect=redirect,
+            referrer=entry.referrer,
+            content_type=content_type,
+            elapsed_ms=elapsed_ms,
+            links=links,
+            attempts=entry.attempts,
+        )
+
+    async def _finish(
+        self,
+        entry: Entry,
+        send: trio.MemorySendChannel[Entry],
+        record: CrawlRecord,
+        links: list[str] | None = None,
+    ) -> None:
+        """Publish the children, then deliver the record, all before the
+        token is released (rule 2). Awaiting a slow record consumer is safe:
+        the entry is still held, so the crawl cannot end under it."""
+        for child in self.frontier.finish(entry, links):
+            self._publish(send, child)
+        self.stats.add(record)
+        for callback in self._on_record:
+            callback(record)
+        if self._record_channel is not None:
+            try:
+                await self._record_channel.send(record)
+            except trio.BrokenResourceError:
+                # The reader left (open_crawler's block ended): it is cancelling
+                # us; records keep going to the callbacks until it does.
+                self._record_channel = None
