@@ -1,0 +1,74 @@
+"""The terminal face of a crawl: a live progress line and the final summary.
+
+Rendering only: it reads ``Crawler.statistics()`` snapshots. The refresh
+loop here is a display tick, not part of termination (the engine never polls).
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+import trio
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ._engine import Crawler, EngineStatistics
+from ._stats import CrawlSummary
+
+REFRESH_SECONDS = 0.25
+
+
+def progress_line(s: EngineStatistics) -> Text:
+    rate = s.records / s.elapsed if s.elapsed > 0 else 0.0
+    text = Text()
+    text.append(f"{s.records:,} done", style="bold green")
+    text.append(f"  {s.queued:,} queued  {s.active} in flight  {s.waiting:,} waiting")
+    text.append(f"  {rate:,.1f} pages/s")
+    text.append(f"  {s.failures:,} errors", style="red" if s.failures else "")
+    text.append(f"  {s.elapsed:,.1f}s", style="dim")
+    return text
+
+
+async def show_progress(crawler: Crawler, console: Console) -> None:
+    """Redraw the progress line until cancelled (the caller owns the task)."""
+    with Live(
+        progress_line(crawler.statistics()),
+        console=console,
+        transient=True,
+        auto_refresh=False,
+    ) as live:
+        while True:
+            await trio.sleep(REFRESH_SECONDS)
+            live.update(progress_line(crawler.statistics()), refresh=True)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f} ms"
+
+
+def summary_table(summary: CrawlSummary) -> Table:
+    table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("pages", f"{summary.records:,} ({summary.pages_ok:,} ok)")
+    table.add_row("failed", f"{summary.failed:,}")
+    for kind, count in summary.failures.items():
+        table.add_row(f"  {kind}", f"{count:,}")
+    table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
+    table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
+    table.add_row(
+        "latency p50/p95/p99",
+        " / ".join(
+            _ms(v)
+            for v in (summary.latency_p50_ms, summary.latency_p95_ms, summary.latency_p99_ms)
+        ),
+    )
+    if summary.stopped:
+        table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
+    return table
+
+
+def print_summary(summary: CrawlSummary, stream: TextIO) -> None:
+    Console(file=stream, highlight=False).print(summary_table(summary))
