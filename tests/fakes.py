@@ -64,7 +64,7 @@ class FakeFetcher:
     ) -> FetchResult:
         if url.endswith("/robots.txt"):
             self.robots_calls.append(url)
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             if self.robots is None:
                 return FetchResult(url, 404, {}, b"", 0.0)
             return FetchResult(url, 200, {"content-type": "text/plain"}, self.robots.encode(), 0.0)
@@ -77,7 +77,7 @@ class FakeFetcher:
         try:
             page = self.pages.get(url)
             if page is None:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
                 return FetchResult(url, 404, {"content-type": "text/html"}, b"", 0.0)
             await trio.sleep(page.delay)
             attempt = self._attempts.get(url, 0)

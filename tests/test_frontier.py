@@ -149,9 +149,9 @@ def bfs_depths(graph: dict[int, list[int]], max_depth: int | None) -> dict[int, 
 
 
 graphs = st.integers(min_value=1, max_value=30).flatmap(
-    lambda n: st.lists(
-        st.lists(st.integers(0, n - 1), max_size=5), min_size=n, max_size=n
-    ).map(lambda rows: dict(enumerate(rows)))
+    lambda n: st.lists(st.lists(st.integers(0, n - 1), max_size=5), min_size=n, max_size=n).map(
+        lambda rows: dict(enumerate(rows))
+    )
 )
 
 

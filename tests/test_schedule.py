@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -140,5 +141,5 @@ def test_random_runs_respect_rate_and_cap_and_start_everything(
     assert started == set(range(len(jobs)))
     if rate is not None:
         for times in starts.values():
-            for earlier, later in zip(times, times[1:], strict=False):
+            for earlier, later in itertools.pairwise(times):
                 assert later - earlier >= 1 / rate - 1e-9
