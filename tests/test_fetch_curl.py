@@ -1,0 +1,574 @@
+"""``CurlFetcher`` specifics; the shared contract is ``test_fetchers.py``.
+
+Rules of this suite:
+
+- ``Collector`` and ``error_kind`` are pure: tested directly, no sockets.
+- I/O tests run against ``serve_site`` on 127.0.0.1, port 0, started here,
+  and are bounded by ``trio.fail_after``. Nothing else is contacted.
+- Tests about driving libcurl run with both socket watchers (``epoll`` and
+  ``tasks``), since either can be the one in use.
+- After anything that cancels or fails, the pool must be full again
+  (``statistics().handles_free == handles``) and the fetcher still usable.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Iterator
+
+import pycurl
+import pytest
+import trio
+import trio.testing
+
+from trio_crawl._fetch import FetchConfig
+from trio_crawl._fetch_curl import (
+    Collector,
+    CurlFetcher,
+    WatcherName,
+    _EpollWatcher,
+    _TaskWatcher,
+    error_kind,
+    find_ca_bundle,
+    open_curl_fetcher,
+)
+from trio_crawl._models import FetchError, FetchResult
+from trio_crawl._server import SiteServer, serve_site
+from trio_crawl._site import Response, Site, page
+
+WATCHERS: list[WatcherName] = ["epoll", "tasks"]
+
+PAGE = page("/a", "/b", title="small")
+BIG_PAGE = Response(body=b"<!doctype html><p>" + b"x" * 15_000)
+
+
+def make_site() -> Site:
+    return Site(
+        {
+            "/": PAGE,
+            "/big": BIG_PAGE,
+            "/close": Response(body=b"<p>bye</p>", close=True),
+            "/head": Response(body=b"<p>late</p>", delay=0.02),
+            "/hold": Response(body=b"<p>held</p>", delay=0.3),
+            "/drip": Response(body=bytes(8 * 1024), drip=0.004),
+            "/slow": Response(body=b"<p>slow</p>", delay=5),
+            "/reset": Response(body=bytes(100_000), reset_after=5_000),
+            "/truncated": Response(body=bytes(100_000), truncate=True),
+            "/css": Response(body=b"p{}" * 100, content_type="text/css"),
+            "/video": Response(body=bytes(200_000), content_type="video/mp4", chunked=True),
+            "/nocontent": Response(status=204, content_type="image/png"),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SiteServer]:
+    with serve_site(make_site()) as running:
+        yield running
+
+
+@pytest.fixture(params=WATCHERS)
+def watcher(request: pytest.FixtureRequest) -> WatcherName:
+    name: WatcherName = request.param
+    return name
+
+
+def refused_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+def assert_pool_full(fetcher: CurlFetcher) -> None:
+    stats = fetcher.statistics()
+    assert stats.handles_free == stats.handles
+    assert stats.transfers == 0
+
+
+# -- pure: error codes -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "kind"),
+    [
+        (pycurl.E_OPERATION_TIMEDOUT, "Operation timed out", "timeout"),
+        (pycurl.E_COULDNT_CONNECT, "Failed to connect", "connect"),
+        (pycurl.E_COULDNT_RESOLVE_HOST, "Could not resolve host", "connect"),
+        (pycurl.E_UNSUPPORTED_PROTOCOL, "Protocol not supported", "connect"),
+        (pycurl.E_RECV_ERROR, "Connection reset by peer", "reset"),
+        (pycurl.E_SEND_ERROR, "Broken pipe", "reset"),
+        (pycurl.E_GOT_NOTHING, "Empty reply from server", "reset"),
+        (pycurl.E_RECV_ERROR, "chunk hex-length char not a hex digit", "protocol"),
+        (pycurl.E_PARTIAL_FILE, "transfer closed with 5 bytes remaining", "protocol"),
+        (pycurl.E_FTP_WEIRD_SERVER_REPLY, "Invalid status line", "protocol"),
+        (pycurl.E_HTTP2, "HTTP/2 framing", "protocol"),
+        (pycurl.E_BAD_CONTENT_ENCODING, "Error while processing content", "decode"),
+        (pycurl.E_FILESIZE_EXCEEDED, "Maximum file size exceeded", "too_large"),
+        (pycurl.E_SSL_CONNECT_ERROR, "TLS handshake", "connect"),
+        (pycurl.E_OUT_OF_MEMORY, "unknown to the table", "protocol"),
+    ],
+)
+def test_error_kind(code: int, message: str, kind: str) -> None:
+    assert error_kind(code, message) == kind
+
+
+# -- pure: one response from curl's callbacks ----------------------------------------
+
+
+def feed_head(collector: Collector, *lines: bytes) -> bool:
+    return all(collector.header_line(line) for line in lines)
+
+
+def test_collector_joins_repeats_lowercases_and_unfolds() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    assert feed_head(
+        c,
+        b"HTTP/1.1 200 OK\r\n",
+        b"Content-Type: text/html\r\n",
+        b"Set-Cookie: a=1\r\n",
+        b"set-cookie: b=2\r\n",
+        b"X-Long: first\r\n",
+        b"  second\r\n",
+        b"X-Bytes: caf\xe9\r\n",
+        b"\r\n",
+    )
+    assert c.status == 200
+    assert c.headers == {
+        "content-type": "text/html",
+        "set-cookie": "a=1, b=2",
+        "x-long": "first second",
+        "x-bytes": "café",
+    }
+    assert c.body(b"<p>") and c.body(b"hi</p>")
+    result = c.outcome("http://h/", 0, "", 0.5)
+    assert result == FetchResult("http://h/", 200, c.headers, b"<p>hi</p>", 0.5)
+
+
+def test_collector_forgets_interim_heads_and_ignores_trailers() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    feed_head(c, b"HTTP/1.1 100 Continue\r\n", b"X-Interim: 1\r\n", b"\r\n")
+    assert not c.head_done
+    feed_head(c, b"HTTP/1.1 404 Not Found\r\n", b"Content-Length: 2\r\n", b"\r\n")
+    assert c.head_done
+    assert c.body(b"no")
+    assert c.header_line(b"X-Trailer: late\r\n")
+    assert c.status == 404
+    assert c.headers == {"content-length": "2"}
+
+
+def test_collector_reset_forgets_the_previous_response() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    feed_head(c, b"HTTP/1.1 200 OK\r\n", b"Content-Type: image/png\r\n", b"\r\n")
+    assert not c.body(b"x" * 10)
+    c.reset()
+    assert (c.status, c.headers, c.chunks, c.skip, c.abort, c.head_done) == (
+        0,
+        {},
+        [],
+        False,
+        None,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("length", "drained"), [(b"Content-Length: 300\r\n", True), (b"X-None: 1\r\n", False)]
+)
+def test_collector_skips_unwanted_bodies(length: bytes, drained: bool) -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    assert feed_head(c, b"HTTP/1.1 200 OK\r\n", b"Content-Type: text/css\r\n", length, b"\r\n")
+    assert c.skip
+    assert c.body(b"p{}" * 100) is drained  # small and sized: read and dropped
+    assert c.chunks == []
+    # whatever became of the rest of the body, the answer is a skipped page
+    result = c.outcome("http://h/x.css", pycurl.E_WRITE_ERROR, "Failure writing output", 0.1)
+    assert isinstance(result, FetchResult)
+    assert (result.status, result.body, result.body_skipped) == (200, b"", True)
+
+
+def test_collector_does_not_skip_when_not_html_only() -> None:
+    c = Collector(max_bytes=100, html_only=False)
+    feed_head(c, b"HTTP/1.1 200 OK\r\n", b"Content-Type: image/png\r\n", b"\r\n")
+    assert c.body(b"\x89PNG")
+    result = c.outcome("http://h/i.png", 0, "", 0.1)
+    assert isinstance(result, FetchResult)
+    assert result.body == b"\x89PNG"
+    assert not result.body_skipped
+
+
+def test_collector_any_body_lasts_one_response() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    c.reset(any_body=True)
+    feed_head(c, b"HTTP/1.1 200 OK\r\n", b"Content-Type: text/plain\r\n", b"\r\n")
+    assert not c.skip
+    assert c.body(b"User-agent: *")
+    c.reset()
+    feed_head(c, b"HTTP/1.1 200 OK\r\n", b"Content-Type: text/plain\r\n", b"\r\n")
+    assert c.skip
+
+
+def test_collector_caps_declared_and_counted_size() -> None:
+    declared = Collector(max_bytes=100, html_only=True)
+    assert not feed_head(declared, b"HTTP/1.1 200 OK\r\n", b"Content-Length: 101\r\n", b"\r\n")
+    error = declared.outcome("http://h/", pycurl.E_WRITE_ERROR, "", 0.1)
+    assert isinstance(error, FetchError)
+    assert str(error) == "too_large: Content-Length 101 > max_bytes 100"
+
+    counted = Collector(max_bytes=100, html_only=True)
+    assert feed_head(counted, b"HTTP/1.1 200 OK\r\n", b"Content-Length: 100\r\n", b"\r\n")
+    assert counted.body(b"x" * 60)
+    assert not counted.body(b"x" * 41)  # decoded bytes past the cap, length notwithstanding
+    error = counted.outcome("http://h/", pycurl.E_WRITE_ERROR, "", 0.1)
+    assert isinstance(error, FetchError)
+    assert str(error) == "too_large: more than 100 bytes once decoded"
+
+    exact = Collector(max_bytes=100, html_only=True)
+    feed_head(exact, b"HTTP/1.1 200 OK\r\n", b"\r\n")
+    assert exact.body(b"x" * 100)
+
+
+def test_collector_turns_curl_failures_into_fetch_errors() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    feed_head(c, b"HTTP/1.1 200 OK\r\n", b"\r\n")
+    error = c.outcome("http://h/", pycurl.E_PARTIAL_FILE, "transfer closed", 0.1)
+    assert isinstance(error, FetchError)
+    assert (error.kind, error.message) == ("protocol", "curl error 18: transfer closed")
+
+
+def test_find_ca_bundle_prefers_environment_then_python_then_system() -> None:
+    present = {"/env.pem", "/py.pem", "/etc/ssl/cert.pem"}
+    exists = present.__contains__
+    assert find_ca_bundle({"SSL_CERT_FILE": "/env.pem"}, "/py.pem", exists) == "/env.pem"
+    assert find_ca_bundle({"SSL_CERT_FILE": "/gone.pem"}, "/py.pem", exists) == "/py.pem"
+    assert find_ca_bundle({"CURL_CA_BUNDLE": "/env.pem"}, None, exists) == "/env.pem"
+    assert find_ca_bundle({}, None, exists) == "/etc/ssl/cert.pem"
+    assert find_ca_bundle({}, None, lambda path: False) is None
+
+
+# -- watching sockets ------------------------------------------------------------------
+
+
+async def test_task_watcher_rewatch_before_its_tasks_ran() -> None:
+    """curl often drops a socket and asks for it again within one scheduling
+    batch (a kept-alive connection between two transfers). The first watch's
+    task may then run after its replacement already waits on the fd: it must
+    not try to wait too (trio would raise BusyResourceError). trio shuffles
+    each batch, so repeating the sequence exercises both orders."""
+    left, right = socket.socketpair()
+    ready: list[int] = []
+
+    def action(fd: int, bits: int) -> None:  # like curl: act once, then stop watching
+        ready.append(bits)
+        tasks.unwatch(fd)
+
+    with left, right, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            tasks = _TaskWatcher(nursery, action)
+            fd = left.fileno()
+            for _ in range(30):
+                tasks.watch(fd, pycurl.CSELECT_IN)
+                tasks.unwatch(fd)
+                tasks.watch(fd, pycurl.CSELECT_IN)
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(tasks) == 1
+                tasks.watch(fd, pycurl.CSELECT_OUT)  # a change of mind replaces the watch
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(tasks) == 0
+            assert ready == [pycurl.CSELECT_OUT] * 30  # a fresh socket is writable at once
+            tasks.watch(fd, pycurl.CSELECT_IN)
+            right.send(b"x")
+            await trio.testing.wait_all_tasks_blocked()
+            assert ready[30:] == [pycurl.CSELECT_IN]
+            assert len(tasks) == 0
+
+
+# -- driving libcurl ---------------------------------------------------------------------
+
+
+async def test_keep_alive_reuses_one_connection(watcher: WatcherName) -> None:
+    with serve_site(make_site()) as fresh, trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(), watcher=watcher) as fetcher:
+            for _ in range(30):
+                assert (await fetcher.fetch(fresh.url("/"))).body == PAGE.body
+                # a small skipped body is drained, a bodiless one needs nothing
+                assert (await fetcher.fetch(fresh.url("/css"))).body_skipped
+                assert (await fetcher.fetch(fresh.url("/nocontent"))).status == 204
+            assert_pool_full(fetcher)
+    assert {entry.connection_id for entry in fresh.log} == {1}
+    assert len(fresh.log) == 90
+
+
+async def test_request_headers_are_sent_then_forgotten(server: SiteServer) -> None:
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(user_agent="ua/2")) as fetcher:
+            await fetcher.fetch(server.url("/"), {"X-Extra": "1", "X-Empty": ""})
+            sent = server.log[-1].headers
+            await fetcher.fetch(server.url("/"))
+            plain = server.log[-1].headers
+            with pytest.raises(ValueError, match=r"^request header 'X-Bad' contains a line"):
+                await fetcher.fetch(server.url("/"), {"X-Bad": "1\r\nX-Smuggled: 2"})
+            assert_pool_full(fetcher)
+    assert (sent["x-extra"], sent["x-empty"], sent["user-agent"]) == ("1", "", "ua/2")
+    assert {"gzip", "deflate", "br"} <= {c.strip() for c in sent["accept-encoding"].split(",")}
+    assert "x-extra" not in plain
+    assert plain["user-agent"] == "ua/2"
+
+
+async def test_any_body_reads_one_unwanted_body(watcher: WatcherName, server: SiteServer) -> None:
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(), watcher=watcher) as fetcher:
+            wanted = await fetcher.fetch(server.url("/video"), any_body=True)
+            unwanted = await fetcher.fetch(server.url("/video"))
+            assert_pool_full(fetcher)
+    assert (wanted.body, wanted.body_skipped) == (bytes(200_000), False)
+    assert (unwanted.body, unwanted.body_skipped) == (b"", True)
+
+
+async def test_big_unwanted_body_is_abandoned_with_its_connection() -> None:
+    with serve_site(make_site()) as fresh, trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig()) as fetcher:
+            for _ in range(3):
+                result = await fetcher.fetch(fresh.url("/video"))
+                assert (result.status, result.body, result.body_skipped) == (200, b"", True)
+                assert result.content_type == "video/mp4"
+                assert (await fetcher.fetch(fresh.url("/"))).status == 200
+            assert_pool_full(fetcher)
+    ids = [entry.connection_id for entry in fresh.log]
+    assert ids == [1, 2, 2, 3, 3, 4]  # each abandoned body closed its connection
+
+
+async def test_many_concurrent_fetches_share_the_pool(
+    watcher: WatcherName, server: SiteServer
+) -> None:
+    done: list[int] = []
+    with trio.fail_after(20):
+        config = FetchConfig(max_connections=8)
+        async with open_curl_fetcher(config, watcher=watcher) as fetcher:
+
+            async def one(i: int) -> None:
+                result = await fetcher.fetch(server.url("/big" if i % 2 else "/head"))
+                assert result.status == 200
+                done.append(i)
+
+            before = server.connections
+            async with trio.open_nursery() as nursery:
+                for i in range(200):
+                    nursery.start_soon(one, i)
+            assert_pool_full(fetcher)
+            assert fetcher.statistics().sockets_watched <= 8
+    assert sorted(done) == list(range(200))
+    assert server.connections - before <= 8
+
+
+async def test_fd_reuse_with_connection_close(watcher: WatcherName) -> None:
+    """Every answer closes its connection, so curl closes and reopens sockets
+    all the time and fd numbers are reused between socket callbacks."""
+    with serve_site(make_site()) as fresh, trio.fail_after(20):
+        async with open_curl_fetcher(FetchConfig(max_connections=16), watcher=watcher) as fetcher:
+
+            async def worker() -> None:
+                for _ in range(25):
+                    result = await fetcher.fetch(fresh.url("/close"))
+                    assert result.body == b"<p>bye</p>"
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(16):
+                    nursery.start_soon(worker)
+            assert_pool_full(fetcher)
+            assert fetcher.statistics().sockets_watched == 0
+    assert fresh.connections == 400
+    assert len(fresh.log) == 400
+
+
+async def test_multi_stays_usable_after_every_kind_of_failure(
+    watcher: WatcherName, server: SiteServer
+) -> None:
+    config = FetchConfig(timeout=0.3, max_connections=2, html_only=False)
+    failures = [
+        (server.url("/slow"), "timeout"),
+        (server.url("/reset"), "reset"),
+        (server.url("/truncated"), "protocol"),
+        (refused_url(), "connect"),
+        ("ftp://127.0.0.1:1/file", "connect"),  # other protocols are never fetched
+        ("file:///etc/hostname", "connect"),
+    ]
+    with trio.fail_after(20):
+        async with open_curl_fetcher(config, watcher=watcher) as fetcher:
+            for url, kind in failures:
+                with pytest.raises(FetchError) as info:
+                    await fetcher.fetch(url)
+                assert info.value.kind == kind, info.value
+                assert (await fetcher.fetch(server.url("/"))).body == PAGE.body
+            assert_pool_full(fetcher)
+
+
+async def test_cancellation_stress_then_full_pool(
+    watcher: WatcherName, server: SiteServer
+) -> None:
+    """Hundreds of fetches cancelled at random moments: waiting for a handle,
+    connecting, waiting for the head, mid-drip, just after finishing. Then the
+    pool is whole, and 32 concurrent fetches all succeed promptly."""
+    rng = random.Random(1234)
+    targets = ["/", "/head", "/drip", "/close", "/big", "/slow"]
+    counts = {"cancelled": 0, "done": 0}
+    config = FetchConfig(max_connections=8, timeout=10)
+    with trio.fail_after(30):
+        async with open_curl_fetcher(config, watcher=watcher) as fetcher:
+
+            async def attempt(target: str, patience: float) -> None:
+                with trio.move_on_after(patience) as scope:
+                    await fetcher.fetch(server.url(target))
+                counts["cancelled" if scope.cancelled_caught else "done"] += 1
+
+            for _ in range(6):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(60):
+                        patience = rng.choice([0.0, rng.uniform(0, 0.002), rng.uniform(0, 0.05)])
+                        nursery.start_soon(attempt, rng.choice(targets), patience)
+                assert_pool_full(fetcher)
+
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+                    for i in range(32):
+                        nursery.start_soon(fetcher.fetch, server.url("/big" if i % 2 else "/"))
+            assert_pool_full(fetcher)
+    assert counts["cancelled"] >= 150, counts
+    assert counts["done"] >= 20, counts
+
+
+async def test_cancel_after_completion_before_resuming(
+    server: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver finishes the transfer and wakes the fetch, then the fetch's
+    scope is cancelled before it runs again: the finished result is not lost
+    (the wake-up is not a checkpoint), the handle is back, and the cancel
+    lands at the caller's next checkpoint."""
+    results: list[FetchResult] = []
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(max_connections=1)) as fetcher:
+            scope = trio.CancelScope()
+            finish = fetcher._finish
+
+            def finish_then_cancel(curl: object, code: int, message: str, now: float) -> None:
+                finish(curl, code, message, now)
+                scope.cancel()
+
+            monkeypatch.setattr(fetcher, "_finish", finish_then_cancel)
+            with scope:
+                results.append(await fetcher.fetch(server.url("/")))
+                assert_pool_full(fetcher)
+                await trio.lowlevel.checkpoint()
+            assert scope.cancelled_caught
+            monkeypatch.undo()
+            assert (await fetcher.fetch(server.url("/"))).status == 200
+    assert [r.body for r in results] == [PAGE.body]
+
+
+async def test_cancel_while_waiting_for_a_handle(server: SiteServer) -> None:
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(max_connections=1)) as fetcher:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(fetcher.fetch, server.url("/hold"))
+                await trio.testing.wait_all_tasks_blocked()
+                with trio.move_on_after(0.05) as scope:
+                    await fetcher.fetch(server.url("/"))
+                assert scope.cancelled_caught
+                assert fetcher.statistics().handles_free == 0  # still held by /hold
+            assert_pool_full(fetcher)
+            assert (await fetcher.fetch(server.url("/"))).status == 200
+
+
+async def test_waiting_for_a_handle_counts_against_the_timeout(server: SiteServer) -> None:
+    config = FetchConfig(max_connections=1, timeout=0.2)
+    with trio.fail_after(10):
+        async with open_curl_fetcher(config) as fetcher:
+            errors: list[str] = []
+
+            async def one() -> None:
+                with pytest.raises(FetchError) as info:
+                    await fetcher.fetch(server.url("/slow"))
+                errors.append(str(info.value))
+
+            start = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one)
+                nursery.start_soon(one)
+            assert trio.current_time() - start < 1.0
+            assert_pool_full(fetcher)
+    assert sorted(errors)[1] == "timeout: no free handle within 0.2 s"
+    assert sorted(errors)[0].startswith("timeout: curl error 28: ")
+
+
+async def test_fetch_after_close_and_close_during_fetch(
+    watcher: WatcherName, server: SiteServer
+) -> None:
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(), watcher=watcher) as fetcher:
+            errors: list[str] = []
+
+            async def slow() -> None:
+                with pytest.raises(RuntimeError) as info:
+                    await fetcher.fetch(server.url("/slow"))
+                errors.append(str(info.value))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow)
+                await trio.testing.wait_all_tasks_blocked()
+                assert fetcher.statistics().transfers == 1
+                await fetcher.aclose()
+                await fetcher.aclose()  # idempotent
+            assert errors == ["the CurlFetcher was closed while this fetch was running"]
+            assert fetcher.statistics().closed
+            with pytest.raises(RuntimeError, match=r"^fetch\(\) on a closed CurlFetcher$"):
+                await fetcher.fetch(server.url("/"))
+    with pytest.raises(RuntimeError, match=r"^fetch\(\) on a closed CurlFetcher$"):
+        await fetcher.fetch(server.url("/"))
+
+
+async def test_fetcher_needs_its_driver() -> None:
+    fetcher = CurlFetcher(FetchConfig(max_connections=1))
+    with pytest.raises(RuntimeError, match=r"^CurlFetcher is not running: create it with"):
+        await fetcher.fetch("http://127.0.0.1:1/")
+    await fetcher.aclose()
+
+
+async def test_a_bug_in_a_callback_is_loud(
+    server: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Collector, data: bytes) -> bool:
+        raise ZeroDivisionError("bug in the body callback")
+
+    with trio.fail_after(10):
+        async with open_curl_fetcher(FetchConfig(max_connections=1)) as fetcher:
+            with monkeypatch.context() as patch:
+                patch.setattr(Collector, "body", broken)
+                with pytest.raises(ZeroDivisionError, match=r"^bug in the body callback$"):
+                    await fetcher.fetch(server.url("/"))
+            assert_pool_full(fetcher)
+            assert (await fetcher.fetch(server.url("/"))).status == 200
+
+
+async def test_exceptions_leave_the_block_bare(server: SiteServer) -> None:
+    with trio.fail_after(10):
+        with pytest.raises(FetchError) as info:
+            async with open_curl_fetcher(FetchConfig(timeout=0.2)) as fetcher:
+                await fetcher.fetch(server.url("/slow"))
+        assert info.value.kind == "timeout"
+        with pytest.raises(KeyError, match=r"^'mine'$"):
+            async with open_curl_fetcher(FetchConfig(), watcher="tasks"):
+                raise KeyError("mine")
+
+
+async def test_a_bug_in_the_driver_ends_the_block_loudly(
+    server: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object, action: object) -> None:
+        raise ZeroDivisionError("bug in the driver")
+
+    monkeypatch.setattr(_EpollWatcher, "dispatch", broken)
+    with trio.fail_after(10), pytest.raises(ZeroDivisionError, match=r"^bug in the driver$"):
+        async with open_curl_fetcher(FetchConfig(), watcher="epoll") as fetcher:
+            await fetcher.fetch(server.url("/head"))  # its answer wakes the driver
+    assert fetcher.statistics().closed
