@@ -24,8 +24,12 @@ class FakePage:
     #: Answers for the first attempts, before this page answers normally:
     #: each is a status (int) or a FetchError kind (str).
     first: Sequence[int | str] = ()
+    #: The body as given, instead of anchors for ``links``.
+    raw: bytes | None = None
 
     def body(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
         return "".join(f'<a href="{href}">x</a>' for href in self.links).encode()
 
 
@@ -43,7 +47,7 @@ class FakeFetcher:
         self,
         pages: dict[str, FakePage],
         *,
-        robots: str | None = None,
+        robots: str | Sequence[tuple[int, str]] | None = None,
         on_fetch: Callable[[str], None] | None = None,
     ) -> None:
         self.pages = pages
@@ -65,9 +69,12 @@ class FakeFetcher:
         if url.endswith("/robots.txt"):
             self.robots_calls.append(url)
             await trio.lowlevel.checkpoint()
-            if self.robots is None:
+            robots = self.robots or []
+            answers = [(200, robots)] if isinstance(robots, str) else robots
+            if not answers:
                 return FetchResult(url, 404, {}, b"", 0.0)
-            return FetchResult(url, 200, {"content-type": "text/plain"}, self.robots.encode(), 0.0)
+            status, text = answers[min(len(self.robots_calls), len(answers)) - 1]
+            return FetchResult(url, status, {"content-type": "text/plain"}, text.encode(), 0.0)
         call = Call(url, trio.current_time())
         self.calls.append(call)
         if self._on_fetch is not None:
@@ -89,7 +96,9 @@ class FakeFetcher:
                     raise FetchError(answer, "injected")
                 status = answer
             headers = {"content-type": page.content_type, **page.headers}
-            return FetchResult(url, status, headers, page.body(), page.delay)
+            skipped = page.content_type != "text/html" and not any_body
+            body = b"" if skipped else page.body()
+            return FetchResult(url, status, headers, body, page.delay, skipped)
         finally:
             call.end = trio.current_time()
             self.in_flight -= 1

@@ -376,3 +376,47 @@ def test_random_sites_are_crawled_exactly(
     assert len(records) == len(expected)  # one record per URL, none lost or doubled
     for r in records:  # a URL is fetched once, plus its retries
         assert fetcher.urls.count(r.url) == r.attempts
+
+
+async def test_unreachable_robots_parks_its_urls_for_one_refetch(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage()}
+    fetcher = FakeFetcher(pages, robots=[(503, ""), (200, "User-agent: *\nDisallow:\n")])
+    _, records = await crawl(fetcher, ignore_robots=False)
+    assert [(c.url, c.start) for c in fetcher.calls] == [(url(0), 10.0), (url(1), 10.0)]
+    assert all(r.error is None for r in records)
+    assert len(fetcher.robots_calls) == 2
+
+
+async def test_robots_that_stays_unreachable_disallows(autojump_clock: object) -> None:
+    fetcher = FakeFetcher({url(0): FakePage()}, robots=[(500, "")])
+    _, records = await crawl(fetcher, ignore_robots=False)
+    assert fetcher.calls == []
+    assert records[0].error is not None and records[0].error.kind == "robots"
+    assert trio.current_time() == 10.0
+
+
+async def test_sitemaps_seed_the_crawl(autojump_clock: object) -> None:
+    sitemap = f"{SITE}/sitemap.xml"
+    nested = f"{SITE}/more.xml"
+    index = (
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{nested}</loc></sitemap></sitemapindex>"
+    )
+    urlset = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{url('orphan')}</loc></url><url><loc>http://else.test/x</loc></url>"
+        "</urlset>"
+    )
+    pages = {
+        url(0): FakePage(),
+        url("orphan"): FakePage(),
+        sitemap: FakePage(raw=index.encode(), content_type="application/xml"),
+        nested: FakePage(raw=urlset.encode(), content_type="application/xml"),
+    }
+    robots = f"User-agent: *\nDisallow:\nSitemap: {sitemap}\n"
+    fetcher = FakeFetcher(pages, robots=robots)
+    _, records = await crawl(fetcher, ignore_robots=False, sitemaps=True)
+    by_url = {r.url: r for r in records}
+    assert set(by_url) == {url(0), url("orphan")}
+    assert by_url[url("orphan")].depth == 0 and by_url[url("orphan")].referrer == nested
+    assert "http://else.test/x" not in fetcher.urls

@@ -23,16 +23,16 @@ def everything(url: str) -> bool:
 
 def test_start_url_admitted_once_at_depth_zero() -> None:
     f = Frontier(in_scope=everything)
-    first = f.add_start("http://a/")
-    assert first is not None and first.depth == 0 and first.referrer is None
-    assert f.add_start("http://a/") is None
+    (first,) = f.add_start("http://a/")
+    assert first.depth == 0 and first.referrer is None
+    assert f.add_start("http://a/") == []
     assert f.unfinished == 1
 
 
 def test_discover_admits_new_in_scope_links_only() -> None:
     f = Frontier(in_scope=lambda u: u.startswith("http://a/"))
-    root = f.add_start("http://a/")
-    assert root is not None and f.start(root)
+    (root,) = f.add_start("http://a/")
+    assert f.start(root)
     new = f.finish(root, ["http://a/1", "http://b/x", "http://a/1", "http://a/"])
     assert [(e.url, e.depth, e.referrer) for e in new] == [("http://a/1", 1, "http://a/")]
     assert f.statistics().done == 1 and f.unfinished == 1
@@ -40,8 +40,8 @@ def test_discover_admits_new_in_scope_links_only() -> None:
 
 def test_max_depth_cuts_links_beyond() -> None:
     f = Frontier(in_scope=everything, max_depth=1)
-    root = f.add_start("http://a/")
-    assert root is not None and f.start(root)
+    (root,) = f.add_start("http://a/")
+    assert f.start(root)
     (child,) = f.finish(root, ["http://a/1"])
     assert f.start(child)
     assert f.finish(child, ["http://a/2"]) == []
@@ -52,8 +52,8 @@ def test_shorter_path_found_later_reopens_links() -> None:
     # a -> b -> c -> d   and   a -> x -> ... -> c ; with max_depth 2 and c first
     # reached at depth 2 (its links cut), then at depth 1: d must be admitted.
     f = Frontier(in_scope=everything, max_depth=2)
-    a = f.add_start("http://a/")
-    assert a is not None and f.start(a)
+    (a,) = f.add_start("http://a/")
+    assert f.start(a)
     b, x = f.finish(a, ["http://b/", "http://x/"])
     assert f.start(b) and f.start(x)
     (c,) = f.finish(b, ["http://c/"])  # c at depth 2
@@ -69,8 +69,8 @@ def test_shorter_path_found_later_reopens_links() -> None:
 
 def test_queued_entry_depth_improves_in_place() -> None:
     f = Frontier(in_scope=everything, max_depth=5)
-    a = f.add_start("http://a/")
-    assert a is not None and f.start(a)
+    (a,) = f.add_start("http://a/")
+    assert f.start(a)
     (b,) = f.finish(a, ["http://b/"])
     assert f.start(b)
     (c,) = f.finish(b, ["http://c/"])
@@ -81,8 +81,8 @@ def test_queued_entry_depth_improves_in_place() -> None:
 
 def test_max_pages_counts_starts_not_retries() -> None:
     f = Frontier(in_scope=everything, max_pages=2)
-    a = f.add_start("http://a/")
-    assert a is not None and f.start(a)
+    (a,) = f.add_start("http://a/")
+    assert f.start(a)
     assert f.start(a)  # a retry
     assert a.attempts == 2 and f.started == 1
     b, c = f.finish(a, ["http://b/", "http://c/"])
@@ -96,8 +96,8 @@ def test_max_pages_counts_starts_not_retries() -> None:
 
 def test_redirect_outcomes() -> None:
     f = Frontier(in_scope=lambda u: "out" not in u)
-    a = f.add_start("http://a/")
-    assert a is not None and f.start(a)
+    (a,) = f.add_start("http://a/")
+    assert f.start(a)
     outcome, (b,) = f.redirect(a, "http://b/")
     assert outcome is RedirectOutcome.FOLLOW and b.chain == ("http://a/",) and b.depth == 0
     assert f.redirect(a, "http://out/") == (RedirectOutcome.OUT_OF_SCOPE, [])
@@ -109,8 +109,7 @@ def test_redirect_outcomes() -> None:
 
 def test_redirect_hop_budget() -> None:
     f = Frontier(in_scope=everything)
-    entry = f.add_start("http://a/0")
-    assert entry is not None
+    (entry,) = f.add_start("http://a/0")
     followed = 0
     for i in range(1, 20):
         assert f.start(entry)
@@ -127,8 +126,8 @@ def test_redirect_hop_budget() -> None:
 
 def test_finishing_twice_is_a_loud_bug() -> None:
     f = Frontier(in_scope=everything)
-    a = f.add_start("http://a/")
-    assert a is not None and f.start(a)
+    (a,) = f.add_start("http://a/")
+    assert f.start(a)
     f.finish(a)
     with pytest.raises(RuntimeError, match="frontier invariant broken"):
         f.finish(a)
@@ -171,13 +170,12 @@ def test_any_interleaving_fetches_exactly_the_bfs_ball(
     rng = random.Random(seed)
     url = "http://site/{}".format
     f = Frontier(in_scope=everything, max_depth=max_depth)
-    queued = [f.add_start(url(0))]
+    queued = f.add_start(url(0))
     in_flight = []
     fetched: list[str] = []
     while queued or in_flight:
         if queued and (len(in_flight) < concurrency) and (not in_flight or rng.random() < 0.5):
             entry = queued.pop(rng.randrange(len(queued)))
-            assert entry is not None
             if f.start(entry):
                 fetched.append(entry.url)
                 in_flight.append(entry)

@@ -62,12 +62,18 @@ from ._frontier import Entry, Frontier, RedirectOutcome
 from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
 from ._parse import extract_links
 from ._retry import RetryPolicy
+from ._robots import robots_url
 from ._robots_cache import RobotsCache
 from ._schedule import PoliteSchedule
+from ._sitemap import SitemapError, parse_sitemap
 from ._stats import CrawlStats, CrawlSummary
-from ._url import Scope, host_port, resolve
+from ._url import Scope, canonicalize, host_port, resolve
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+#: How long an unreachable robots.txt keeps its host disallowed before the
+#: one re-fetch its URLs wait for.
+ROBOTS_RETRY_PERIOD = 10.0
+MAX_SITEMAPS_PER_HOST = 50
 
 RecordCallback = Callable[[CrawlRecord], None]
 
@@ -119,8 +125,12 @@ class Crawler:
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self._robots: RobotsCache | None = None
         if not config.ignore_robots:
-            self._robots = RobotsCache(fetcher, config.user_agent)
-        self._crawl_delay_set: set[str] = set()
+            self._robots = RobotsCache(
+                fetcher, config.user_agent, retry_period=ROBOTS_RETRY_PERIOD
+            )
+        self._hosts_set_up: set[str] = set()
+        self._waited_for_robots: set[Entry] = set()
+        self._robots_retry_period = ROBOTS_RETRY_PERIOD
         self.stats = CrawlStats()
         self._limiter = trio.CapacityLimiter(config.workers)
         self._send, self._receive = trio.open_memory_channel[Entry](math.inf)
@@ -150,8 +160,7 @@ class Crawler:
                 self._nursery_scope = nursery.cancel_scope
                 async with self._send, self._receive:
                     for url in self.config.start_urls:
-                        entry = self.frontier.add_start(url)
-                        if entry is not None:
+                        for entry in self.frontier.add_start(url):
                             self._publish(self._send, entry)
                     nursery.start_soon(self._supervise, nursery.cancel_scope)
                     nursery.start_soon(self._release_parked_on_time, self._send.clone())
@@ -300,16 +309,7 @@ class Crawler:
             self.frontier.abandon(entry)
             return
         if self._robots is not None and entry.attempts == 0:
-            policy = self._robots.policy_nowait(entry.url)
-            if policy is None:  # first URL of this host: fetch robots.txt once
-                policy = await self._robots.policy_for(entry.url)
-            if host not in self._crawl_delay_set:
-                self._crawl_delay_set.add(host)
-                self.schedule.set_crawl_delay(host, policy.crawl_delay)
-            if not policy.allows(entry.url):
-                self.schedule.unreserve(entry, host)
-                record = self._record(entry, error=("robots", f"disallowed ({policy.reason})"))
-                await self._finish(entry, send, record)
+            if not await self._robots_allow(self._robots, entry, host, send):
                 return
             if self._stopping:
                 self.schedule.unreserve(entry, host)
@@ -354,6 +354,70 @@ class Crawler:
             return
         assert result is not None
         await self._handle_response(entry, result, elapsed_ms, send)
+
+    async def _robots_allow(
+        self,
+        robots: RobotsCache,
+        entry: Entry,
+        host: str,
+        send: trio.MemorySendChannel[Entry],
+    ) -> bool:
+        """Apply robots.txt to ``entry``; False when it was dealt with here.
+
+        The first URL of a host fetches robots.txt (others wait on that one
+        fetch), applies its Crawl-delay, and with ``sitemaps`` seeds the crawl
+        from its Sitemap: lines. An unreachable robots.txt disallows the host
+        for a while: its URLs wait (parked, still unfinished) for one re-fetch
+        before they are recorded as disallowed.
+        """
+        policy = robots.policy_nowait(entry.url)
+        if policy is None:
+            policy = await robots.policy_for(entry.url)
+        if host not in self._hosts_set_up:
+            self._hosts_set_up.add(host)
+            self.schedule.set_crawl_delay(host, policy.crawl_delay)
+            if self.config.sitemaps:
+                await self._seed_from_sitemaps(entry.url, policy.sitemaps, send)
+        if policy.allows(entry.url):
+            return True
+        self.schedule.unreserve(entry, host)
+        if policy.temporary and entry not in self._waited_for_robots:
+            self._waited_for_robots.add(entry)
+            self.schedule.defer(entry, host, trio.current_time() + self._robots_retry_period)
+            self._poke_schedule()
+            return False
+        self._waited_for_robots.discard(entry)
+        record = self._record(entry, error=("robots", f"disallowed ({policy.reason})"))
+        await self._finish(entry, send, record)
+        return False
+
+    async def _seed_from_sitemaps(
+        self, page_url: str, listed: list[str], send: trio.MemorySendChannel[Entry]
+    ) -> None:
+        """Fetch the host's sitemaps (nested ones too, bounded) and admit their
+        in-scope URLs as start URLs. Runs inside a crawler holding its token,
+        so the crawl cannot end while sitemaps are being read."""
+        todo = list(listed) or [robots_url(page_url).removesuffix("robots.txt") + "sitemap.xml"]
+        done: set[str] = set()
+        while todo and len(done) < MAX_SITEMAPS_PER_HOST:
+            sitemap = todo.pop(0)
+            if sitemap in done:
+                continue
+            done.add(sitemap)
+            try:
+                result = await self._fetcher.fetch(sitemap, any_body=True)
+                if result.status != 200:
+                    continue
+                pages, nested = parse_sitemap(result.body)
+            except (FetchError, SitemapError):
+                continue  # a missing or broken sitemap only means fewer seeds
+            for page in pages:
+                canonical = canonicalize(page)
+                if canonical is None:
+                    continue
+                for entry in self.frontier.add_start(canonical, referrer=sitemap, scoped=True):
+                    self._publish(send, entry)
+            todo.extend(nested)
 
     def _should_retry(
         self, entry: Entry, result: FetchResult | None, failure: FetchError | None

@@ -156,15 +156,23 @@ class Frontier:
 
     # -- admission ---------------------------------------------------------
 
-    def add_start(self, url: str) -> Entry | None:
-        """Admit a start URL at depth 0; None if it was already admitted."""
+    def add_start(
+        self, url: str, *, referrer: str | None = None, scoped: bool = False
+    ) -> list[Entry]:
+        """Admit a start URL at depth 0; return the entries this admits.
+
+        That is the new entry, or nothing if the URL is known, or what a
+        known URL's new depth 0 admits (rule 3). ``scoped=True`` (seeds from
+        sitemaps) admits only in-scope URLs; the user's own start URLs define
+        the scope and are always admitted.
+        """
         existing = self.seen.get(url)
+        admitted: list[Entry] = []
         if existing is not None:
-            self._improve(existing, 0, [])
-            return None
-        if self.budget_spent:
-            return None
-        return self._admit(url, 0, None)
+            self._improve(existing, 0, admitted)
+        elif not self.budget_spent and (not scoped or self._in_scope(url)):
+            admitted.append(self._admit(url, 0, referrer))
+        return admitted
 
     def discover(self, links: Iterable[str], depth: int, referrer: str) -> list[Entry]:
         """Offer links found on a page at ``depth``; return the newly admitted.
