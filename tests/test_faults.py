@@ -1,0 +1,133 @@
+"""Whole crawls against a fault-injecting server on 127.0.0.1, with both fetchers.
+
+Real sockets and real time (small timeouts keep it quick); every crawl is
+bounded by ``trio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from trio_crawl import CrawlRecord, run_crawl
+from trio_crawl._server import serve_site
+from trio_crawl._site import Response, Site, SiteRequest, page
+
+FETCHERS = ["curl", "httpx"]
+
+BIG = 20 * 1024 * 1024
+
+
+def fault_site() -> Site:
+    html = page(
+        "/retry", "/always500", "/slow", "/reset", "/truncated", "/loop/a", "/big",
+        "/gz", "/private/x", "/private/ok.html", "/x.pdf", "/chain/1",
+    )  # fmt: skip
+    return Site(
+        {
+            "/": html,
+            "/robots.txt": Response(
+                body=b"User-agent: *\nDisallow: /private/\nAllow: /private/*.html$\n",
+                content_type="text/plain",
+            ),
+            "/retry": [
+                Response(status=503, headers=(("Retry-After", "1"),)),
+                page("/after-retry"),
+            ],
+            "/after-retry": page(),
+            "/always500": Response(status=500),
+            "/slow": Response(body=page().body, delay=3.0),
+            "/reset": Response(body=b"x" * 50_000, reset_after=1000),
+            "/truncated": Response(body=b"<a href='/never'>" * 1000, chunked=True, truncate=True),
+            "/loop/a": Response(status=302, headers=(("Location", "/loop/b"),)),
+            "/loop/b": Response(status=302, headers=(("Location", "/loop/a"),)),
+            "/big": Response(body=b"<p>" + b"a" * BIG),
+            "/gz": Response(body=page("/from-gzip").body, gzip=True),
+            "/from-gzip": page(),
+            "/private/ok.html": page(),
+            "/x.pdf": Response(body=b"%PDF" + b"0" * 100_000, content_type="application/pdf"),
+            "/chain/1": Response(status=301, headers=(("Location", "/chain/2"),)),
+            "/chain/2": Response(status=307, headers=(("Location", "/chain/3#frag"),)),
+            "/chain/3": page("/"),
+        }
+    )
+
+
+@pytest.mark.parametrize("backend", FETCHERS)
+async def test_fault_site(backend: str) -> None:
+    records: list[CrawlRecord] = []
+    with serve_site(fault_site()) as server:
+        with trio.fail_after(60):
+            summary = await run_crawl(
+                [server.base_url + "/"],
+                on_record=records.append,
+                backend=backend,
+                workers=8,
+                timeout=1.0,
+                retries=1,
+                max_bytes=10 * 1024 * 1024,
+            )
+        targets = server.targets()
+    got = {
+        r.url.removeprefix(server.base_url): (r.status, r.error.kind if r.error else None)
+        for r in records
+    }
+    assert got == {
+        "/": (200, None),
+        "/retry": (200, None),
+        "/after-retry": (200, None),
+        "/always500": (500, "http_5xx"),
+        "/slow": (None, "timeout"),
+        "/reset": (None, "reset"),
+        "/truncated": (None, "protocol"),
+        "/loop/a": (302, None),
+        "/loop/b": (302, "redirect_loop"),
+        "/big": (None, "too_large"),
+        "/gz": (200, None),
+        "/from-gzip": (200, None),
+        "/private/x": (None, "robots"),
+        "/private/ok.html": (200, None),
+        "/x.pdf": (200, None),
+        "/chain/1": (301, None),
+        "/chain/2": (307, None),
+        "/chain/3": (200, None),
+    }
+    assert len(records) == len(got)  # one record per URL
+    assert "/private/x" not in targets
+    assert targets.count("/retry") == 2 and targets.count("/slow") == 2
+    assert targets.count("/robots.txt") == 1
+    assert summary.failures == {
+        "http_5xx": 1, "timeout": 1, "reset": 1, "protocol": 1,
+        "redirect_loop": 1, "too_large": 1, "robots": 1,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", FETCHERS)
+async def test_duplicate_links_at_high_worker_counts(backend: str) -> None:
+    n = 300
+
+    def route(request: SiteRequest) -> Response:
+        # Every page links to 12 others, each in five spellings of one URL.
+        i = int(request.target.rsplit("/", 1)[1])
+        host = request.headers["host"]
+        hrefs = []
+        for k in range(1, 13):
+            j = (i * 7 + k * 13) % n
+            hrefs += [f"/p/{j}", f"/p/{j}#x", f"/p/./{j}", f"/p/%7E/../{j}", f"//{host}/p/{j}"]
+        return page(*hrefs)
+
+    records: list[CrawlRecord] = []
+    with serve_site(Site({f"/p/{i}": route for i in range(n)})) as server:
+        with trio.fail_after(60):
+            await run_crawl(
+                [server.base_url + "/p/0"],
+                on_record=records.append,
+                backend=backend,
+                workers=64,
+                ignore_robots=True,
+            )
+        targets = server.targets()
+    urls = [r.url for r in records]
+    assert len(urls) == len(set(urls)) == n
+    assert sorted(targets) == sorted(f"/p/{i}" for i in range(n))
+    assert all(r.status == 200 for r in records)
