@@ -51,7 +51,7 @@ from ._fetch import FetchConfig, is_html_content_type
 from ._models import FetchError, FetchResult
 
 try:
-    import brotli as _brotli  # type: ignore[import-untyped]
+    import brotli as _brotli
 except ImportError:  # pragma: no cover - brotli is an optional extra
     _brotli = None
 
