@@ -10,6 +10,7 @@ from ._config import ConfigError, CrawlConfig
 from ._engine import Crawler, EngineStatistics
 from ._fetch import FetchConfig, Fetcher
 from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from ._scrape import Handler, Page, Request
 from ._stats import CrawlSummary
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "FetchError",
     "FetchResult",
     "Fetcher",
+    "Handler",
+    "Page",
+    "Request",
     "RunningCrawl",
     "open_crawler",
     "open_fetcher",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -18,7 +18,10 @@ from ._config import CrawlConfig
 from ._engine import Crawler, EngineStatistics, RecordCallback
 from ._fetch import Fetcher
 from ._models import CrawlRecord
+from ._scrape import Request
 from ._stats import CrawlSummary
+
+T = TypeVar("T")
 
 
 @contextlib.asynccontextmanager
@@ -56,7 +59,7 @@ async def _unwrapped() -> AsyncIterator[None]:
 
 
 async def run_crawl(
-    start_urls: Sequence[str],
+    start_urls: Sequence[str | Request],
     *,
     on_record: RecordCallback | None = None,
     fetcher: Fetcher | None = None,
@@ -78,30 +81,66 @@ async def run_crawl(
 class RunningCrawl:
     """A crawl running in the background of ``open_crawler``.
 
-    Iterate it for records (``async for record in crawl``), or ``await
-    crawl.wait()`` for the summary (it discards records nobody reads).
+    Two output streams: ``records()`` (one ``CrawlRecord`` per URL tried; also
+    what iterating the crawl itself gives) and ``items()`` (what handlers
+    yield). A stream is delivered only once you start reading it: call
+    ``records()`` / ``items()`` right after entering the block (the crawl
+    starts at your first checkpoint); outputs produced before you subscribe
+    are not kept for you. A subscribed stream has ``buffer`` slots: a reader
+    that falls behind slows the handlers down (backpressure), and a reader
+    that stops reading pauses the crawl until it reads again or leaves the
+    block, which cancels the crawl. ``await wait()`` drains whatever you
+    subscribed to and returns the summary.
     """
 
-    def __init__(self, crawler: Crawler, records: trio.MemoryReceiveChannel[CrawlRecord]):
+    def __init__(self, crawler: Crawler, buffer: int) -> None:
         self.crawler = crawler
-        self._records = records
+        self._record_send, self._record_receive = trio.open_memory_channel[CrawlRecord](buffer)
+        self._item_send, self._item_receive = trio.open_memory_channel[object](buffer)
+        self._records_wanted = False
+        self._items_wanted = False
         self._done = trio.Event()
         self._summary: CrawlSummary | None = None
 
     def __aiter__(self) -> AsyncIterator[CrawlRecord]:
-        return self._iterate()
+        return self.records()
 
-    async def _iterate(self) -> AsyncIterator[CrawlRecord]:
-        async for record in self._records:
-            yield record
+    def records(self) -> AsyncIterator[CrawlRecord]:
+        """Subscribe to the records; the iterator ends with the crawl."""
+        if not self._records_wanted:
+            self._records_wanted = True
+            self.crawler.attach_records(self._record_send)
+        return self._drain(self._record_receive)
+
+    def items(self) -> AsyncIterator[object]:
+        """Subscribe to the handlers' items; the iterator ends with the crawl."""
+        if not self._items_wanted:
+            self._items_wanted = True
+            self.crawler.attach_items(self._item_send)
+        return self._drain(self._item_receive)
+
+    @staticmethod
+    async def _drain(receive: trio.MemoryReceiveChannel[T]) -> AsyncIterator[T]:
+        with contextlib.suppress(trio.ClosedResourceError):  # read after the block: ended
+            async for value in receive:
+                yield value
 
     async def wait(self) -> CrawlSummary:
-        """Wait for the end of the crawl; return its summary."""
-        async for _ in self._records:
-            pass
-        await self._done.wait()
+        """Wait for the end of the crawl (reading and dropping subscribed
+        outputs nobody else reads); return its summary."""
+        async with trio.open_nursery() as nursery:
+            if self._records_wanted:
+                nursery.start_soon(self._discard, self._record_receive)
+            if self._items_wanted:
+                nursery.start_soon(self._discard, self._item_receive)
+            await self._done.wait()
         assert self._summary is not None
         return self._summary
+
+    @staticmethod
+    async def _discard(receive: trio.MemoryReceiveChannel[T]) -> None:
+        async for _ in receive:
+            pass
 
     def stop(self) -> None:
         """Graceful stop (see ``Crawler.stop``)."""
@@ -115,18 +154,18 @@ class RunningCrawl:
         """The summary once the crawl has ended, else None."""
         return self._summary
 
-    async def _run(self, send: trio.MemorySendChannel[CrawlRecord]) -> None:
-        async with send:
+    async def _run(self) -> None:
+        async with self._record_send, self._item_send:
             self._summary = await self.crawler.run()
         self._done.set()
 
 
 @contextlib.asynccontextmanager
 async def open_crawler(
-    start_urls: Sequence[str],
+    start_urls: Sequence[str | Request],
     *,
     fetcher: Fetcher | None = None,
-    record_buffer: int = 256,
+    buffer: int = 256,
     on_record: RecordCallback | None = None,
     **options: Any,
 ) -> AsyncIterator[RunningCrawl]:
@@ -138,23 +177,23 @@ async def open_crawler(
             async for record in crawl:
                 print(record.url, record.status)
 
-    Records pass through a channel of ``record_buffer`` slots: a reader that
-    falls behind slows the crawlers down (backpressure) instead of piling
-    records up in memory. Leaving the block before the crawl has ended
-    cancels it.
+    ``options`` are ``CrawlConfig`` fields. Leaving the block before the crawl
+    has ended cancels it. See ``RunningCrawl`` for the output streams.
     """
     config = CrawlConfig(start_urls=start_urls, **options)
     callbacks = [on_record] if on_record is not None else []
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
         if fetcher is None:
             fetcher = await stack.enter_async_context(open_fetcher(config))
-        send, receive = trio.open_memory_channel[CrawlRecord](record_buffer)
-        crawler = Crawler(config, fetcher, on_record=callbacks, record_channel=send)
-        running = RunningCrawl(crawler, receive)
-        async with trio.open_nursery() as nursery, receive:
-            nursery.start_soon(running._run, send)
+        crawler = Crawler(config, fetcher, on_record=callbacks)
+        running = RunningCrawl(crawler, buffer)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(running._run)
             try:
                 yield running
             finally:
                 if running.summary is None:
                     crawler.abort()
+                # Readers that left must not block the crawl's last sends.
+                running._record_receive.close()
+                running._item_receive.close()

@@ -7,10 +7,13 @@ prints as they are (exit 2).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ._fetch import DEFAULT_USER_AGENT, FetchConfig
+from ._scrape import Handler, Request
+from ._url import parse_start_url
 
 FETCHERS = ("curl", "httpx")
 
@@ -28,7 +31,8 @@ class CrawlConfig:
         CrawlConfig(start_urls=["http://127.0.0.1:8000/"], workers=16, max_depth=2)
     """
 
-    start_urls: Sequence[str]
+    #: Canonical URLs, or ``Request`` s that name a handler for their page.
+    start_urls: Sequence[str | Request]
     workers: int = 16
     max_depth: int | None = None
     max_pages: int | None = None
@@ -49,6 +53,11 @@ class CrawlConfig:
     #: Bodies larger than this are parsed in a worker thread (lxml releases the GIL).
     thread_parse_bytes: int = 1024 * 1024
     debug: bool = False
+    #: The handler for pages whose Request names none (None: follow links).
+    handler: Handler | None = None
+    #: Re-raise the first handler exception (cancelling the crawl) instead
+    #: of recording it with kind "handler".
+    fail_fast: bool = False
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
@@ -78,6 +87,24 @@ class CrawlConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        if not self.start_urls:
+            raise ConfigError("at least one start URL is needed")
+        canonical: list[str | Request] = []
+        for start in self.start_urls:
+            text = start.url if isinstance(start, Request) else start
+            try:
+                url = parse_start_url(text)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            canonical.append(
+                dataclasses.replace(start, url=url) if isinstance(start, Request) else url
+            )
+        object.__setattr__(self, "start_urls", tuple(canonical))
+        object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
+
+    @property
+    def start_url_strings(self) -> list[str]:
+        return [s.url if isinstance(s, Request) else s for s in self.start_urls]
 
     def fetch_config(self) -> FetchConfig:
         return FetchConfig(

@@ -47,6 +47,8 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 import random
 import time
@@ -65,6 +67,7 @@ from ._retry import RetryPolicy
 from ._robots import robots_url
 from ._robots_cache import RobotsCache
 from ._schedule import PoliteSchedule
+from ._scrape import Handler, Page, Request
 from ._sitemap import SitemapError, parse_sitemap
 from ._stats import CrawlStats, CrawlSummary
 from ._url import Scope, canonicalize, host_port, resolve
@@ -106,14 +109,16 @@ class Crawler:
         *,
         on_record: Iterable[RecordCallback] = (),
         record_channel: trio.MemorySendChannel[CrawlRecord] | None = None,
+        item_channel: trio.MemorySendChannel[object] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
         self._fetcher = fetcher
         self._on_record = list(on_record)
         self._record_channel = record_channel
+        self._item_channel = item_channel
         self._rng = rng or random.Random()
-        self._scope = Scope(config.start_urls, config.allow_domains)
+        self._scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier = Frontier(
             in_scope=self._scope.allows,
             max_depth=config.max_depth,
@@ -159,8 +164,12 @@ class Crawler:
             async with trio.open_nursery() as nursery:
                 self._nursery_scope = nursery.cancel_scope
                 async with self._send, self._receive:
-                    for url in self.config.start_urls:
-                        for entry in self.frontier.add_start(url):
+                    for start in self.config.start_urls:
+                        if isinstance(start, Request):
+                            admitted = self.frontier.add_start(start.url, payload=start)
+                        else:
+                            admitted = self.frontier.add_start(start)
+                        for entry in admitted:
                             self._publish(self._send, entry)
                     nursery.start_soon(self._supervise, nursery.cancel_scope)
                     nursery.start_soon(self._release_parked_on_time, self._send.clone())
@@ -194,6 +203,14 @@ class Crawler:
         self._aborted = True
         if self._nursery_scope is not None:
             self._nursery_scope.cancel()
+
+    def attach_records(self, send: trio.MemorySendChannel[CrawlRecord]) -> None:
+        """Deliver every record to ``send`` too (awaiting room: backpressure)."""
+        self._record_channel = send
+
+    def attach_items(self, send: trio.MemorySendChannel[object]) -> None:
+        """Deliver handlers' items to ``send`` (awaiting room: backpressure)."""
+        self._item_channel = send
 
     @property
     def stopping(self) -> bool:
@@ -330,7 +347,12 @@ class Crawler:
         result: FetchResult | None = None
         failure: FetchError | None = None
         try:
-            result = await self._fetcher.fetch(entry.url)
+            request = entry.payload
+            if isinstance(request, Request):
+                headers = dict(request.headers) if request.headers else None
+                result = await self._fetcher.fetch(entry.url, headers, any_body=True)
+            else:
+                result = await self._fetcher.fetch(entry.url)
         except FetchError as exc:
             failure = exc
         finally:
@@ -437,44 +459,102 @@ class Crawler:
         send: trio.MemorySendChannel[Entry],
     ) -> None:
         status = result.status
-        content_type = result.content_type
         if status in REDIRECT_STATUSES:
             await self._handle_redirect(entry, result, elapsed_ms, send)
             return
         error: tuple[str, str] | None = None
-        if status >= 500:
-            error = ("http_429" if status == 429 else "http_5xx", f"HTTP {status}")
+        if status == 429:
+            error = ("http_429", "HTTP 429")
+        elif status >= 500:
+            error = ("http_5xx", f"HTTP {status}")
         elif status >= 400:
-            error = ("http_429" if status == 429 else "http_4xx", f"HTTP {status}")
+            error = ("http_4xx", f"HTTP {status}")
+        handler = self._handler_for(entry)
         links: list[str] = []
-        if error is None and not result.body_skipped and is_html_content_type(content_type):
+        followed = 0
+        tb: str | None = None
+        if error is None and handler is not None:
             try:
-                links = await self._extract(result.body, entry.url, content_type)
+                followed = await self._run_handler(handler, entry, result, send)
+            except Exception as exc:
+                if self.config.fail_fast:
+                    raise
+                error = ("handler", f"{type(exc).__name__}: {exc}")
+                tb = traceback.format_exc() if self.config.debug else None
+        elif (
+            error is None and not result.body_skipped and is_html_content_type(result.content_type)
+        ):
+            try:
+                links = await self._extract(result.body, entry.url, result.content_type)
             except Exception as exc:  # a page that breaks the parser is a record
                 error = ("internal", f"link extraction failed: {exc!r}")
                 tb = traceback.format_exc() if self.config.debug else None
-                await self._finish(
-                    entry,
-                    send,
-                    self._record(
-                        entry,
-                        status=status,
-                        error=error,
-                        content_type=content_type,
-                        elapsed_ms=elapsed_ms,
-                        tb=tb,
-                    ),
-                )
-                return
+            followed = len(links)
         record = self._record(
             entry,
             status=status,
             error=error,
-            content_type=content_type,
+            content_type=result.content_type,
             elapsed_ms=elapsed_ms,
-            links=len(links),
+            links=followed,
+            tb=tb,
         )
         await self._finish(entry, send, record, links)
+
+    def _handler_for(self, entry: Entry) -> Handler | None:
+        request = entry.payload
+        if isinstance(request, Request) and request.handler is not None:
+            return request.handler
+        return self.config.handler
+
+    async def _run_handler(
+        self,
+        handler: Handler,
+        entry: Entry,
+        result: FetchResult,
+        send: trio.MemorySendChannel[Entry],
+    ) -> int:
+        """Run a user handler on the page; publish its requests, deliver its
+        items. Returns the number of requests it made. Runs while the entry is
+        held, so whatever it yields is accounted for before the token goes."""
+        request = entry.payload
+        page = Page(
+            result,
+            url=entry.url,
+            depth=entry.depth,
+            meta=request.meta if isinstance(request, Request) else {},
+            in_scope=self._scope.allows,
+        )
+        produced = handler(page)
+        requests = 0
+        if inspect.isasyncgen(produced):
+            async with contextlib.aclosing(produced):
+                async for output in produced:
+                    requests += await self._take_output(output, entry, send)
+        else:
+            outputs = await produced  # type: ignore[misc]
+            for output in outputs or ():
+                requests += await self._take_output(output, entry, send)
+        return requests
+
+    async def _take_output(
+        self, output: object, entry: Entry, send: trio.MemorySendChannel[Entry]
+    ) -> int:
+        if output is None:
+            return 0
+        if isinstance(output, Request):
+            url = canonicalize(output.url)
+            if url is not None:
+                for child in self.frontier.offer(url, entry.depth, entry.url, output):
+                    self._publish(send, child)
+            return 1
+        self.stats.items += 1
+        if self._item_channel is not None:
+            try:
+                await self._item_channel.send(output)
+            except trio.BrokenResourceError:
+                self._item_channel = None
+        return 0
 
     async def _handle_redirect(
         self,

@@ -55,7 +55,7 @@ class Entry:
     """One admitted URL. Mutable, but only the frontier changes ``depth`` and
     ``state``; the engine owns ``attempts``."""
 
-    __slots__ = ("attempts", "chain", "depth", "links", "referrer", "state", "url")
+    __slots__ = ("attempts", "chain", "depth", "links", "payload", "referrer", "state", "url")
 
     def __init__(
         self,
@@ -63,6 +63,7 @@ class Entry:
         depth: int,
         referrer: str | None,
         chain: tuple[str, ...] = (),
+        payload: object = None,
     ) -> None:
         self.url = url
         self.depth = depth
@@ -72,6 +73,8 @@ class Entry:
         self.state = EntryState.QUEUED
         self.attempts = 0
         self.links: tuple[str, ...] | None = None
+        #: Opaque to the frontier: the engine's per-URL data (a user Request).
+        self.payload = payload
 
     @property
     def hops(self) -> int:
@@ -157,7 +160,12 @@ class Frontier:
     # -- admission ---------------------------------------------------------
 
     def add_start(
-        self, url: str, *, referrer: str | None = None, scoped: bool = False
+        self,
+        url: str,
+        *,
+        referrer: str | None = None,
+        scoped: bool = False,
+        payload: object = None,
     ) -> list[Entry]:
         """Admit a start URL at depth 0; return the entries this admits.
 
@@ -171,7 +179,22 @@ class Frontier:
         if existing is not None:
             self._improve(existing, 0, admitted)
         elif not self.budget_spent and (not scoped or self._in_scope(url)):
-            admitted.append(self._admit(url, 0, referrer))
+            admitted.append(self._admit(url, 0, referrer, payload=payload))
+        return admitted
+
+    def offer(self, url: str, depth: int, referrer: str, payload: object = None) -> list[Entry]:
+        """Offer one URL found (or asked for) on a page at ``depth``, carrying
+        ``payload``; return the entries this admits (like ``discover``)."""
+        child_depth = depth + 1
+        admitted: list[Entry] = []
+        if self.max_depth is not None and child_depth > self.max_depth:
+            return admitted
+        entry = self.seen.get(url)
+        if entry is None:
+            if not self.budget_spent and self._in_scope(url):
+                admitted.append(self._admit(url, child_depth, referrer, payload=payload))
+        elif child_depth < entry.depth:
+            self._improve(entry, child_depth, admitted)
         return admitted
 
     def discover(self, links: Iterable[str], depth: int, referrer: str) -> list[Entry]:
@@ -216,7 +239,8 @@ class Frontier:
             return RedirectOutcome.SEEN, admitted
         if self.budget_spent:
             return RedirectOutcome.BUDGET, []
-        return RedirectOutcome.FOLLOW, [self._admit(target, entry.depth, entry.url, chain)]
+        child = self._admit(target, entry.depth, entry.url, chain, entry.payload)
+        return RedirectOutcome.FOLLOW, [child]
 
     # -- life cycle --------------------------------------------------------
 
@@ -263,9 +287,14 @@ class Frontier:
     # -- internals ---------------------------------------------------------
 
     def _admit(
-        self, url: str, depth: int, referrer: str | None, chain: tuple[str, ...] = ()
+        self,
+        url: str,
+        depth: int,
+        referrer: str | None,
+        chain: tuple[str, ...] = (),
+        payload: object = None,
     ) -> Entry:
-        entry = Entry(url, depth, referrer, chain)
+        entry = Entry(url, depth, referrer, chain, payload)
         self.seen[url] = entry
         self._counts[EntryState.QUEUED] += 1
         return entry

@@ -234,6 +234,11 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
 
 
+def decode_text(body: bytes, content_type: str | None) -> str:
+    """``body`` as text, decoded the way ``extract_links`` reads it (rule 4)."""
+    return _utf8(body, content_type).decode("utf-8")
+
+
 def parse_html(body: bytes, content_type: str | None) -> lxml.html.HtmlElement | None:
     """The ``lxml.html`` tree of an HTML page, for handlers (``page.tree``).
 

@@ -31,6 +31,7 @@ class CrawlSummary:
     latency_p99_ms: float | None
     stopped: bool
     unfinished: int
+    items: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -49,6 +50,7 @@ class CrawlStats:
         self.pages_ok = 0
         self.failures: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
+        self.items = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
 
@@ -76,4 +78,5 @@ class CrawlStats:
             latency_p99_ms=percentile(lat, 0.99),
             stopped=stopped,
             unfinished=unfinished,
+            items=self.items,
         )

@@ -1,0 +1,212 @@
+"""Handlers, requests, items: the scraping API under virtual time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+import trio.testing
+
+import trio_crawl
+from trio_crawl import CrawlRecord, Page, Request
+
+from fakes import FakeFetcher, FakePage
+
+SITE = "http://shop.test"
+
+
+def three_level_site(listings: int, per_listing: int = 2) -> dict[str, FakePage]:
+    """Listing pages -> item pages -> review pages; each listing links to the next."""
+    pages: dict[str, FakePage] = {}
+    for n in range(listings):
+        details = [f"/item/{n}-{k}" for k in range(per_listing)]
+        nxt = [f"/list/{n + 1}"] if n + 1 < listings else []
+        pages[f"{SITE}/list/{n}"] = FakePage(links=[*details, *nxt, "/about"])
+        for d in details:
+            pages[SITE + d] = FakePage(links=[d.replace("/item/", "/reviews/"), "/list/0"])
+            pages[SITE + d.replace("/item/", "/reviews/")] = FakePage(links=["/about"])
+    pages[f"{SITE}/about"] = FakePage()
+    return pages
+
+
+async def parse_listing(page: Page) -> AsyncIterator[object]:
+    for link in page.links():
+        if "/item/" in link:
+            yield page.follow(link, parse_item, listing=page.url)
+        elif "/list/" in link:
+            yield page.follow(link, parse_listing)
+
+
+async def parse_item(page: Page) -> AsyncIterator[object]:
+    item_id = page.url.rsplit("/", 1)[1]
+    yield {"item": item_id, "listing": page.meta["listing"]}
+    for link in page.links():
+        if "/reviews/" in link:
+            yield page.follow(link, parse_reviews, item=item_id)
+
+
+async def parse_reviews(page: Page) -> list[object]:
+    return [{"reviews_of": page.meta["item"], "depth": page.depth}]
+
+
+async def test_three_level_scrape_of_1000_listings(autojump_clock: object) -> None:
+    listings = 1000
+    fetcher = FakeFetcher(three_level_site(listings))
+    items: list[dict[str, object]] = []
+    with trio.fail_after(10_000):
+        async with trio_crawl.open_crawler(
+            [Request(f"{SITE}/list/0", parse_listing)],
+            fetcher=fetcher,
+            ignore_robots=True,
+            workers=16,
+        ) as crawl:
+            async for item in crawl.items():
+                assert isinstance(item, dict)
+                items.append(item)
+    summary = crawl.summary
+    assert summary is not None and summary.items == len(items)
+    details = [i for i in items if "item" in i]
+    reviews = [i for i in items if "reviews_of" in i]
+    expected_ids = sorted(f"{n}-{k}" for n in range(listings) for k in range(2))
+    assert sorted(d["item"] for d in details) == expected_ids  # each exactly once
+    assert sorted(r["reviews_of"] for r in reviews) == expected_ids
+    assert all(d["listing"] == f"{SITE}/list/{d['item'].split('-')[0]}" for d in details)
+    # /about is linked everywhere but no handler asked for it: never fetched.
+    assert f"{SITE}/about" not in fetcher.urls
+    assert len(fetcher.urls) == len(set(fetcher.urls)) == listings * 5
+
+
+async def test_handler_errors_are_records_and_the_crawl_goes_on(autojump_clock: object) -> None:
+    async def picky(page: Page) -> AsyncIterator[object]:
+        yield {"url": page.url}
+        if page.url.endswith("/1"):
+            raise ValueError("cannot parse this one")
+        for link in page.links():
+            yield page.follow(link)
+
+    pages = {f"{SITE}/0": FakePage(links=["/1", "/2"]), f"{SITE}/1": FakePage(links=["/3"])}
+    pages.update({f"{SITE}/{n}": FakePage() for n in (2, 3)})
+    records: list[CrawlRecord] = []
+    summary = await trio_crawl.run_crawl(
+        [f"{SITE}/0"],
+        fetcher=FakeFetcher(pages),
+        handler=picky,
+        on_record=records.append,
+        ignore_robots=True,
+        debug=True,
+    )
+    by_url = {r.url: r for r in records}
+    bad = by_url[f"{SITE}/1"]
+    assert bad.status == 200 and bad.error is not None and bad.error.kind == "handler"
+    assert bad.error.message == "ValueError: cannot parse this one"
+    assert bad.error.traceback is not None and "cannot parse" in bad.error.traceback
+    assert set(by_url) == {f"{SITE}/{n}" for n in (0, 1, 2)}
+    assert summary.items == 3 and summary.failures == {"handler": 1}
+
+
+async def test_fail_fast_reraises_the_bare_exception(autojump_clock: object) -> None:
+    async def broken(page: Page) -> None:
+        raise KeyError("no price")
+
+    with pytest.raises(KeyError, match="no price"):
+        async with trio_crawl.open_crawler(
+            [f"{SITE}/0"],
+            fetcher=FakeFetcher({f"{SITE}/0": FakePage()}),
+            handler=broken,
+            fail_fast=True,
+            ignore_robots=True,
+        ) as crawl:
+            await crawl.wait()
+
+
+async def test_a_reader_that_leaves_cancels_the_crawl(autojump_clock: object) -> None:
+    async def many_items(page: Page) -> AsyncIterator[object]:
+        for i in range(1000):
+            yield i
+        yield page.follow("/next")
+
+    pages = {f"{SITE}/0": FakePage(), f"{SITE}/next": FakePage(delay=100)}
+    fetcher = FakeFetcher(pages)
+    with trio.fail_after(10):
+        async with trio_crawl.open_crawler(
+            [f"{SITE}/0"], fetcher=fetcher, handler=many_items, ignore_robots=True, buffer=4
+        ) as crawl:
+            async for item in crawl.items():
+                if item == 10:
+                    break
+    assert trio.current_time() == 0.0  # no waiting for anything after leaving
+    assert crawl.summary is not None and crawl.summary.stopped
+    assert fetcher.urls == [f"{SITE}/0"]  # the handler was stopped by backpressure
+
+
+async def test_a_slow_reader_slows_the_handlers(autojump_clock: object) -> None:
+    async def three(page: Page) -> AsyncIterator[object]:
+        for i in range(3):
+            yield (page.url, i)
+
+    pages = {f"{SITE}/0": FakePage()}
+    async with trio_crawl.open_crawler(
+        [f"{SITE}/0"], fetcher=FakeFetcher(pages), handler=three, ignore_robots=True, buffer=0
+    ) as crawl:
+        got = []
+        async for item in crawl.items():
+            await trio.sleep(1)
+            got.append(item)
+    assert got == [(f"{SITE}/0", i) for i in range(3)]
+    assert trio.current_time() == 3.0
+
+
+async def test_meta_and_handler_survive_redirects(autojump_clock: object) -> None:
+    async def start(page: Page) -> AsyncIterator[object]:
+        yield page.follow("/moved", landing, origin="start")
+        yield page.follow("http://elsewhere.test/x", landing)  # out of scope: None
+        yield Request("mailto:someone@shop.test", landing)  # not a URL we fetch
+
+    async def landing(page: Page) -> AsyncIterator[object]:
+        yield (page.url, dict(page.meta), page.depth)
+
+    pages = {
+        f"{SITE}/0": FakePage(),
+        f"{SITE}/moved": FakePage(status=301, headers={"location": "/new"}),
+        f"{SITE}/new": FakePage(),
+    }
+    fetcher = FakeFetcher(pages)
+    async with trio_crawl.open_crawler(
+        [Request(f"{SITE}/0", start)], fetcher=fetcher, ignore_robots=True
+    ) as crawl:
+        items = [i async for i in crawl.items()]
+    assert items == [(f"{SITE}/new", {"origin": "start"}, 1)]
+    assert fetcher.urls == [f"{SITE}/0", f"{SITE}/moved", f"{SITE}/new"]
+
+
+async def test_page_views_are_lazy_and_consistent(autojump_clock: object) -> None:
+    seen: list[object] = []
+
+    async def look(page: Page) -> None:
+        assert "soup" not in page.__dict__ and "tree" not in page.__dict__
+        seen.append(page.soup.find("a")["href"])
+        seen.append(page.tree.xpath("//a/@href")[0])  # type: ignore[union-attr]
+        seen.append(page.links())
+        seen.append(page.text)
+
+    pages = {f"{SITE}/0": FakePage(links=["/a#x"])}
+    await trio_crawl.run_crawl(
+        [f"{SITE}/0"], fetcher=FakeFetcher(pages), handler=look, ignore_robots=True
+    )
+    assert seen == ["/a#x", "/a#x", [f"{SITE}/a"], '<a href="/a#x">x</a>']
+
+
+async def test_records_and_items_streams_together(autojump_clock: object) -> None:
+    async def one(page: Page) -> AsyncIterator[object]:
+        yield "item"
+
+    async with trio_crawl.open_crawler(
+        [f"{SITE}/0"], fetcher=FakeFetcher({f"{SITE}/0": FakePage()}), handler=one,
+        ignore_robots=True,
+    ) as crawl:  # fmt: skip
+        records = crawl.records()
+        items = crawl.items()
+        summary = await crawl.wait()
+    assert summary.records == 1 and summary.items == 1
+    assert [r async for r in records] == [] and [i async for i in items] == []

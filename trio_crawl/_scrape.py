@@ -1,0 +1,137 @@
+"""Requests, pages and handlers: the scraping surface of trio_crawl.
+
+A *handler* is an ordinary async function that takes a ``Page``:
+
+* an async generator that yields items (any object) and ``Request`` s, or
+* a coroutine that returns ``None`` or an iterable of items and requests.
+
+Each ``Request`` says which handler gets its page (``None``: the crawl's
+default handler, the one that follows every link). Requests from handlers go
+through the same canonicalization, scope, dedup and depth rules as links,
+and count as unfinished work exactly like links until their page is done.
+
+Pure data plus lazy views of a response; the engine drives the handlers.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._fetch import is_html_content_type
+from ._models import FetchResult
+from ._parse import decode_text, extract_links, parse_html
+from ._url import resolve
+
+if TYPE_CHECKING:
+    import lxml.html
+
+
+class Handler(Protocol):
+    """``async def handler(page: Page)`` yielding or returning items and requests."""
+
+    def __call__(
+        self, page: Page, /
+    ) -> AsyncIterator[object] | Awaitable[Iterable[object] | None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A URL to fetch and the handler its page goes to.
+
+    ``meta`` travels to the handler as ``page.meta`` (and on through
+    redirects); ``headers`` are added to this request only. A URL is fetched
+    once per crawl: a second Request for the same canonical URL is dropped,
+    whatever its handler.
+    """
+
+    url: str
+    handler: Handler | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] | None = None
+
+
+class Page:
+    """What a handler gets: the response plus lazy parsed views of it.
+
+    Nothing is parsed until asked for: ``text``, ``tree`` (lxml.html),
+    ``soup`` (BeautifulSoup on lxml) and ``links()`` are each built on first
+    use and kept.
+    """
+
+    def __init__(
+        self,
+        result: FetchResult,
+        *,
+        url: str,
+        depth: int,
+        meta: Mapping[str, Any],
+        in_scope: Callable[[str], bool],
+    ) -> None:
+        self.url = url
+        self.status = result.status
+        self.headers = result.headers
+        self.body = result.body
+        self.depth = depth
+        self.meta = meta
+        self._in_scope = in_scope
+
+    @property
+    def content_type(self) -> str | None:
+        value = self.headers.get("content-type")
+        return value.strip() if value else None
+
+    @property
+    def is_html(self) -> bool:
+        return is_html_content_type(self.content_type)
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The body decoded as a browser would (BOM, header, <meta>, UTF-8)."""
+        return decode_text(self.body, self.content_type)
+
+    @functools.cached_property
+    def tree(self) -> lxml.html.HtmlElement | None:
+        """The lxml.html tree (None for non-HTML)."""
+        return parse_html(self.body, self.content_type)
+
+    @functools.cached_property
+    def soup(self) -> Any:
+        """A BeautifulSoup of the page, on the lxml parser. Built only if used:
+        it costs several times the lxml tree."""
+        from bs4 import BeautifulSoup
+
+        return BeautifulSoup(self.text, "lxml")
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.text)
+
+    def links(self) -> list[str]:
+        """Canonical absolute links of the page (all of them, in scope or not)."""
+        return self._links
+
+    @functools.cached_property
+    def _links(self) -> list[str]:
+        return extract_links(self.body, self.url, self.content_type)
+
+    def follow(
+        self,
+        href: str,
+        handler: Handler | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **meta: Any,
+    ) -> Request | None:
+        """A Request for ``href`` resolved against this page, or None when it
+        is not followable (not http(s), malformed, or out of scope)."""
+        url = resolve(href, self.url)
+        if url is None or not self._in_scope(url):
+            return None
+        return Request(url, handler, meta, headers)
+
+    def __repr__(self) -> str:
+        return f"<Page {self.status} {self.url} depth={self.depth}>"
