@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from fakes import FakeFetcher, FakePage
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
 from trio_crawl._schedule import RATE_SLACK
+
+from fakes import FakeFetcher, FakePage
 
 SITE = "http://site.test"
 

@@ -33,7 +33,6 @@ import httpcore2
 import httpx2
 import pytest
 import trio
-from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +47,8 @@ from trio_crawl._fetch_httpx import (
 from trio_crawl._models import FetchError
 from trio_crawl._server import SiteServer, serve_site
 from trio_crawl._site import Response, Route, Site, SiteRequest, page, redirect
+
+from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 
 try:
     import brotli
