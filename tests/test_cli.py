@@ -166,3 +166,42 @@ def test_demo_runs(tmp_path: Path) -> None:
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == len({r["url"] for r in records}) > 40
     assert "trio-crawl summary" in result.stderr
+
+
+HANDLER_MODULE = """
+from trio_crawl import Page
+
+
+async def titles(page: Page):
+    yield {"url": page.url, "title": page.tree.findtext(".//title"), "n": len(page.links())}
+    for link in page.links():
+        yield page.follow(link)
+"""
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_handler_and_items_file(tmp_path: Path, suffix: str) -> None:
+    (tmp_path / "my_handlers.py").write_text(HANDLER_MODULE)
+    items = tmp_path / f"items.{suffix}"
+    routes = {f"/{i}": page(f"/{(i + 1) % 5}", title=f"page {i}") for i in range(5)}
+    with serve_site(Site(routes)) as server:
+        result = subprocess.run(
+            [sys.executable, "-m", "trio_crawl", server.base_url + "/0", "-q", "-o", os.devnull,
+             "--handler", "my_handlers:titles", "--items", str(items), "--ignore-robots"],
+            capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = items.read_text()
+    if suffix == "csv":
+        lines = text.splitlines()
+        assert lines[0] == "url,title,n" and len(lines) == 6
+        assert f"{server.base_url}/3,page 3,1" in lines
+    else:
+        rows = [json.loads(line) for line in text.splitlines()]
+        assert sorted(r["title"] for r in rows) == [f"page {i}" for i in range(5)]
+
+
+def test_bad_handler_spec_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("http://127.0.0.1:1/", "--handler", "no_such_module_xyz:run")
+    assert result.returncode == 2
+    assert result.stderr.startswith("trio-crawl: error: cannot import handler module")

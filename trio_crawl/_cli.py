@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 import trio
 from rich.console import Console
@@ -26,7 +27,8 @@ from ._api import open_fetcher
 from ._config import FETCHERS, ConfigError, CrawlConfig
 from ._engine import Crawler
 from ._progress import print_summary, show_progress
-from ._sinks import JsonLinesWriter
+from ._scrape import Handler
+from ._sinks import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
 from ._url import parse_start_url
 
 EXIT_OK = 0
@@ -90,6 +92,17 @@ def build_parser(
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
     p.add_argument("--fetcher", choices=FETCHERS, default="curl", help="HTTP backend")
     p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
+    p.add_argument(
+        "--handler",
+        metavar="MODULE:FUNCTION",
+        help="async handler for every page (yields items and Requests) instead of link-following",
+    )
+    p.add_argument(
+        "--items",
+        metavar="FILE",
+        help="write handlers' items here (.csv for CSV, else JSON Lines)",
+    )
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first handler error")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
     p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
@@ -118,10 +131,30 @@ def build_config(args: argparse.Namespace, start_urls: Sequence[str]) -> CrawlCo
     }
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
+    if getattr(args, "handler", None):
+        options["handler"] = load_handler(args.handler)
+        options["fail_fast"] = args.fail_fast
     try:
         return CrawlConfig(**options)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def load_handler(spec: str) -> Handler:
+    """Import ``module:function`` (the current directory is importable)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--handler must look like module:function (got {spec!r})")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import handler module {module_name!r}: {exc}") from None
+    handler = getattr(module, attr, None)
+    if not callable(handler):
+        raise UsageError(f"{module_name!r} has no callable {attr!r}")
+    return cast(Handler, handler)
 
 
 @contextlib.contextmanager
@@ -138,7 +171,12 @@ def open_output(path: str, append: bool) -> Iterator[TextIO]:
 
 
 async def crawl_with_ui(
-    config: CrawlConfig, writer: JsonLinesWriter, *, show: bool, quiet: bool
+    config: CrawlConfig,
+    writer: JsonLinesWriter,
+    *,
+    show: bool,
+    quiet: bool,
+    item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -149,7 +187,12 @@ async def crawl_with_ui(
             if writer.broken:
                 crawler.abort()
 
-        crawler = Crawler(config, fetcher, on_record=[writer.write, on_record])
+        crawler = Crawler(
+            config,
+            fetcher,
+            on_record=[writer.write, on_record],
+            on_item=[item_writer.write] if item_writer is not None else [],
+        )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
             nonlocal exit_code
@@ -199,12 +242,19 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     debug = bool(getattr(args, "debug", False))
     try:
         config = build_config(args, start_urls)
-        with open_output(args.output, args.append) as stream:
-            writer = JsonLinesWriter(stream)
+        items_path = getattr(args, "items", None)
+        with contextlib.ExitStack() as stack:
+            writer = JsonLinesWriter(stack.enter_context(open_output(args.output, args.append)))
+            item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
+            if items_path:
+                items_stream = stack.enter_context(open_output(items_path, args.append))
+                csv_out = items_path.lower().endswith(".csv")
+                item_writer = (ItemCsvWriter if csv_out else ItemJsonLinesWriter)(items_stream)
             show = not args.quiet and sys.stderr.isatty()
-            return trio.run(
-                functools.partial(crawl_with_ui, show=show, quiet=args.quiet), config, writer
+            run = functools.partial(
+                crawl_with_ui, show=show, quiet=args.quiet, item_writer=item_writer
             )
+            return trio.run(run, config, writer)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except Exception as exc:

@@ -110,6 +110,7 @@ class Crawler:
         on_record: Iterable[RecordCallback] = (),
         record_channel: trio.MemorySendChannel[CrawlRecord] | None = None,
         item_channel: trio.MemorySendChannel[object] | None = None,
+        on_item: Iterable[Callable[[object], None]] = (),
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
@@ -117,6 +118,7 @@ class Crawler:
         self._on_record = list(on_record)
         self._record_channel = record_channel
         self._item_channel = item_channel
+        self._on_item = list(on_item)
         self._rng = rng or random.Random()
         self._scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier = Frontier(
@@ -549,6 +551,8 @@ class Crawler:
                     self._publish(send, child)
             return 1
         self.stats.items += 1
+        for callback in self._on_item:
+            callback(output)
         if self._item_channel is not None:
             try:
                 await self._item_channel.send(output)

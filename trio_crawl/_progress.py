@@ -56,6 +56,8 @@ def summary_table(summary: CrawlSummary) -> Table:
     table.add_row("failed", f"{summary.failed:,}")
     for kind, count in summary.failures.items():
         table.add_row(f"  {kind}", f"{count:,}")
+    if summary.items:
+        table.add_row("items", f"{summary.items:,}")
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(
