@@ -39,6 +39,7 @@ This module never imports trio: ``_robots_cache.RobotsCache`` does the I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
@@ -61,6 +62,9 @@ _PRODUCT_TOKEN = re.compile(r"[^\s/]+")
 def robots_url(url: str) -> str:
     """The robots.txt URL that governs ``url``: ``scheme://host[:port]/robots.txt``.
 
+    Memoized by the URL's ``scheme://authority`` prefix: it is asked once per
+    page on the hot path, and a crawl has few origins.
+
     The scheme and host are lower-cased, user info is dropped and the scheme's
     default port is omitted, so the result doubles as a per-origin cache key.
 
@@ -68,6 +72,18 @@ def robots_url(url: str) -> str:
         ValueError: ``url`` is not an absolute http(s) URL with a host, or its
             port is not a number.
     """
+    end = url.find("/", url.find("//") + 2) if "//" in url else -1
+    if end > 0 and "@" not in url[:end] and "?" not in url[:end] and "#" not in url[:end]:
+        return _robots_url_of_origin(url[:end])
+    return _robots_url_uncached(url)
+
+
+@functools.lru_cache(maxsize=4096)
+def _robots_url_of_origin(origin: str) -> str:
+    return _robots_url_uncached(origin + "/")
+
+
+def _robots_url_uncached(url: str) -> str:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = parts.hostname  # lower-cased, brackets stripped
