@@ -210,3 +210,21 @@ async def test_records_and_items_streams_together(autojump_clock: object) -> Non
         summary = await crawl.wait()
     assert summary.records == 1 and summary.items == 1
     assert [r async for r in records] == [] and [i async for i in items] == []
+
+
+async def test_priority_orders_queued_requests(autojump_clock: object) -> None:
+    async def fan_out(page: Page) -> AsyncIterator[object]:
+        yield page.follow("/low", leaf, priority=-1)
+        yield page.follow("/normal", leaf)
+        yield page.follow("/high", leaf, priority=5)
+        yield page.follow("/higher", leaf, priority=9)
+
+    async def leaf(page: Page) -> None:
+        return None
+
+    pages = {f"{SITE}/{p}": FakePage() for p in ("0", "low", "normal", "high", "higher")}
+    fetcher = FakeFetcher(pages)
+    await trio_crawl.run_crawl(
+        [Request(f"{SITE}/0", fan_out)], fetcher=fetcher, workers=1, ignore_robots=True
+    )
+    assert fetcher.urls == [f"{SITE}/{p}" for p in ("0", "higher", "high", "normal", "low")]

@@ -12,7 +12,8 @@ The termination invariant
 -------------------------
 At every checkpoint, every unfinished URL is in exactly one of three places:
 
-  (a) the channel's buffer (queued),
+  (a) the channel's buffer (queued; requests with a non-zero priority wait
+      in a small heap beside it, which counts as part of the buffer),
   (b) a crawler that holds a limiter token (held, in flight, or being parsed),
   (c) the schedule (``PoliteSchedule.waiting``: behind its host's rate or
       concurrency limit, or in a retry back-off).
@@ -20,7 +21,7 @@ At every checkpoint, every unfinished URL is in exactly one of three places:
 so "unfinished == 0" is exactly::
 
     limiter.borrowed_tokens == 0
-    and channel.statistics().current_buffer_used == 0
+    and channel.statistics().current_buffer_used == 0  # (+ priority heap)
     and schedule.waiting == 0
 
 Three rules make the invariant hold (docs/termination.md has the race
@@ -48,7 +49,9 @@ invariant is our bug and ends the crawl with an exception.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import inspect
+import itertools
 import math
 import random
 import time
@@ -142,6 +145,8 @@ class Crawler:
         self._limiter = trio.CapacityLimiter(config.workers)
         self._send, self._receive = trio.open_memory_channel[Entry](math.inf)
         self._work_posted = trio.lowlevel.ParkingLot()
+        self._prioritized: list[tuple[int, int, Entry]] = []
+        self._seq = itertools.count()
         self._idle = trio.Event()
         self._wake_supervisor = trio.Event()
         self._schedule_changed = trio.Event()
@@ -225,7 +230,7 @@ class Crawler:
         return EngineStatistics(
             records=self.stats.records,
             failures=sum(self.stats.failures.values()),
-            queued=self._receive.statistics().current_buffer_used,
+            queued=self._receive.statistics().current_buffer_used + len(self._prioritized),
             active=int(self._limiter.borrowed_tokens),
             waiting=self.schedule.waiting,
             seen=len(self.frontier.seen),
@@ -266,7 +271,7 @@ class Crawler:
         async with receive, send:
             while True:
                 try:
-                    entry = receive.receive_nowait()
+                    entry = self._take_prioritized(receive)
                 except trio.WouldBlock:
                     await self._work_posted.park()
                     continue
@@ -296,8 +301,27 @@ class Crawler:
     # -- bookkeeping helpers (all synchronous) ----------------------------
 
     def _publish(self, send: trio.MemorySendChannel[Entry], entry: Entry) -> None:
-        send.send_nowait(entry)
+        request = entry.payload
+        if isinstance(request, Request) and request.priority:
+            # Rare: requests with a priority wait in a heap beside the channel
+            # (place 1 of the invariant too), taken before/after the channel.
+            heapq.heappush(self._prioritized, (-request.priority, next(self._seq), entry))
+        else:
+            send.send_nowait(entry)
         self._work_posted.unpark()
+
+    def _take_prioritized(self, receive: trio.MemoryReceiveChannel[Entry]) -> Entry:
+        """The next queued entry: higher priority first, FIFO within a level.
+        Synchronous (rule 1); raises WouldBlock when nothing is queued."""
+        heap = self._prioritized
+        if heap and heap[0][0] < 0:
+            return heapq.heappop(heap)[2]
+        try:
+            return receive.receive_nowait()
+        except trio.WouldBlock:
+            if heap:
+                return heapq.heappop(heap)[2]
+            raise
 
     def _hand_over_ready(self, send: trio.MemorySendChannel[Entry]) -> None:
         for entry in self.schedule.pop_ready(trio.current_time()):
@@ -310,6 +334,7 @@ class Crawler:
         return (
             self._limiter.borrowed_tokens == 0
             and self._receive.statistics().current_buffer_used == 0
+            and not self._prioritized
             and self.schedule.waiting == 0
         )
 

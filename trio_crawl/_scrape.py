@@ -42,15 +42,18 @@ class Request:
     """A URL to fetch and the handler its page goes to.
 
     ``meta`` travels to the handler as ``page.meta`` (and on through
-    redirects); ``headers`` are added to this request only. A URL is fetched
-    once per crawl: a second Request for the same canonical URL is dropped,
-    whatever its handler.
+    redirects); ``headers`` are added to this request only. Queued requests
+    with a higher ``priority`` are taken first (0 is the default, negative
+    goes after everything else); politeness waits still apply. A URL is
+    fetched once per crawl: a second Request for the same canonical URL is
+    dropped, whatever its handler.
     """
 
     url: str
     handler: Handler | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] | None = None
+    priority: int = 0
 
 
 class Page:
@@ -124,6 +127,7 @@ class Page:
         handler: Handler | None = None,
         *,
         headers: Mapping[str, str] | None = None,
+        priority: int = 0,
         **meta: Any,
     ) -> Request | None:
         """A Request for ``href`` resolved against this page, or None when it
@@ -131,7 +135,7 @@ class Page:
         url = resolve(href, self.url)
         if url is None or not self._in_scope(url):
             return None
-        return Request(url, handler, meta, headers)
+        return Request(url, handler, meta, headers, priority)
 
     def __repr__(self) -> str:
         return f"<Page {self.status} {self.url} depth={self.depth}>"
