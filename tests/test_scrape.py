@@ -228,3 +228,23 @@ async def test_priority_orders_queued_requests(autojump_clock: object) -> None:
         [Request(f"{SITE}/0", fan_out)], fetcher=fetcher, workers=1, ignore_robots=True
     )
     assert fetcher.urls == [f"{SITE}/{p}" for p in ("0", "higher", "high", "normal", "low")]
+
+
+async def test_handlers_can_parse_in_a_worker_thread() -> None:
+    import threading
+
+    main_thread = threading.get_ident()
+
+    def heavy(body: bytes) -> tuple[int, bool]:
+        return len(body), threading.get_ident() != main_thread
+
+    async def parse(page: Page) -> AsyncIterator[object]:
+        yield await page.run_sync(heavy, page.body)
+
+    pages = {f"{SITE}/0": FakePage(links=["/a"])}
+    with trio.fail_after(10):
+        async with trio_crawl.open_crawler(
+            [f"{SITE}/0"], fetcher=FakeFetcher(pages), handler=parse, ignore_robots=True
+        ) as crawl:
+            items = [i async for i in crawl.items()]
+    assert items == [(len(pages[f"{SITE}/0"].body()), True)]

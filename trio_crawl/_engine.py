@@ -551,6 +551,7 @@ class Crawler:
             depth=entry.depth,
             meta=request.meta if isinstance(request, Request) else {},
             in_scope=self._scope.allows,
+            thread_limiter=self._parse_limiter,
         )
         produced = handler(page)
         requests = 0

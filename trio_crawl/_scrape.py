@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ._fetch import is_html_content_type
 from ._models import FetchResult
@@ -27,6 +27,11 @@ from ._url import resolve
 
 if TYPE_CHECKING:
     import lxml.html
+    from trio import CapacityLimiter as CapacityLimiterLike
+else:
+    CapacityLimiterLike = object
+
+T = TypeVar("T")
 
 
 class Handler(Protocol):
@@ -72,6 +77,7 @@ class Page:
         depth: int,
         meta: Mapping[str, Any],
         in_scope: Callable[[str], bool],
+        thread_limiter: CapacityLimiterLike | None = None,
     ) -> None:
         self.url = url
         self.status = result.status
@@ -80,6 +86,7 @@ class Page:
         self.depth = depth
         self.meta = meta
         self._in_scope = in_scope
+        self._thread_limiter = thread_limiter
 
     @property
     def content_type(self) -> str | None:
@@ -107,6 +114,16 @@ class Page:
         from bs4 import BeautifulSoup
 
         return BeautifulSoup(self.text, "lxml")
+
+    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run CPU-heavy parsing ``fn(*args)`` in a worker thread, leaving the
+        event loop free; lxml and most C parsers release the GIL while they
+        work. Threads are shared with the crawl's own big-page parsing
+        (two by default). A checkpoint; cancellation abandons the thread's
+        result, not the thread."""
+        import trio
+
+        return await trio.to_thread.run_sync(fn, *args, limiter=self._thread_limiter)
 
     def json(self) -> Any:
         import json
