@@ -6,6 +6,8 @@ bounded by ``trio.fail_after``.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import trio
 
@@ -131,3 +133,20 @@ async def test_duplicate_links_at_high_worker_counts(backend: str) -> None:
     assert len(urls) == len(set(urls)) == n
     assert sorted(targets) == sorted(f"/p/{i}" for i in range(n))
     assert all(r.status == 200 for r in records)
+
+
+async def test_crawl_delay_seen_from_the_server() -> None:
+    routes: dict[str, Response | list[Response]] = {
+        "/": page("/a", "/b", "/c"),
+        "/robots.txt": Response(
+            body=b"User-agent: *\nCrawl-delay: 0.5\n", content_type="text/plain"
+        ),
+    }
+    routes.update({f"/{p}": page() for p in "abc"})
+    with serve_site(Site(routes)) as server:
+        with trio.fail_after(30):
+            await run_crawl([server.base_url + "/"], workers=8)
+        times = [r.time for r in server.log if r.target != "/robots.txt"]
+    assert len(times) == 4
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert all(gap >= 0.5 for gap in gaps), gaps
