@@ -1,0 +1,238 @@
+"""The web server the crawlers are benchmarked against: nginx when installed, else Python.
+
+Both servers bind 127.0.0.1 only, on a free ephemeral port, serve the generated site
+directory as static files (``/`` is ``index.html``; a query string is ignored when
+mapping to a file, so ``/p/7.html?x=1`` serves ``p/7.html``), keep connections alive, log
+nothing per request, and run as a child process in its own process group that
+``open_server`` stops on exit, whatever happens.
+
+nginx is the reference: one worker, event-driven, sendfile, so the server costs a small,
+constant fraction of one core and the crawlers are what is measured. No
+``open_file_cache``: with the usual 1024-descriptor limit a large cache makes nginx
+answer 404 when ``open()`` fails with EMFILE (the exactness check caught exactly that).
+
+The fallback (``pyserver.py``: ``http.server`` with a thread per connection) is several
+times slower per request and competes with the crawler for the machine's cores; figures
+taken with it compare the crawlers to each other but understate both, and a fast
+crawler is capped by the server (trio-crawl: ~340 pages/s against ~2,000 with nginx).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+_NGINX_CONF = """\
+{user}worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+daemon off;
+master_process on;
+events {{
+    worker_connections 512;
+}}
+http {{
+    types {{
+        text/html html;
+        text/plain txt;
+        application/json json;
+    }}
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    server {{
+        listen {host}:{port};
+        server_name localhost;
+        root {root};
+        index index.html;
+        location / {{
+            try_files $uri $uri/ =404;
+        }}
+    }}
+}}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """A running server: its base URL and a human description."""
+
+    base_url: str  # "http://127.0.0.1:PORT/"
+    port: int
+    kind: str  # "nginx" or "python"
+    description: str
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the server binds it next)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def find_nginx() -> str | None:
+    """The nginx binary, if installed (PATH, then the usual sbin directories)."""
+    found = shutil.which("nginx")
+    if found:
+        return found
+    for candidate in ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _nginx_version(binary: str) -> str:
+    out = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10)
+    return (out.stderr or out.stdout).strip().removeprefix("nginx version: ")
+
+
+def _wait_ready(port: int, proc: subprocess.Popen[bytes], hint: Callable[[], str]) -> None:
+    """Poll until ``/robots.txt`` and ``/`` answer 200; raise with a hint otherwise."""
+    deadline = time.monotonic() + 15
+    last_error = "no attempt"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} at startup; {hint()}")
+        try:
+            conn = http.client.HTTPConnection(HOST, port, timeout=2)
+            try:
+                for path in ("/robots.txt", "/"):
+                    conn.request("GET", path)
+                    response = conn.getresponse()
+                    response.read()
+                    if response.status != 200:
+                        raise RuntimeError(
+                            f"server answers {response.status} for {path} (is the site "
+                            f"directory readable by the server's user?); {hint()}"
+                        )
+                return
+            finally:
+                conn.close()
+        except OSError as exc:
+            last_error = repr(exc)
+            time.sleep(0.05)
+    raise RuntimeError(f"server not ready after 15 s ({last_error}); {hint()}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server's process group: SIGTERM (nginx: fast shutdown), then SIGKILL.
+
+    Interrupted (a second Ctrl-C), it kills the group at once rather than leave it.
+    """
+    if proc.poll() is not None:
+        return
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
+            raise
+
+
+@contextlib.contextmanager
+def open_nginx(site_dir: Path, binary: str) -> Iterator[Server]:
+    """Run nginx on ``site_dir`` with a generated config in a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="trio-crawl-bench-nginx-") as tmp:
+        port = free_port()
+        conf = Path(tmp) / "nginx.conf"
+        root = site_dir.resolve()
+        # Started as root, nginx's worker would switch to "nobody", who may not be able
+        # to read the site (a 0700 temp dir): run it as the owner of the files instead.
+        owner = pwd.getpwuid(root.stat().st_uid).pw_name
+        user = f"user {owner};\n" if os.geteuid() == 0 else ""
+        conf.write_text(_NGINX_CONF.format(user=user, tmp=tmp, host=HOST, port=port, root=root))
+        error_log = Path(tmp) / "error.log"
+        # -e: the error log before the config is read (else nginx opens /var/log/...).
+        command = [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)]
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            _wait_ready(port, proc, lambda: f"nginx error log: {_tail(error_log)}")
+            yield Server(
+                base_url=f"http://{HOST}:{port}/",
+                port=port,
+                kind="nginx",
+                description=f"nginx {_nginx_version(binary)} (1 worker, keep-alive, sendfile)",
+            )
+        finally:
+            _stop(proc)
+
+
+@contextlib.contextmanager
+def open_python_server(site_dir: Path) -> Iterator[Server]:
+    """Run the fallback ``pyserver.py`` (threaded ``http.server``) on ``site_dir``."""
+    port = free_port()
+    script = Path(__file__).with_name("pyserver.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(site_dir), "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_ready(port, proc, lambda: "see pyserver.py's stderr above")
+        yield Server(
+            base_url=f"http://{HOST}:{port}/",
+            port=port,
+            kind="python",
+            description=(
+                f"Python {sys.version.split()[0]} http.server, a thread per connection "
+                "(FALLBACK: several times slower than nginx; install nginx for real figures)"
+            ),
+        )
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def open_server(site_dir: Path, kind: str = "auto") -> Iterator[Server]:
+    """Serve ``site_dir``: ``kind`` is "nginx", "python", or "auto" (nginx if installed)."""
+    if kind not in ("auto", "nginx", "python"):
+        raise ValueError(f"unknown server kind {kind!r}")
+    binary = find_nginx() if kind in ("auto", "nginx") else None
+    if kind == "nginx" and binary is None:
+        raise RuntimeError("nginx requested but not installed (apt-get install -y nginx)")
+    if binary is not None:
+        with open_nginx(site_dir, binary) as server:
+            yield server
+    else:
+        with open_python_server(site_dir) as server:
+            yield server
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no error log)"
