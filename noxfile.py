@@ -36,5 +36,5 @@ def typecheck(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
-    session.install("-e", ".", "scrapy>=2.11", "psutil>=5.9")
+    session.install("-e", ".", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
