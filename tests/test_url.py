@@ -270,10 +270,11 @@ def test_host_port_rejects_non_http(url: str) -> None:
 
 def test_scope_defaults_to_the_start_urls_host_ports() -> None:
     scope = Scope(["http://example.com/start", "https://Other.Example:8443/x"])
-    assert scope.host_ports == {"example.com:80", "other.example:8443"}
+    assert scope.host_ports == {"example.com:80", "example.com:443", "other.example:8443"}
     assert scope.allows("http://example.com/anything?q")
     assert scope.allows("https://other.example:8443/")
-    assert not scope.allows("https://example.com/")  # other port
+    assert scope.allows("https://example.com/")  # the default-port upgrade
+    assert not scope.allows("http://other.example:443/")
     assert not scope.allows("http://example.com:8080/")
     assert not scope.allows("http://www.example.com/")  # no subdomains by default
     assert not scope.allows("https://other.example/")

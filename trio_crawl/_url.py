@@ -388,8 +388,11 @@ class Scope:
     """Which canonical URLs the crawl may visit.
 
     The default scope is the set of ``host:port`` of the start URLs: exactly
-    those origins' hosts and ports, no subdomains, and ``http://example.com``
-    does not admit ``https://example.com`` (another port). Each allow-domain
+    those hosts and ports, no subdomains. A start URL on its scheme's default
+    port also admits the host's other default port, so ``http://example.com``
+    admits ``https://example.com`` (sites upgrade with a redirect) but not
+    ``http://example.com:8080``; a start URL with an explicit non-default port
+    admits only that port. Each allow-domain
     HOST widens it to that host and all its subdomains, on any port and either
     scheme: ``allow_domains=["example.com"]`` admits ``http://example.com:8080/``
     and ``https://docs.example.com/`` but not ``https://notexample.com/``.
@@ -401,7 +404,9 @@ class Scope:
 
     >>> scope = Scope(["http://example.com/start"], allow_domains=["example.org"])
     >>> scope.allows("http://example.com/x"), scope.allows("https://example.com/x")
-    (True, False)
+    (True, True)
+    >>> scope.allows("http://example.com:8080/x")
+    False
     >>> scope.allows("https://www.example.org:8443/")
     True
     """
@@ -420,7 +425,11 @@ class Scope:
             canonical = canonicalize(url)
             if canonical is None:
                 raise ValueError(f"start URL is not an absolute http(s) URL: {url!r}")
-            host_ports.add(host_port(canonical))
+            key = host_port(canonical)
+            host_ports.add(key)
+            host, _, port = key.rpartition(":")
+            if port in ("80", "443"):  # the http <-> https upgrade stays in scope
+                host_ports.add(f"{host}:{'443' if port == '80' else '80'}")
         self.host_ports: frozenset[str] = frozenset(host_ports)
         domains = tuple(dict.fromkeys(_domain(d) for d in allow_domains))
         self._domains = frozenset(domains)
