@@ -140,7 +140,6 @@ class Crawler:
             )
         self._hosts_set_up: set[str] = set()
         self._waited_for_robots: set[Entry] = set()
-        self._robots_retry_period = ROBOTS_RETRY_PERIOD
         self.stats = CrawlStats()
         self._limiter = trio.CapacityLimiter(config.workers)
         self._send, self._receive = trio.open_memory_channel[Entry](math.inf)
@@ -432,7 +431,7 @@ class Crawler:
         self.schedule.unreserve(entry, host)
         if policy.temporary and entry not in self._waited_for_robots:
             self._waited_for_robots.add(entry)
-            self.schedule.defer(entry, host, trio.current_time() + self._robots_retry_period)
+            self.schedule.defer(entry, host, trio.current_time() + ROBOTS_RETRY_PERIOD)
             self._poke_schedule()
             return False
         self._waited_for_robots.discard(entry)
