@@ -38,3 +38,55 @@ def bench(session: nox.Session) -> None:
     """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
     session.install("-e", ".", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+#: The newest versions asks runs on, found by experiment: asks 3.0.0 is the last
+#: release and needs anyio ~= 3.0 (3.7.1 is the last 3.x); anyio 3 subclasses
+#: trio.MultiError, which trio 0.24.0 removed (AttributeError on first use), so
+#: trio 0.23.2 is the newest trio for it.
+ASKS_PINS = [
+    "asks==3.0.0",
+    "anyio==3.7.1",
+    "trio==0.23.2",
+    # httpx2's own dependencies, less anyio (httpx2 itself goes in with --no-deps)
+    "httpcore2==2.16.2",
+    "idna>=3.18",
+    "truststore>=0.10",
+    "typing-extensions>=4.5",
+    # the rest of trio-crawl's dependencies and its [test] extra
+    "lxml>=5.0",
+    "beautifulsoup4>=4.12",
+    "protego>=0.3",
+    "ada-url>=1.15",
+    "rich>=13.0",
+    "pycurl>=7.45",
+    "pytest>=8",
+    "pytest-trio>=0.8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100",
+    "brotli>=1.1",
+]
+
+
+@nox.session(python=PYTHON)
+def asks(session: nox.Session) -> None:
+    """The asks fetcher, and the core, on the newest trio asks runs on (0.23.2).
+
+    asks 3.0.0 (its last release) needs anyio 3, which fails to import under
+    trio >= 0.24, and httpx2 needs anyio 4: pip cannot install both, so this
+    session installs httpx2 and the project --no-deps on the pinned set and
+    runs the whole suite there, the shared fetcher suite included for asks.
+    """
+    session.install(*ASKS_PINS)
+    session.install("--no-deps", "httpx2==2.16.2")
+    session.install("--no-deps", "-e", ".")
+    # fail fast if anything above moved trio or anyio off the pins
+    session.run(
+        "python",
+        "-c",
+        "import importlib.metadata as m; "
+        "got = {p: m.version(p) for p in ('trio', 'anyio', 'asks')}; "
+        "assert got == {'trio': '0.23.2', 'anyio': '3.7.1', 'asks': '3.0.0'}, got",
+    )
+    # The whole suite: the core must keep working on the trio asks needs.
+    session.run("pytest", *session.posargs)

@@ -26,13 +26,19 @@ T = TypeVar("T")
 
 @contextlib.asynccontextmanager
 async def open_fetcher(config: CrawlConfig) -> AsyncIterator[Fetcher]:
-    """The fetcher ``config.backend`` names ("curl" or "httpx"), owned by the block."""
+    """The fetcher ``config.backend`` names ("curl", "httpx" or "asks"), owned
+    by the block. asks runs only on trio < 0.24 (see README: ``nox -s asks``)."""
     fetch_config = config.fetch_config()
     if config.backend == "curl":
         from ._fetch_curl import open_curl_fetcher
 
         async with open_curl_fetcher(fetch_config) as curl:
             yield curl
+    elif config.backend == "asks":
+        from ._fetch_asks import open_asks_fetcher
+
+        async with open_asks_fetcher(fetch_config) as asks:
+            yield asks
     else:
         from ._fetch_httpx import open_httpx_fetcher
 

@@ -15,7 +15,7 @@ from ._fetch import DEFAULT_USER_AGENT, FetchConfig
 from ._scrape import Handler, Request
 from ._url import parse_start_url
 
-FETCHERS = ("curl", "httpx")
+FETCHERS = ("curl", "httpx", "asks")
 
 
 class ConfigError(ValueError):

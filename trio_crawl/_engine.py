@@ -167,7 +167,8 @@ class Crawler:
             self._finished_at = self._started_at
             return self.summary()
         try:
-            async with trio.open_nursery() as nursery:
+            # strict: the same error shape on every trio we support (0.23.2+)
+            async with trio.open_nursery(strict_exception_groups=True) as nursery:
                 self._nursery_scope = nursery.cancel_scope
                 async with self._send, self._receive:
                     for start in self.config.start_urls:

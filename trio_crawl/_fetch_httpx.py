@@ -300,7 +300,8 @@ class HttpxFetcher:
             elapsed = trio.current_time() - start
             return FetchResult(url, response.status_code, joined, body, elapsed, skip)
         finally:
-            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+            with trio.move_on_after(_CLOSE_GRACE) as cleanup:
+                cleanup.shield = True  # (the shield= argument needs trio >= 0.27)
                 await response.aclose()
 
     async def _read_body(self, response: httpx2.Response, headers: dict[str, str]) -> bytes:
@@ -392,5 +393,6 @@ async def open_httpx_fetcher(
     try:
         yield fetcher
     finally:
-        with trio.move_on_after(_CLOSE_GRACE, shield=True):
+        with trio.move_on_after(_CLOSE_GRACE) as cleanup:
+            cleanup.shield = True
             await fetcher.aclose()
