@@ -99,7 +99,7 @@ class Page:
 
     @functools.cached_property
     def text(self) -> str:
-        """The body decoded as a browser would (BOM, header, <meta>, UTF-8)."""
+        """The body decoded as a browser would (BOM, header, ``<meta>``, UTF-8)."""
         return decode_text(self.body, self.content_type)
 
     @functools.cached_property
