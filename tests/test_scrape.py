@@ -248,3 +248,33 @@ async def test_handlers_can_parse_in_a_worker_thread() -> None:
         ) as crawl:
             items = [i async for i in crawl.items()]
     assert items == [(len(pages[f"{SITE}/0"].body()), True)]
+
+
+async def test_a_config_handler_gets_non_html_bodies_and_relative_requests(
+    autojump_clock: object,
+) -> None:
+    async def api(page: Page) -> AsyncIterator[object]:
+        data = page.json()
+        yield data["value"]
+        if data.get("next"):
+            yield Request(data["next"])  # relative, resolved against the page
+        yield Request("ftp://elsewhere/")  # not followable: dropped, not counted
+
+    pages = {
+        f"{SITE}/api/1": FakePage(
+            raw=b'{"value": 1, "next": "2"}', content_type="application/json"
+        ),
+        f"{SITE}/api/2": FakePage(raw=b'{"value": 2}', content_type="application/json"),
+    }
+    items: list[object] = []
+    records: list[CrawlRecord] = []
+    await trio_crawl.run_crawl(
+        [f"{SITE}/api/1"],
+        fetcher=FakeFetcher(pages),
+        handler=api,
+        on_item=items.append,
+        on_record=records.append,
+        ignore_robots=True,
+    )
+    assert items == [1, 2]
+    assert [(r.url, r.links) for r in records] == [(f"{SITE}/api/1", 1), (f"{SITE}/api/2", 0)]

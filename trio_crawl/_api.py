@@ -9,14 +9,14 @@ A single error is raised bare, never wrapped in an ExceptionGroup.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import trio
 
-from ._config import CrawlConfig
+from ._config import FETCHERS, ConfigError, CrawlConfig
 from ._engine import Crawler, EngineStatistics, RecordCallback
-from ._fetch import Fetcher
+from ._fetch import FetchConfig, Fetcher
 from ._models import CrawlRecord
 from ._scrape import Request
 from ._stats import CrawlSummary
@@ -25,16 +25,32 @@ T = TypeVar("T")
 
 
 @contextlib.asynccontextmanager
-async def open_fetcher(config: CrawlConfig) -> AsyncIterator[Fetcher]:
-    """The fetcher ``config.backend`` names ("curl", "httpx" or "asks"), owned
-    by the block. asks runs only on trio < 0.24 (see README: ``nox -s asks``)."""
-    fetch_config = config.fetch_config()
-    if config.backend == "curl":
+async def open_fetcher(
+    config: CrawlConfig | FetchConfig, backend: str | None = None
+) -> AsyncIterator[Fetcher]:
+    """A fetcher owned by the block: ``backend`` ("curl", "httpx" or "asks";
+    default: ``config.backend`` for a CrawlConfig, else "curl"), configured by
+    ``config``. asks runs only on trio < 0.24 (README: ``nox -s asks``).
+
+    Example (no crawl, just fetching)::
+
+        async with trio_crawl.open_fetcher(trio_crawl.FetchConfig(max_connections=64)) as f:
+            result = await f.fetch("http://127.0.0.1:8000/")
+    """
+    if isinstance(config, CrawlConfig):
+        fetch_config = config.fetch_config()
+        backend = backend or config.backend
+    else:
+        fetch_config = config
+        backend = backend or "curl"
+    if backend not in FETCHERS:
+        raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
+    if backend == "curl":
         from ._fetch_curl import open_curl_fetcher
 
         async with open_curl_fetcher(fetch_config) as curl:
             yield curl
-    elif config.backend == "asks":
+    elif backend == "asks":
         from ._fetch_asks import open_asks_fetcher
 
         async with open_asks_fetcher(fetch_config) as asks:
@@ -68,20 +84,23 @@ async def run_crawl(
     start_urls: Sequence[str | Request],
     *,
     on_record: RecordCallback | None = None,
+    on_item: Callable[[object], None] | None = None,
     fetcher: Fetcher | None = None,
     **options: Any,
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
 
     ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...).
-    ``on_record`` is called synchronously for each record as it is final.
+    ``on_record`` is called synchronously for each record as it is final,
+    ``on_item`` for each item a handler yields.
     """
     config = CrawlConfig(start_urls=start_urls, **options)
     callbacks = [on_record] if on_record is not None else []
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
         if fetcher is None:
             fetcher = await stack.enter_async_context(open_fetcher(config))
-        return await Crawler(config, fetcher, on_record=callbacks).run()
+        items = [on_item] if on_item is not None else []
+        return await Crawler(config, fetcher, on_record=callbacks, on_item=items).run()
 
 
 class RunningCrawl:
@@ -173,6 +192,7 @@ async def open_crawler(
     fetcher: Fetcher | None = None,
     buffer: int = 256,
     on_record: RecordCallback | None = None,
+    on_item: Callable[[object], None] | None = None,
     **options: Any,
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
@@ -191,7 +211,8 @@ async def open_crawler(
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
         if fetcher is None:
             fetcher = await stack.enter_async_context(open_fetcher(config))
-        crawler = Crawler(config, fetcher, on_record=callbacks)
+        items = [on_item] if on_item is not None else []
+        crawler = Crawler(config, fetcher, on_record=callbacks, on_item=items)
         running = RunningCrawl(crawler, buffer)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(running._run)

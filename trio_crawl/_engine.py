@@ -378,6 +378,8 @@ class Crawler:
             if isinstance(request, Request):
                 headers = dict(request.headers) if request.headers else None
                 result = await self._fetcher.fetch(entry.url, headers, any_body=True)
+            elif self.config.handler is not None:  # a handler may want JSON, PDFs...
+                result = await self._fetcher.fetch(entry.url, any_body=True)
             else:
                 result = await self._fetcher.fetch(entry.url)
         except FetchError as exc:
@@ -571,10 +573,14 @@ class Crawler:
         if output is None:
             return 0
         if isinstance(output, Request):
-            url = canonicalize(output.url)
-            if url is not None:
-                for child in self.frontier.offer(url, entry.depth, entry.url, output):
-                    self._publish(send, child)
+            # Relative URLs resolve against the page, like links; a request that
+            # is not followable (bad URL, other scheme, out of scope) is dropped
+            # and not counted in the record's ``links``.
+            url = resolve(output.url, entry.url)
+            if url is None or not self._scope.allows(url):
+                return 0
+            for child in self.frontier.offer(url, entry.depth, entry.url, output):
+                self._publish(send, child)
             return 1
         self.stats.items += 1
         for callback in self._on_item:

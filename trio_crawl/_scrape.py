@@ -83,6 +83,9 @@ class Page:
         self.status = result.status
         self.headers = result.headers
         self.body = result.body
+        #: True when the fetcher did not download the body (a non-HTML type
+        #: and a link-following crawl): ``body`` is then empty.
+        self.body_skipped = result.body_skipped
         self.depth = depth
         self.meta = meta
         self._in_scope = in_scope
