@@ -34,6 +34,18 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (mkdocs --strict: any warning fails) into site/."""
+    session.install(
+        "mkdocs>=1.6,<2",
+        "mkdocs-material>=9.5,<10",
+        "mkdocstrings[python]>=0.26",
+        "ruff>=0.6",
+    )
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
     session.install("-e", ".", "scrapy>=2.11")
