@@ -1,0 +1,794 @@
+"""The crawl's state on disk: one SQLite file from which a stopped crawl resumes.
+
+Pure and synchronous: stdlib ``sqlite3`` only, no trio, no clock. The engine calls it
+from one worker thread (``trio.to_thread.run_sync``) and owns the memory window.
+
+Rules
+-----
+1. The ``urls`` table has one row per admitted canonical URL, never deleted, so a
+   URL is admitted at most once per state file, across any number of runs. A row's
+   ``state`` only moves forwards, except by ``recover()``::
+
+                   take_queued()             Start              Finish
+       QUEUED_DISK -------------> QUEUED_MEM ------> FETCHING -------> DONE
+            ^                      |    |             |  ^
+            |                      |    +--Finish-----|--|-----------> DONE
+            +---- recover() -------+------------------+  +-- Start (a retry)
+
+       Drop: QUEUED_DISK, QUEUED_MEM or FETCHING -> DROPPED. DONE, DROPPED are final.
+
+   ``Admit`` creates a QUEUED_DISK row, or with ``in_memory=True`` a QUEUED_MEM one
+   (a URL the engine keeps in its window at once). ``recover()``, on resume, returns
+   the rows that were in memory or in flight when the last process stopped to the
+   disk queue. Each Start adds one to ``attempts``.
+2. Every mutation is one transaction: a batch of ops (``apply``), one chunk of seeds,
+   one take. A crash loses at most the transaction being written, never half of it.
+3. Start or Finish of a row that is not QUEUED_MEM or FETCHING (unknown, still on
+   disk, done, dropped) is the caller's bug: the whole batch is rolled back and
+   RuntimeError raised. Drop, like ``Frontier.abandon``, leaves finished rows alone.
+   Admit of a known URL is ignored (INSERT OR IGNORE); Improve only lowers a depth.
+4. The number of rows in each state is kept in the ``counts`` table, written in the
+   same transactions as the rows, so ``progress()`` is O(1) and exact after a crash.
+5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
+   QUEUED_DISK rows, so taking the oldest ones costs O(taken), however many rows
+   are done.
+6. ``filter_unseen`` answers from memory when it can (``_bloom``): an exact set of
+   recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
+   filter's "no" says "unseen", and only its "maybe" is checked in the database, in
+   one query per 256 "maybe"s. The Bloom filter is built from the table on first use
+   (16 bits per URL) and fed by every Admit and seed.
+
+How the engine uses it
+----------------------
+1. ``open``; ``load_settings()`` is None for a new crawl (``save_settings``), else
+   this is a resume: ``recover()`` first, and mark the records of the URLs it
+   returns (they may have been fetched already).
+2. ``add_seeds(stream)``: idempotent, so a resume passes the same seeds again.
+3. Per page: ``filter_unseen(links)`` gives the new ones; the engine remembers what
+   it decided to admit until its batch of ``Admit`` ops has been applied.
+4. ``take_queued(room)`` refills the memory window as it drains; ``apply`` a batch
+   of Start / Finish / Drop / Improve / Admit ops every so often.
+5. A graceful stop does not Drop what is queued in memory: it closes, and the next
+   ``recover()`` puts those rows back on the disk queue.
+
+Durability
+----------
+WAL journal with ``synchronous=NORMAL``: a commit is appended to the ``-wal`` file
+without an fsync, and the database is fsynced only at checkpoints. Once ``COMMIT``
+returns, the data is in the operating system's cache, so killing the process (even
+``kill -9``) loses nothing committed and never corrupts the file; an open transaction
+is simply discarded when the file is next opened. Only an OS crash or power loss can
+lose the last commits, and even then the file stays consistent (WAL frames are
+checksummed). That trade is right for a crawl: the cost of losing a few seconds of
+state is re-fetching a few pages, and an fsync per batch would cost more than the
+batch.
+
+Threads
+-------
+The connection is opened with ``check_same_thread=False`` so that a worker thread may
+use a state opened elsewhere, but one connection must never be used by two threads at
+once: every public method holds a non-blocking guard and raises RuntimeError instead
+of waiting if it is already held (it is a bug, so it is loud). Other processes may
+read the file meanwhile (``--status``): WAL readers do not block the writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import itertools
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ._bloom import GrowingBloom, RecentSet
+
+SCHEMA_VERSION = 1
+#: Written in the SQLite header (``PRAGMA application_id``): "tcrl".
+APPLICATION_ID = 0x7463726C
+#: URLs per ``SELECT ... IN (...)`` when checking a Bloom filter's "maybe".
+_LOOKUP_CHUNK = 256
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE counts (state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL UNIQUE,
+    depth INTEGER NOT NULL,
+    referrer TEXT,
+    state INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before REAL
+);
+CREATE INDEX urls_disk_queue ON urls (id) WHERE state = 0;
+"""
+
+
+class State(enum.IntEnum):
+    """A row's state, as stored in ``urls.state``."""
+
+    QUEUED_DISK = 0
+    QUEUED_MEM = 1
+    FETCHING = 2
+    DONE = 3
+    DROPPED = 4
+
+
+_QD, _QM, _FE, _DN, _DR = (s.value for s in State)
+
+
+# -- operations ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """A new URL: queued on disk, or (``in_memory``) already in the engine's window.
+
+    Ignored if the URL is known."""
+
+    url: str
+    depth: int
+    referrer: str | None = None
+    in_memory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """A fetch attempt begins (QUEUED_MEM or FETCHING -> FETCHING, attempts + 1)."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The URL has its record (QUEUED_MEM or FETCHING -> DONE)."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """The URL will not be fetched (any unfinished state -> DROPPED)."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Improve:
+    """A shorter path to the URL was found: lower its depth (never raises it)."""
+
+    url: str
+    depth: int
+
+
+Op = Admit | Start | Finish | Drop | Improve
+
+
+class Row(NamedTuple):
+    """A queued URL handed to memory by ``take_queued``.
+
+    ``attempts > 0`` means a previous run started fetching it (it may have been
+    fetched, and its record written, before that run stopped)."""
+
+    url: str
+    depth: int
+    referrer: str | None
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateStatistics:
+    """How the seen-filter is doing (for benchmarks, tests and debugging)."""
+
+    #: Bytes of Bloom filter (0 until the first ``filter_unseen``).
+    prefilter_bytes: int
+    #: Bloom filters in the chain (0 until loaded; more than 1 once it grew).
+    prefilter_filters: int
+    #: URLs in the exact recent-URL set.
+    recent_urls: int
+    #: URLs that ``filter_unseen`` had to look up in the database ...
+    db_checks: int
+    #: ... in this many queries ...
+    db_queries: int
+    #: ... of which this many were not there (Bloom false positives).
+    false_positives: int
+
+
+# -- the store ----------------------------------------------------------------
+
+
+class CrawlState:
+    """The on-disk frontier of a crawl. See the module docstring for the rules.
+
+    Open with ``CrawlState.open(path)``; usable as a context manager (closes).
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        *,
+        expected_urls: int,
+        bits_per_url: int,
+        recent_urls: int,
+    ) -> None:
+        """Use ``CrawlState.open``; this takes a connection already checked."""
+        self._conn: sqlite3.Connection | None = conn
+        self.path = path
+        self._guard = threading.Lock()
+        self._counts = [0] * len(State)
+        for state, n in conn.execute("SELECT state, n FROM counts"):
+            self._counts[state] = n
+        self._needs_recovery = self._counts[_QM] + self._counts[_FE] > 0
+        self._expected_urls = expected_urls
+        self._bits_per_url = bits_per_url
+        self._bloom: GrowingBloom | None = None
+        self._recent = RecentSet(recent_urls)
+        self._db_checks = 0
+        self._db_queries = 0
+        self._false_positives = 0
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        create: bool = True,
+        expected_urls: int = 100_000,
+        bits_per_url: int = 16,
+        recent_urls: int = 32_768,
+    ) -> CrawlState:
+        """Open the state file at ``path``, creating it (if ``create``) when missing.
+
+        ``expected_urls`` sizes the Bloom filter (it grows past that, a little less
+        accurate); ``bits_per_url`` is its memory per URL; ``recent_urls`` bounds the
+        exact recent-URL set (it holds up to twice that).
+
+        Raises:
+            FileNotFoundError: ``create`` is False and there is no such file.
+            ValueError: the file is not a trio-crawl state file (another program's
+                database, not a database at all, a newer schema, or damaged); the
+                message is one line and names the file. The file is not modified.
+        """
+        path = Path(path)
+        if not create and not path.exists():
+            raise FileNotFoundError(f"{path}: no such state file")
+        try:
+            # timeout: wait up to 5 s for another process's lock (a --status reader
+            # opening the file during WAL recovery, say) instead of failing at once.
+            conn = sqlite3.connect(
+                path, timeout=5.0, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise ValueError(f"{path}: cannot open the state file ({exc})") from None
+        try:
+            _check_or_create(conn, path)
+            return cls(
+                conn,
+                path,
+                expected_urls=expected_urls,
+                bits_per_url=bits_per_url,
+                recent_urls=recent_urls,
+            )
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Everything applied is already committed."""
+        with self._guard_only():
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> CrawlState:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        counts = " ".join(f"{s.name.lower()}={self._counts[s]}" for s in State)
+        closed = " closed" if self._conn is None else ""
+        return f"<CrawlState {str(self.path)!r} {counts}{closed}>"
+
+    # -- settings ---------------------------------------------------------------
+
+    def load_settings(self) -> dict[str, Any] | None:
+        """The settings saved by ``save_settings``, or None for a new file."""
+        with self._using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        if row is None:
+            return None
+        settings = json.loads(row[0])
+        if not isinstance(settings, dict):
+            raise ValueError(f"{self.path}: damaged state file (settings are not an object)")
+        return settings
+
+    def save_settings(self, settings: dict[str, Any]) -> None:
+        """Store the crawl's settings (any JSON-able dict), replacing earlier ones.
+
+        Raises TypeError or ValueError (and stores nothing) if ``settings`` is not
+        JSON-able (NaN and infinities are refused: they are not JSON)."""
+        if not isinstance(settings, dict):
+            raise TypeError("settings must be a dict")
+        text = json.dumps(settings, allow_nan=False)
+        with self._using() as conn, _transaction(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('settings', ?)", (text,)
+            )
+
+    # -- questions ----------------------------------------------------------------
+
+    def progress(self) -> dict[str, int]:
+        """Rows in each state, by lower-case state name, plus ``total``. O(1).
+
+        Exact for this object's own changes; another process's changes since this
+        one opened the file are not seen (``--status`` opens, asks, closes)."""
+        with self._using():
+            counts = {s.name.lower(): self._counts[s] for s in State}
+        counts["total"] = sum(self._counts)
+        return counts
+
+    def queued_on_disk(self) -> int:
+        """Rows in QUEUED_DISK: what ``take_queued`` can still hand out. O(1)."""
+        with self._using():
+            return self._counts[_QD]
+
+    def statistics(self) -> StateStatistics:
+        with self._using():
+            bloom = self._bloom
+            return StateStatistics(
+                prefilter_bytes=0 if bloom is None else bloom.nbytes,
+                prefilter_filters=0 if bloom is None else len(bloom.filters),
+                recent_urls=len(self._recent),
+                db_checks=self._db_checks,
+                db_queries=self._db_queries,
+                false_positives=self._false_positives,
+            )
+
+    def filter_unseen(self, urls: Sequence[str]) -> list[str]:
+        """The URLs that have no row, in their first-seen order, without duplicates.
+
+        The first call builds the Bloom filter from the table (O(rows); about a
+        second per million URLs). Later calls cost a few microseconds per URL, plus
+        one database query if any URL was a Bloom "maybe" not in the recent set.
+        """
+        with self._using() as conn:
+            bloom = self._load_prefilter(conn)
+            recent = self._recent
+            unseen: list[str] = []
+            maybe: list[str] = []
+            this_call: set[str] = set()
+            for url in urls:
+                if url in this_call:
+                    continue
+                this_call.add(url)
+                if recent.check(url):
+                    continue
+                if bloom.might_contain(url):
+                    maybe.append(url)
+                unseen.append(url)
+            if not maybe:
+                return unseen
+            known = self._lookup(conn, maybe)
+            self._db_checks += len(maybe)
+            self._false_positives += len(maybe) - len(known)
+            if not known:
+                return unseen
+            for url in known:
+                recent.add(url)
+            return [url for url in unseen if url not in known]
+
+    # -- changes ------------------------------------------------------------------
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        """Apply ``ops`` in order, in one transaction (rules 1-3).
+
+        Raises:
+            RuntimeError: (applying none of ``ops``) a Start or Finish names a URL that
+                is not QUEUED_MEM or FETCHING; or ``recover()`` is due.
+            TypeError: (applying none of ``ops``) an item is not an op.
+        """
+        with self._using() as conn:
+            if not ops:
+                return
+            self._require_recovered()
+            delta = [0] * len(State)
+            admitted: list[str] = []
+            with _transaction(conn):
+                for kind, run in _runs(ops):
+                    _APPLY[kind](conn, run, delta)
+                    if kind is Admit:
+                        admitted.extend(op.url for op in run)
+                self._write_counts(conn, delta)
+            self._commit_counts(delta)
+            if self._bloom is not None:
+                self._bloom.update(admitted)
+            recent = self._recent
+            for url in admitted:
+                recent.add(url)
+
+    def take_queued(self, limit: int) -> list[Row]:
+        """Hand the ``limit`` oldest QUEUED_DISK rows to memory (-> QUEUED_MEM).
+
+        FIFO by insertion order; a row is handed out once (until ``recover()``)."""
+        with self._using() as conn:
+            self._require_recovered()
+            if limit <= 0 or self._counts[_QD] == 0:
+                return []
+            delta = [0] * len(State)
+            with _transaction(conn):
+                rows = conn.execute(
+                    "SELECT id, url, depth, referrer, attempts FROM urls"
+                    " INDEXED BY urls_disk_queue WHERE state = 0 ORDER BY id LIMIT ?",
+                    (limit,),
+                ).fetchall()
+                if not rows:
+                    raise RuntimeError(
+                        f"crawl state: counts say {self._counts[_QD]} rows are queued on disk,"
+                        " the table has none"
+                    )
+                moved = conn.execute(
+                    "UPDATE urls INDEXED BY urls_disk_queue SET state = 1"
+                    " WHERE state = 0 AND id <= ?",
+                    (rows[-1][0],),
+                ).rowcount
+                if moved != len(rows):
+                    raise RuntimeError(f"crawl state: took {len(rows)} rows but moved {moved}")
+                delta[_QD] -= moved
+                delta[_QM] += moved
+                self._write_counts(conn, delta)
+            self._commit_counts(delta)
+            return [
+                Row(url, depth, referrer, attempts) for _, url, depth, referrer, attempts in rows
+            ]
+
+    def mark_recorded(self, urls: Iterable[str], batch: int = 10_000) -> int:
+        """Mark DONE the URLs the output file already has records for (call on
+        resume, *before* ``recover()``); return how many changed.
+
+        Lenient, unlike Finish: rows already DONE or DROPPED, and unknown URLs,
+        are left alone. This is what makes a resume exact: a page whose record
+        was written just before a kill, but whose Finish was not yet
+        committed, is not fetched again.
+        """
+        with self._using() as conn:
+            changed = 0
+            it = iter(urls)
+            while chunk := list(itertools.islice(it, batch)):
+                params = [(url,) for url in chunk]
+                delta = [0] * len(State)
+                with _transaction(conn):
+                    for source in (_QD, _QM, _FE):
+                        n = conn.executemany(
+                            f"UPDATE urls SET state = 3 WHERE url = ? AND state = {source}",
+                            params,
+                        ).rowcount
+                        delta[source] -= n
+                        delta[_DN] += n
+                    self._write_counts(conn, delta)
+                self._commit_counts(delta)
+                changed += delta[_DN]
+            return changed
+
+    def recover(self) -> list[str]:
+        """Return every QUEUED_MEM and FETCHING row to QUEUED_DISK (call on resume).
+
+        Returns the URLs that were FETCHING, oldest first: the pages that may have
+        been fetched (and recorded) already, so their new records can say so. Their
+        ``attempts`` stay > 0, which ``take_queued`` reports too. Idempotent; O(rows)
+        when there is something to recover, O(1) otherwise.
+        """
+        with self._using() as conn:
+            if self._counts[_QM] + self._counts[_FE] == 0:
+                self._needs_recovery = False
+                return []
+            delta = [0] * len(State)
+            with _transaction(conn):
+                in_flight = [
+                    url
+                    for (url,) in conn.execute("SELECT url FROM urls WHERE state = 2 ORDER BY id")
+                ]
+                moved = conn.execute("UPDATE urls SET state = 0 WHERE state IN (1, 2)").rowcount
+                if moved != self._counts[_QM] + self._counts[_FE]:
+                    raise RuntimeError(
+                        f"crawl state: counts say {self._counts[_QM] + self._counts[_FE]}"
+                        f" rows in memory or fetching, the table has {moved}"
+                    )
+                delta[_QD] += moved
+                delta[_QM] -= self._counts[_QM]
+                delta[_FE] -= self._counts[_FE]
+                self._write_counts(conn, delta)
+            self._commit_counts(delta)
+            self._needs_recovery = False
+            return in_flight
+
+    def add_seeds(self, urls: Iterable[str], batch: int = 10_000) -> int:
+        """Queue start URLs at depth 0, streaming; return how many were new.
+
+        ``urls`` is consumed lazily, ``batch`` at a time, one transaction per batch:
+        millions of seeds never sit in memory together. Known URLs are left as they
+        are (their state and depth too), so adding the same seeds again on resume
+        adds nothing; after a crash half-way it adds the rest.
+        """
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
+        with self._using() as conn:
+            added = 0
+            it = iter(urls)
+            while chunk := list(itertools.islice(it, batch)):
+                delta = [0] * len(State)
+                with _transaction(conn):
+                    delta[_QD] = conn.executemany(
+                        "INSERT OR IGNORE INTO urls (url, depth, referrer, state)"
+                        " VALUES (?, 0, NULL, 0)",
+                        [(url,) for url in chunk],
+                    ).rowcount
+                    self._write_counts(conn, delta)
+                self._commit_counts(delta)
+                if self._bloom is not None:
+                    self._bloom.update(chunk)
+                added += delta[_QD]
+            return added
+
+    # -- internals ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guard_only(self) -> Iterator[None]:
+        if not self._guard.acquire(blocking=False):
+            raise RuntimeError("CrawlState used from two threads at once (or re-entered)")
+        try:
+            yield
+        finally:
+            self._guard.release()
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        with self._guard_only():
+            if self._conn is None:
+                raise RuntimeError("CrawlState is closed")
+            yield self._conn
+
+    def _require_recovered(self) -> None:
+        if self._needs_recovery:
+            raise RuntimeError(
+                f"{self.path}: the last crawl left URLs in memory or in flight;"
+                " call recover() before changing the state"
+            )
+
+    def _load_prefilter(self, conn: sqlite3.Connection) -> GrowingBloom:
+        bloom = self._bloom
+        if bloom is None:
+            rows = sum(self._counts)
+            capacity = max(rows + max(self._expected_urls, rows // 4), 1024)
+            bloom = GrowingBloom(capacity, self._bits_per_url)
+            bloom.update(url for (url,) in conn.execute("SELECT url FROM urls"))
+            self._bloom = bloom
+        return bloom
+
+    def _lookup(self, conn: sqlite3.Connection, urls: list[str]) -> set[str]:
+        """The subset of ``urls`` that has rows (one query per 256 URLs)."""
+        known: set[str] = set()
+        for start in range(0, len(urls), _LOOKUP_CHUNK):
+            chunk = urls[start : start + _LOOKUP_CHUNK]
+            # Pad to a power of two so that a handful of statements is cached.
+            size = 1 << (len(chunk) - 1).bit_length()
+            chunk.extend(itertools.repeat(chunk[-1], size - len(chunk)))
+            known.update(url for (url,) in conn.execute(_lookup_sql(size), chunk))
+            self._db_queries += 1
+        return known
+
+    def _write_counts(self, conn: sqlite3.Connection, delta: list[int]) -> None:
+        changed = [(self._counts[s] + d, s) for s, d in enumerate(delta) if d]
+        if changed:
+            conn.executemany("UPDATE counts SET n = ? WHERE state = ?", changed)
+
+    def _commit_counts(self, delta: list[int]) -> None:
+        for s, d in enumerate(delta):
+            self._counts[s] += d
+
+
+# -- helpers --------------------------------------------------------------------
+
+
+def _check_or_create(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not ours (without writing to it); create a new one."""
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        }
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: not a trio-crawl state file ({exc})") from None
+    if app_id == 0 and not tables:
+        _set_pragmas(conn, path)
+        with _transaction(conn):
+            # (not executescript: it would COMMIT first; one statement at a time)
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("schema_version", str(SCHEMA_VERSION)), ("format", "trio-crawl state")],
+            )
+            conn.executemany(
+                "INSERT INTO counts (state, n) VALUES (?, 0)", [(s.value,) for s in State]
+            )
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        return
+    if app_id != APPLICATION_ID:
+        raise ValueError(
+            f"{path}: not a trio-crawl state file (an SQLite database of another program)"
+        )
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        conn.execute("SELECT state, n FROM counts").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: damaged trio-crawl state file ({exc})") from None
+    version = int(row[0]) if row is not None and str(row[0]).isdigit() else None
+    if version is None:
+        raise ValueError(f"{path}: damaged trio-crawl state file (no schema version)")
+    if version != SCHEMA_VERSION:
+        raise ValueError(
+            f"{path}: trio-crawl state file of schema version {version}; this trio-crawl"
+            f" reads version {SCHEMA_VERSION}"
+        )
+    _set_pragmas(conn, path)
+
+
+def _set_pragmas(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: cannot use the state file ({exc})") from None
+    if str(mode).lower() != "wal":
+        raise ValueError(f"{path}: cannot use the state file (journal mode stays {mode})")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # Checkpoint (copy the WAL into the database, with an fsync) every ~40 MB of WAL
+    # instead of every 4 MB: on a million-row file this doubles the rate of small
+    # batches; the WAL is truncated back to that size after a checkpoint.
+    conn.execute("PRAGMA wal_autocheckpoint = 10000")
+    conn.execute(f"PRAGMA journal_size_limit = {40 * 2**20}")
+    # 16 MiB of page cache (the default is 2 MiB): keeps the url index's upper levels
+    # in memory for million-row files; a bounded part of the crawl's RSS.
+    conn.execute("PRAGMA cache_size = -16384")
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+_LOOKUP_SQL: dict[int, str] = {}
+
+
+def _lookup_sql(size: int) -> str:
+    sql = _LOOKUP_SQL.get(size)
+    if sql is None:
+        marks = ", ".join("?" * size)
+        sql = _LOOKUP_SQL[size] = f"SELECT url FROM urls WHERE url IN ({marks})"
+    return sql
+
+
+def _runs(ops: Sequence[Op]) -> Iterator[tuple[type[Op], list[Op]]]:
+    """Split ``ops`` into maximal runs of one kind, kept in order.
+
+    Admits split further by ``in_memory``; Start/Finish/Drop runs also split where a
+    URL repeats, because each is applied as several passes (one per source state)
+    that must see every URL once."""
+    run: list[Op] = []
+    run_key: object = None
+    run_kind: type[Op] = Admit
+    urls: set[str] = set()
+    for op in ops:
+        kind = type(op)
+        if kind not in _APPLY:
+            raise TypeError(f"not a crawl state operation: {op!r}")
+        key = (kind, op.in_memory) if isinstance(op, Admit) else kind
+        if key != run_key or (kind in _MULTI_PASS and op.url in urls):
+            if run:
+                yield run_kind, run
+            run, run_key, run_kind = [], key, kind
+            urls.clear()
+        run.append(op)
+        if kind in _MULTI_PASS:
+            urls.add(op.url)
+    if run:
+        yield run_kind, run
+
+
+def _apply_admit(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    state = _QM if isinstance(run[0], Admit) and run[0].in_memory else _QD
+    params = [(op.url, op.depth, op.referrer, state) for op in run if isinstance(op, Admit)]
+    delta[state] += conn.executemany(
+        "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)", params
+    ).rowcount
+
+
+def _apply_improve(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    conn.executemany(
+        "UPDATE urls SET depth = ?1 WHERE url = ?2 AND depth > ?1",
+        [(op.depth, op.url) for op in run if isinstance(op, Improve)],
+    )
+
+
+def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    params = [(op.url,) for op in run]
+    # Retries first, then first attempts: a URL of the run matches one pass only.
+    retried = conn.executemany(
+        "UPDATE urls SET attempts = attempts + 1 WHERE url = ? AND state = 2", params
+    ).rowcount
+    started = conn.executemany(
+        "UPDATE urls SET state = 2, attempts = attempts + 1 WHERE url = ? AND state = 1", params
+    ).rowcount
+    delta[_QM] -= started
+    delta[_FE] += started
+    if retried + started != len(run):
+        _broken(conn, "Start", run, State.FETCHING)
+
+
+def _apply_finish(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    params = [(op.url,) for op in run]
+    total = 0
+    for source in (_QM, _FE):
+        n = conn.executemany(
+            f"UPDATE urls SET state = 3 WHERE url = ? AND state = {source}", params
+        ).rowcount
+        delta[source] -= n
+        total += n
+    delta[_DN] += total
+    if total != len(run):
+        _broken(conn, "Finish", run, State.DONE)
+
+
+def _apply_drop(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    params = [(op.url,) for op in run]
+    for source in (_QD, _QM, _FE):
+        n = conn.executemany(
+            f"UPDATE urls SET state = 4 WHERE url = ? AND state = {source}", params
+        ).rowcount
+        delta[source] -= n
+        delta[_DR] += n
+
+
+def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -> None:
+    """Raise for a Start/Finish whose row was not in memory (rule 3), naming one."""
+    found: dict[str, int] = {}
+    for op in run:
+        row = conn.execute("SELECT state FROM urls WHERE url = ?", (op.url,)).fetchone()
+        if row is None or row[0] != target:
+            found[op.url] = -1 if row is None else row[0]
+            break
+    if found:
+        ((url, state),) = found.items()
+        where = "unknown" if state < 0 else State(state).name
+        detail = f"{url!r} is {where}"
+    else:
+        detail = f"a URL was named twice or is already {target.name}"
+    raise RuntimeError(
+        f"crawl state invariant broken: {name} of a URL that is not QUEUED_MEM or"
+        f" FETCHING: {detail}"
+    )
+
+
+_MULTI_PASS: frozenset[type[Op]] = frozenset({Start, Finish, Drop})
+_APPLY = {
+    Admit: _apply_admit,
+    Improve: _apply_improve,
+    Start: _apply_start,
+    Finish: _apply_finish,
+    Drop: _apply_drop,
+}
