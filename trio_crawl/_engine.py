@@ -66,12 +66,14 @@ from ._fetch import Fetcher, is_html_content_type
 from ._frontier import Entry, Frontier, RedirectOutcome
 from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
 from ._parse import extract_links
+from ._persist import FLUSH_INTERVAL, DiskBacklog
 from ._retry import RetryPolicy
 from ._robots import robots_url
 from ._robots_cache import RobotsCache
 from ._schedule import PoliteSchedule
 from ._scrape import Handler, Page, Request
 from ._sitemap import SitemapError, parse_sitemap
+from ._state import Finish, Start
 from ._stats import CrawlStats, CrawlSummary
 from ._url import Scope, canonicalize, host_port, resolve
 
@@ -79,6 +81,8 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: How long an unreachable robots.txt keeps its host disallowed before the
 #: one re-fetch its URLs wait for.
 ROBOTS_RETRY_PERIOD = 10.0
+#: With ``--state``: queued URLs held in memory; the rest wait on disk.
+DEFAULT_WINDOW = 10_000
 MAX_SITEMAPS_PER_HOST = 50
 
 RecordCallback = Callable[[CrawlRecord], None]
@@ -115,7 +119,17 @@ class Crawler:
         item_channel: trio.MemorySendChannel[object] | None = None,
         on_item: Iterable[Callable[[object], None]] = (),
         rng: random.Random | None = None,
+        backlog: DiskBacklog | None = None,
+        window: int = DEFAULT_WINDOW,
+        scope: Scope | None = None,
+        already_started: int = 0,
+        refetched: Iterable[str] = (),
     ) -> None:
+        """``backlog`` (``--state``): queued URLs live on disk and at most
+        ``window`` of them in memory; the caller has put the start URLs (and
+        seeds) in it, and ``scope`` then says which hosts they cover.
+        ``already_started`` counts pages a previous run fetched (``max_pages``);
+        records of ``refetched`` URLs are marked ``"refetched": true``."""
         self.config = config
         self._fetcher = fetcher
         self._on_record = list(on_record)
@@ -123,12 +137,18 @@ class Crawler:
         self._item_channel = item_channel
         self._on_item = list(on_item)
         self._rng = rng or random.Random()
-        self._scope = Scope(config.start_url_strings, config.allow_domains)
+        self._scope = scope or Scope(config.start_url_strings, config.allow_domains)
+        self._backlog = backlog
+        self._window = window
+        self._feed_wanted = trio.Event()
+        self._refetched = set(refetched)
         self.frontier = Frontier(
             in_scope=self._scope.allows,
             max_depth=config.max_depth,
             max_pages=config.max_pages,
+            remember_seen=backlog is None,
         )
+        self.frontier.started = already_started
         self.schedule: PoliteSchedule[Entry] = PoliteSchedule(
             rate=config.rate, max_per_host=config.per_host_concurrency
         )
@@ -171,13 +191,17 @@ class Crawler:
             async with trio.open_nursery(strict_exception_groups=True) as nursery:
                 self._nursery_scope = nursery.cancel_scope
                 async with self._send, self._receive:
-                    for start in self.config.start_urls:
-                        if isinstance(start, Request):
-                            admitted = self.frontier.add_start(start.url, payload=start)
-                        else:
-                            admitted = self.frontier.add_start(start)
-                        for entry in admitted:
-                            self._publish(self._send, entry)
+                    if self._backlog is None:
+                        for start in self.config.start_urls:
+                            if isinstance(start, Request):
+                                admitted = self.frontier.add_start(start.url, payload=start)
+                            else:
+                                admitted = self.frontier.add_start(start)
+                            for entry in admitted:
+                                self._publish(self._send, entry)
+                    else:
+                        nursery.start_soon(self._feed_from_disk, self._backlog, self._send.clone())
+                        nursery.start_soon(self._flush_periodically, self._backlog)
                     nursery.start_soon(self._supervise, nursery.cancel_scope)
                     nursery.start_soon(self._release_parked_on_time, self._send.clone())
                     for _ in range(self.config.workers):
@@ -187,6 +211,10 @@ class Crawler:
                     self._check_idle()
         finally:
             self._finished_at = trio.current_time()
+            if self._backlog is not None:
+                with trio.move_on_after(30) as cleanup:
+                    cleanup.shield = True
+                    await self._backlog.flush()
         return self.summary()
 
     def stop(self) -> None:
@@ -298,6 +326,33 @@ class Crawler:
                     self._schedule_changed = trio.Event()
                 self._hand_over_ready(send)
 
+    async def _feed_from_disk(
+        self, backlog: DiskBacklog, send: trio.MemorySendChannel[Entry]
+    ) -> None:
+        """Refills the memory window from the disk queue as crawlers drain it.
+
+        Disk-queued URLs are the invariant's fourth place: ``queued_on_disk``
+        drops in the same synchronous step that publishes what was taken."""
+        async with send:
+            self._want_feed()
+            while True:
+                await self._feed_wanted.wait()
+                self._feed_wanted = trio.Event()
+                while self._disk_pending() and self._buffered() < self._window:
+                    rows = await backlog.take(self._window - self._buffered())
+                    if self._stopping:
+                        break  # taken rows stay QUEUED_MEM: recovered next run
+                    for row in rows:
+                        if row.attempts:
+                            self._refetched.add(row.url)
+                        self._publish(send, self.frontier.adopt(row.url, row.depth, row.referrer))
+                self._check_idle()
+
+    async def _flush_periodically(self, backlog: DiskBacklog) -> None:
+        while True:
+            await trio.sleep(FLUSH_INTERVAL)
+            await backlog.flush()
+
     # -- bookkeeping helpers (all synchronous) ----------------------------
 
     def _publish(self, send: trio.MemorySendChannel[Entry], entry: Entry) -> None:
@@ -317,11 +372,31 @@ class Crawler:
         if heap and heap[0][0] < 0:
             return heapq.heappop(heap)[2]
         try:
-            return receive.receive_nowait()
+            entry = receive.receive_nowait()
         except trio.WouldBlock:
+            self._want_feed()
             if heap:
                 return heapq.heappop(heap)[2]
             raise
+        if self._backlog is not None and self._buffered() < self._window // 2:
+            self._want_feed()
+        return entry
+
+    def _buffered(self) -> int:
+        return self._receive.statistics().current_buffer_used + len(self._prioritized)
+
+    def _want_feed(self) -> None:
+        if self._backlog is not None and self._backlog.queued_on_disk:
+            self._feed_wanted.set()
+
+    def _disk_pending(self) -> int:
+        """Disk-queued URLs that still count as unfinished work: none once the
+        crawl is stopping or its page budget is spent (they stay queued in the
+        state file for the next run)."""
+        backlog = self._backlog
+        if backlog is None or self._stopping or self.frontier.budget_spent:
+            return 0
+        return backlog.queued_on_disk
 
     def _hand_over_ready(self, send: trio.MemorySendChannel[Entry]) -> None:
         for entry in self.schedule.pop_ready(trio.current_time()):
@@ -336,6 +411,7 @@ class Crawler:
             and self._receive.statistics().current_buffer_used == 0
             and not self._prioritized
             and self.schedule.waiting == 0
+            and self._disk_pending() == 0
         )
 
     def _check_idle(self) -> None:
@@ -367,6 +443,8 @@ class Crawler:
             self._poke_schedule()
             return  # parked in the schedule; our token goes back to the pool
         started = self.frontier.start(entry)
+        if started and self._backlog is not None:
+            self._backlog.note(Start(entry.url))
         if not started:  # pragma: no cover - budget checked above without a checkpoint
             self.schedule.release(host)
             return
@@ -607,6 +685,16 @@ class Crawler:
             error = ("bad_redirect", f"unusable Location: {location!r}")
         else:
             outcome, admitted = self.frontier.redirect(entry, target)
+            if (
+                outcome is RedirectOutcome.FOLLOW
+                and self._backlog is not None
+                and not await self._backlog.admit([target], entry.depth, entry.url, room=1)
+            ):
+                # The state file is the seen set, and it knows the target. (A new
+                # target stays in memory, with its redirect chain.)
+                for child in admitted:
+                    self.frontier.abandon(child)
+                admitted = []
             if outcome in (
                 RedirectOutcome.LOOP,
                 RedirectOutcome.TOO_MANY,
@@ -657,6 +745,28 @@ class Crawler:
             attempts=entry.attempts,
         )
 
+    async def _admit_from_disk(
+        self,
+        backlog: DiskBacklog,
+        entry: Entry,
+        send: trio.MemorySendChannel[Entry],
+        links: list[str] | None,
+    ) -> None:
+        """``--state``: the state file decides what is new; as many new links
+        as the memory window has room for are published, the rest wait on
+        disk. Committed before the page's record is written (``_persist``)."""
+        child_depth = entry.depth + 1
+        if not links or self.frontier.budget_spent:
+            return
+        if self.config.max_depth is not None and child_depth > self.config.max_depth:
+            return
+        in_scope = [url for url in links if self._scope.allows(url)]
+        if not in_scope:
+            return
+        room = self._window - self._buffered()
+        for url in await backlog.admit(in_scope, child_depth, entry.url, room):
+            self._publish(send, self.frontier.adopt(url, child_depth, entry.url))
+
     async def _finish(
         self,
         entry: Entry,
@@ -667,11 +777,20 @@ class Crawler:
         """Publish the children, then deliver the record, all before the
         token is released (rule 2). Awaiting a slow record consumer is safe:
         the entry is still held, so the crawl cannot end under it."""
-        for child in self.frontier.finish(entry, links):
-            self._publish(send, child)
+        if self._backlog is None:
+            for child in self.frontier.finish(entry, links):
+                self._publish(send, child)
+        else:
+            await self._admit_from_disk(self._backlog, entry, send, links)
+            self.frontier.finish(entry)
+            if entry.url in self._refetched:
+                self._refetched.discard(entry.url)
+                record.extra["refetched"] = True
         self.stats.add(record)
         for callback in self._on_record:
             callback(record)
+        if self._backlog is not None:
+            self._backlog.note(Finish(entry.url))
         if self._record_channel is not None:
             try:
                 await self._record_channel.send(record)

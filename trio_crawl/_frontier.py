@@ -125,7 +125,11 @@ class Frontier:
         in_scope: Callable[[str], bool],
         max_depth: int | None = None,
         max_pages: int | None = None,
+        remember_seen: bool = True,
     ) -> None:
+        """``remember_seen=False``: the caller dedups elsewhere (the ``--state``
+        database) and admits through ``adopt``; ``seen`` then stays empty and
+        depths are not improved after the fact."""
         if max_depth is not None and max_depth < 0:
             raise ValueError("max_depth must be >= 0")
         if max_pages is not None and max_pages < 0:
@@ -133,7 +137,8 @@ class Frontier:
         self._in_scope = in_scope
         self.max_depth = max_depth
         self.max_pages = max_pages
-        self._keep_links = max_depth is not None
+        self._remember = remember_seen
+        self._keep_links = max_depth is not None and remember_seen
         self.seen: dict[str, Entry] = {}
         self._counts = dict.fromkeys(EntryState, 0)
         self.started = 0
@@ -252,6 +257,11 @@ class Frontier:
         child = self._admit(target, entry.depth, entry.url, chain, entry.payload)
         return RedirectOutcome.FOLLOW, [child]
 
+    def adopt(self, url: str, depth: int, referrer: str | None) -> Entry:
+        """Count in a URL that the caller has already deduplicated (the
+        ``--state`` database did): a QUEUED entry, not put in ``seen``."""
+        return self._admit(url, depth, referrer)
+
     # -- life cycle --------------------------------------------------------
 
     def start(self, entry: Entry) -> bool:
@@ -285,7 +295,7 @@ class Frontier:
         self._move(entry, EntryState.DONE)
         if self._keep_links:
             entry.links = tuple(links) if links else None
-        else:
+        elif self._remember:
             # Nothing will ever change a finished entry's depth: keep only the
             # key (rule 6), ~100 bytes a URL less for big crawls.
             self.seen[entry.url] = _FINISHED
@@ -309,7 +319,8 @@ class Frontier:
         payload: object = None,
     ) -> Entry:
         entry = Entry(url, depth, referrer, chain, payload)
-        self.seen[url] = entry
+        if self._remember:
+            self.seen[url] = entry
         self._counts[EntryState.QUEUED] += 1
         return entry
 

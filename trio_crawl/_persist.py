@@ -1,0 +1,113 @@
+"""The trio side of ``--state``: the disk backlog the engine feeds from.
+
+``CrawlState`` (``_state.py``) is synchronous SQLite; this wraps it for the
+engine. Every call runs in a worker thread, one at a time (a limiter of one:
+the connection is never used by two threads at once), so the event loop
+never waits on the disk.
+
+What the engine relies on
+-------------------------
+1. ``admit`` is atomic with respect to every other call: the seen-check and
+   the insert of a page's new links happen in one thread call, so two pages
+   that find the same link admit it once. It returns only after the rows are
+   committed, so a page's children are on disk before its record is written:
+   a crash can lose a record's children only together with the record.
+2. ``queued_on_disk`` changes only synchronously, right after a thread call
+   returns, in the same step in which the engine publishes what came back:
+   the termination invariant counts it as a fourth place (docs/termination.md).
+3. Start and Finish are written behind (``note``), in batches: losing the
+   last ones in a crash only means a URL looks in flight on resume, and the
+   output file, which is reconciled first, says whether it was recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from ._state import Admit, CrawlState, Op, Row
+
+T = TypeVar("T")
+
+#: How often noted Start/Finish ops are written when nothing else writes.
+FLUSH_INTERVAL = 0.5
+#: Noted ops that trigger a write on the next disk call.
+FLUSH_OPS = 2_000
+
+
+class DiskBacklog:
+    """The queued URLs that do not fit the memory window, and the write log."""
+
+    def __init__(self, state: CrawlState) -> None:
+        self.state = state
+        self.queued_on_disk = state.queued_on_disk()
+        self._limiter = trio.CapacityLimiter(1)
+        self._pending: list[Op] = []
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    def _apply_pending(self) -> None:
+        """In the worker thread: write the noted ops first (keeps their order)."""
+        ops, self._pending = self._pending, []
+        if ops:
+            self.state.apply(ops)
+
+    def note(self, op: Op) -> None:
+        """Record a Start/Finish to be written with the next batch. Not a checkpoint."""
+        self._pending.append(op)
+
+    @property
+    def flush_due(self) -> bool:
+        return len(self._pending) >= FLUSH_OPS
+
+    async def admit(
+        self, urls: Sequence[str], depth: int, referrer: str | None, room: int
+    ) -> list[str]:
+        """Admit the unseen ``urls`` at ``depth``; the first ``room`` of them stay
+        in memory (returned, for the engine to publish), the rest queue on disk."""
+
+        def work() -> tuple[list[str], int]:
+            self._apply_pending()
+            new = self.state.filter_unseen(urls)
+            keep = new[: max(room, 0)]
+            spill = new[len(keep) :]
+            ops: list[Op] = [Admit(u, depth, referrer, in_memory=True) for u in keep]
+            ops.extend(Admit(u, depth, referrer) for u in spill)
+            if ops:
+                self.state.apply(ops)
+            return keep, len(spill)
+
+        keep, spilled = await self._run(work)
+        self.queued_on_disk += spilled
+        return keep
+
+    async def take(self, limit: int) -> list[Row]:
+        """Up to ``limit`` of the oldest disk-queued URLs, now in memory."""
+
+        def work() -> list[Row]:
+            self._apply_pending()
+            return self.state.take_queued(limit)
+
+        rows = await self._run(work)
+        self.queued_on_disk -= len(rows)
+        return rows
+
+    async def flush(self) -> None:
+        await self._run(self._apply_pending)
+
+
+def seed_lines(path: Path, canonical: Callable[[str], str | None]) -> Iterable[str]:
+    """Canonical URLs from a seeds file, one per line, read lazily. Blank lines
+    and ``#`` comments are skipped; lines that are not http(s) URLs too."""
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            url = canonical(text)
+            if url is not None:
+                yield url
