@@ -17,7 +17,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 import trio
 from rich.console import Console
@@ -25,10 +25,17 @@ from rich.console import Console
 from . import __version__
 from ._api import open_fetcher
 from ._config import FETCHERS, ConfigError, CrawlConfig
-from ._engine import Crawler
+from ._engine import DEFAULT_WINDOW, Crawler
 from ._progress import print_summary, show_progress
 from ._scrape import Handler
 from ._sinks import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
+from ._state_cli import (
+    PreparedState,
+    StateUsageError,
+    prepare_state,
+    status_text,
+    stored_start_urls,
+)
 from ._url import parse_start_url
 
 EXIT_OK = 0
@@ -64,7 +71,7 @@ def build_parser(
     )
     if with_urls:
         p.add_argument(
-            "urls", nargs="+", metavar="URL", help="start URL(s); scope is their host:port"
+            "urls", nargs="*", metavar="URL", help="start URL(s); scope is their host:port"
         )
     p.add_argument("-w", "--workers", type=int, default=16, help="crawler tasks (default 16)")
     p.add_argument("--max-depth", type=int, help="follow links at most D hops from a start URL")
@@ -103,6 +110,21 @@ def build_parser(
         help="write handlers' items here (.csv for CSV, else JSON Lines)",
     )
     p.add_argument("--fail-fast", action="store_true", help="stop at the first handler error")
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep the frontier in this SQLite file; run the same command again to resume",
+    )
+    p.add_argument("--status", action="store_true", help="with --state: print progress, exit")
+    p.add_argument("--force", action="store_true", help="resume a --state file with new args")
+    p.add_argument("--seeds", metavar="FILE", help="start URLs from a file, one per line")
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        metavar="N",
+        help="queued URLs kept in memory; the rest wait in SQLite (default with "
+        "--state/--seeds: 10000)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
     p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
@@ -177,6 +199,8 @@ async def crawl_with_ui(
     show: bool,
     quiet: bool,
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
+    prepared: PreparedState | None = None,
+    window: int = DEFAULT_WINDOW,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -187,11 +211,21 @@ async def crawl_with_ui(
             if writer.broken:
                 crawler.abort()
 
+        disk: dict[str, Any] = {}
+        if prepared is not None:
+            disk = {
+                "backlog": prepared.backlog,
+                "window": window,
+                "scope": prepared.scope,
+                "already_started": prepared.already_started,
+                "refetched": prepared.refetched,
+            }
         crawler = Crawler(
             config,
             fetcher,
             on_record=[writer.write, on_record],
             on_item=[item_writer.write] if item_writer is not None else [],
+            **disk,
         )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
@@ -219,6 +253,28 @@ async def crawl_with_ui(
     return exit_code
 
 
+def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> PreparedState | None:
+    """The SQLite frontier for --state, --seeds or --max-queue (else None)."""
+    state = getattr(args, "state", None)
+    seeds = getattr(args, "seeds", None)
+    max_queue = getattr(args, "max_queue", None)
+    if not (state or seeds or max_queue is not None):
+        return None
+    if max_queue is not None and max_queue < 1:
+        raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
+    if config.handler is not None:
+        raise UsageError("--handler cannot be combined with --state, --seeds or --max-queue")
+    if state and args.output == "-":
+        raise UsageError("--state needs an output file (-o FILE) to resume into")
+    return prepare_state(
+        config,
+        state_path=state,
+        seeds=seeds,
+        output=None if args.output == "-" else args.output,
+        force=args.force,
+    )
+
+
 def _fail(message: str, code: int) -> int:
     print(f"trio-crawl: error: {message}", file=sys.stderr)
     return code
@@ -231,8 +287,17 @@ def run_cli(argv: Sequence[str]) -> int:
         return run_demo(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
+        if args.status:
+            if not args.state:
+                raise UsageError("--status needs --state FILE")
+            print(status_text(args.state))
+            return EXIT_OK
         start_urls = [parse_start_url(u) for u in args.urls]
-    except (UsageError, ValueError) as exc:
+        if not start_urls and args.state:
+            start_urls = stored_start_urls(args.state) or []
+        if not start_urls and not args.seeds:
+            raise UsageError("the following arguments are required: URL (or --seeds FILE)")
+    except (UsageError, ValueError, StateUsageError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     return run_crawl_command(args, start_urls)
 
@@ -244,18 +309,31 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         config = build_config(args, start_urls)
         items_path = getattr(args, "items", None)
         with contextlib.ExitStack() as stack:
-            writer = JsonLinesWriter(stack.enter_context(open_output(args.output, args.append)))
+            prepared = prepare_disk_frontier(args, config)
+            append = args.append
+            if prepared is not None:
+                stack.callback(prepared.close)
+                append = append or prepared.resumed
+                if not args.quiet:
+                    for note in prepared.notes:
+                        print(f"trio-crawl: {note}", file=sys.stderr)
+            writer = JsonLinesWriter(stack.enter_context(open_output(args.output, append)))
             item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
             if items_path:
-                items_stream = stack.enter_context(open_output(items_path, args.append))
+                items_stream = stack.enter_context(open_output(items_path, append))
                 csv_out = items_path.lower().endswith(".csv")
                 item_writer = (ItemCsvWriter if csv_out else ItemJsonLinesWriter)(items_stream)
             show = not args.quiet and sys.stderr.isatty()
             run = functools.partial(
-                crawl_with_ui, show=show, quiet=args.quiet, item_writer=item_writer
+                crawl_with_ui,
+                show=show,
+                quiet=args.quiet,
+                item_writer=item_writer,
+                prepared=prepared,
+                window=getattr(args, "max_queue", None) or DEFAULT_WINDOW,
             )
             return trio.run(run, config, writer)
-    except UsageError as exc:
+    except (UsageError, StateUsageError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     except Exception as exc:
         if debug:

@@ -87,8 +87,6 @@ class CrawlConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
-        if not self.start_urls:
-            raise ConfigError("at least one start URL is needed")
         canonical: list[str | Request] = []
         for start in self.start_urls:
             text = start.url if isinstance(start, Request) else start

@@ -756,14 +756,16 @@ class Crawler:
         as the memory window has room for are published, the rest wait on
         disk. Committed before the page's record is written (``_persist``)."""
         child_depth = entry.depth + 1
-        if not links or self.frontier.budget_spent:
+        if not links:
             return
         if self.config.max_depth is not None and child_depth > self.config.max_depth:
             return
         in_scope = [url for url in links if self._scope.allows(url)]
         if not in_scope:
             return
-        room = self._window - self._buffered()
+        # With the page budget spent, links still go to disk: a resumed run
+        # with a larger budget (--force) must find them.
+        room = 0 if self.frontier.budget_spent else self._window - self._buffered()
         for url in await backlog.admit(in_scope, child_depth, entry.url, room):
             self._publish(send, self.frontier.adopt(url, child_depth, entry.url))
 

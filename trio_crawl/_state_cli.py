@@ -1,0 +1,232 @@
+"""``--state``, ``--seeds``, ``--max-queue`` and ``--status``: preparing a crawl
+whose frontier lives in SQLite, before the event loop starts.
+
+Resuming is "run the same command again". In order:
+
+1. the stored settings are compared with the new ones (start URLs, scope,
+   limits); a different crawl is refused unless ``--force``;
+2. the output file is reconciled: a torn last line (a kill mid-write) is cut
+   off, and every URL it has a record for is marked done in the state, so
+   nothing recorded is fetched again, even if its Finish never reached disk;
+3. ``recover()`` puts what was in memory or in flight back on the disk queue;
+   the in-flight ones are fetched again and their records marked
+   ``"refetched": true`` (the server may have seen them twice);
+4. start URLs and seeds are (re)queued: idempotent, known URLs are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._config import CrawlConfig
+from ._persist import DiskBacklog, seed_lines
+from ._state import CrawlState
+from ._url import Scope, canonicalize
+
+#: Settings that define "the same crawl".
+CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds")
+
+
+class StateUsageError(Exception):
+    """A one-line message for the user (exit 2)."""
+
+
+@dataclass
+class PreparedState:
+    state: CrawlState
+    backlog: DiskBacklog
+    scope: Scope
+    already_started: int
+    refetched: list[str]
+    resumed: bool
+    temporary_dir: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.state.close()
+        if self.temporary_dir is not None:
+            for name in os.listdir(self.temporary_dir):
+                os.unlink(os.path.join(self.temporary_dir, name))
+            os.rmdir(self.temporary_dir)
+
+
+def crawl_settings(config: CrawlConfig, seeds: str | None) -> dict[str, Any]:
+    return {
+        "start_urls": sorted(config.start_url_strings),
+        "allow_domains": sorted(config.allow_domains),
+        "max_depth": config.max_depth,
+        "max_pages": config.max_pages,
+        "seeds": os.path.abspath(seeds) if seeds else None,
+    }
+
+
+def open_state_file(path: str, *, create: bool) -> CrawlState:
+    try:
+        return CrawlState.open(path, create=create)
+    except (ValueError, FileNotFoundError) as exc:
+        raise StateUsageError(str(exc)) from None
+
+
+def stored_start_urls(path: str) -> list[str] | None:
+    """The start URLs a state file was made with (to resume with no URL given)."""
+    if not os.path.exists(path):
+        return None
+    state = open_state_file(path, create=False)
+    try:
+        settings = state.load_settings()
+    finally:
+        state.close()
+    return None if settings is None else list(settings.get("start_urls") or [])
+
+
+def status_text(path: str) -> str:
+    state = open_state_file(path, create=False)
+    try:
+        settings = state.load_settings() or {}
+        progress = state.progress()
+    finally:
+        state.close()
+    lines = [f"state file: {path}"]
+    if settings.get("start_urls"):
+        lines.append(f"start URLs: {' '.join(settings['start_urls'])}")
+    lines.append(
+        "done {done:,}  queued {queued:,}  in flight at stop {fetching:,}  "
+        "dropped {dropped:,}  total {total:,}".format(
+            done=progress["done"],
+            queued=progress["queued_disk"] + progress["queued_mem"],
+            fetching=progress["fetching"],
+            dropped=progress["dropped"],
+            total=progress["total"],
+        )
+    )
+    return "\n".join(lines)
+
+
+def repair_output(path: str) -> int:
+    """Cut a torn last line off a JSON Lines file; return the bytes removed."""
+    try:
+        with open(path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            f.seek(max(0, size - 1))
+            if f.read(1) == b"\n":
+                return 0
+            # Find the last newline, reading backwards in blocks.
+            pos = size
+            while pos > 0:
+                start = max(0, pos - 65536)
+                f.seek(start)
+                block = f.read(pos - start)
+                cut = block.rfind(b"\n")
+                if cut >= 0:
+                    f.truncate(start + cut + 1)
+                    return size - (start + cut + 1)
+                pos = start
+            f.truncate(0)
+            return size
+    except FileNotFoundError:
+        return 0
+
+
+def recorded_urls(path: str) -> Iterator[str]:
+    """URLs of the records in an output file (lines that do not parse are skipped)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("url"), str):
+                    yield record["url"]
+    except FileNotFoundError:
+        return
+
+
+def prepare_state(
+    config: CrawlConfig,
+    *,
+    state_path: str | None,
+    seeds: str | None,
+    output: str | None,
+    force: bool,
+) -> PreparedState:
+    """Open (or create) the state, check it is this crawl, reconcile, queue seeds."""
+    temporary_dir = None
+    if state_path is None:
+        temporary_dir = tempfile.mkdtemp(prefix="trio-crawl-")
+        state_path = os.path.join(temporary_dir, "frontier.db")
+    if seeds is not None and not os.path.isfile(seeds):
+        raise StateUsageError(f"cannot read seeds file {seeds!r}")
+    state = open_state_file(state_path, create=True)
+    try:
+        return _prepare(config, state, seeds, output, force, temporary_dir)
+    except BaseException:
+        state.close()
+        raise
+
+
+def _prepare(
+    config: CrawlConfig,
+    state: CrawlState,
+    seeds: str | None,
+    output: str | None,
+    force: bool,
+    temporary_dir: str | None,
+) -> PreparedState:
+    notes: list[str] = []
+    wanted = crawl_settings(config, seeds)
+    stored = state.load_settings()
+    resumed = stored is not None
+    if stored is not None:
+        differing = [k for k in CRAWL_IDENTITY if stored.get(k) != wanted.get(k)]
+        if differing and not force:
+            raise StateUsageError(
+                f"{state.path} holds a different crawl ({', '.join(differing)} differ); "
+                "run it with the same arguments, or add --force to continue it with these"
+            )
+        scope_origins = list(stored.get("scope_origins") or [])
+        if output is not None and output != "-":
+            cut = repair_output(output)
+            if cut:
+                notes.append(f"cut a torn last line ({cut} bytes) off {output}")
+            marked = state.mark_recorded(recorded_urls(output))
+            if marked:
+                notes.append(f"{marked:,} URLs recorded in {output} marked done")
+    else:
+        scope_origins = []
+    refetched = state.recover()
+    origins = set(scope_origins)
+    state.add_seeds(_origins_of(config.start_url_strings, origins))
+    if seeds is not None:
+        state.add_seeds(_origins_of(seed_lines(Path(seeds), canonicalize), origins))
+    wanted["scope_origins"] = sorted(origins)
+    state.save_settings(wanted)
+    state.filter_unseen([])  # build the seen-filter now, not on the first page
+    progress = state.progress()
+    scope = Scope([*config.start_url_strings, *sorted(origins)], config.allow_domains)
+    return PreparedState(
+        state=state,
+        backlog=DiskBacklog(state),
+        scope=scope,
+        already_started=progress["done"],
+        refetched=refetched,
+        resumed=resumed,
+        temporary_dir=temporary_dir,
+        notes=notes,
+    )
+
+
+def _origins_of(urls: Iterable[str], origins: set[str]) -> Iterator[str]:
+    """Pass URLs through, noting each one's ``scheme://host:port/`` for the scope."""
+    for url in urls:
+        end = url.find("/", url.find("//") + 2)
+        origins.add(url[: end + 1] if end > 0 else url + "/")
+        yield url
