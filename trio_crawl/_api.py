@@ -80,6 +80,24 @@ async def _unwrapped() -> AsyncIterator[None]:
         raise single from None
 
 
+async def _crawler(
+    config: CrawlConfig,
+    stack: contextlib.AsyncExitStack,
+    fetcher: Fetcher | None,
+    on_record: RecordCallback | None,
+    on_item: Callable[[object], None] | None,
+) -> Crawler:
+    """A Crawler with the caller's fetcher, or one the ``stack`` owns."""
+    if fetcher is None:
+        fetcher = await stack.enter_async_context(open_fetcher(config))
+    return Crawler(
+        config,
+        fetcher,
+        on_record=[on_record] if on_record is not None else [],
+        on_item=[on_item] if on_item is not None else [],
+    )
+
+
 async def run_crawl(
     start_urls: Sequence[str | Request],
     *,
@@ -95,12 +113,9 @@ async def run_crawl(
     ``on_item`` for each item a handler yields.
     """
     config = CrawlConfig(start_urls=start_urls, **options)
-    callbacks = [on_record] if on_record is not None else []
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        if fetcher is None:
-            fetcher = await stack.enter_async_context(open_fetcher(config))
-        items = [on_item] if on_item is not None else []
-        return await Crawler(config, fetcher, on_record=callbacks, on_item=items).run()
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item)
+        return await crawler.run()
 
 
 class RunningCrawl:
@@ -207,12 +222,8 @@ async def open_crawler(
     has ended cancels it. See ``RunningCrawl`` for the output streams.
     """
     config = CrawlConfig(start_urls=start_urls, **options)
-    callbacks = [on_record] if on_record is not None else []
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        if fetcher is None:
-            fetcher = await stack.enter_async_context(open_fetcher(config))
-        items = [on_item] if on_item is not None else []
-        crawler = Crawler(config, fetcher, on_record=callbacks, on_item=items)
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item)
         running = RunningCrawl(crawler, buffer)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(running._run)

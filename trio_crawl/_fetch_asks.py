@@ -85,7 +85,7 @@ import trio
 from anyio.abc import SocketAttribute
 
 from ._fetch import FetchConfig, is_html_content_type
-from ._fetch_httpx import ACCEPT_ENCODING, BodyDecoder
+from ._fetch_httpx import ACCEPT_ENCODING, content_length, read_capped
 from ._models import FetchError, FetchResult
 
 __all__ = [
@@ -368,25 +368,10 @@ class AsksFetcher:
 
     async def _read_body(self, reader: _BodyReader, headers: dict[str, str], status: int) -> bytes:
         cap = self.config.max_bytes
-        declared = _content_length(headers)
+        declared = content_length(headers)
         if declared is not None and declared > cap and status not in (204, 304):
             raise FetchError("too_large", f"Content-Length {declared} > max_bytes {cap}")
-        decoder = BodyDecoder(headers.get("content-encoding"))
-        body = bytearray()
-        wire = 0
-        while (raw := await reader.next_chunk()) is not None:
-            wire += len(raw)
-            if wire > cap:
-                raise FetchError("too_large", f"more than {cap} bytes on the wire")
-            for piece in decoder.feed(raw):
-                body += piece
-                if len(body) > cap:
-                    raise FetchError("too_large", f"more than {cap} bytes once decoded")
-        for piece in decoder.finish():
-            body += piece
-            if len(body) > cap:
-                raise FetchError("too_large", f"more than {cap} bytes once decoded")
-        return bytes(body)
+        return await read_capped(_chunks(reader), headers.get("content-encoding"), cap)
 
     async def _release(self, reader: _BodyReader) -> None:
         """Give a cleanly finished socket back to the pool; close any other.
@@ -424,7 +409,7 @@ class AsksFetcher:
 async def _maybe_drain(reader: _BodyReader, headers: dict[str, str]) -> None:
     """Read a small unwanted body so its connection stays reusable; a big or
     unsized one is abandoned (closing the connection is cheaper)."""
-    declared = _content_length(headers)
+    declared = content_length(headers)
     if declared is None or declared > _DRAIN_LIMIT:
         return
     while await reader.next_chunk() is not None:
@@ -439,11 +424,9 @@ def _joined_headers(headers: Any) -> dict[str, str]:
     return joined
 
 
-def _content_length(headers: dict[str, str]) -> int | None:
-    try:
-        return int(headers["content-length"])
-    except (KeyError, ValueError):
-        return None
+async def _chunks(reader: _BodyReader) -> AsyncIterator[bytes]:
+    while (raw := await reader.next_chunk()) is not None:
+        yield raw
 
 
 def _host_header(url: str) -> str:

@@ -306,7 +306,7 @@ class HttpxFetcher:
 
     async def _read_body(self, response: httpx2.Response, headers: dict[str, str]) -> bytes:
         cap = self.config.max_bytes
-        declared = _content_length(headers)
+        declared = content_length(headers)
         if declared is not None and declared > cap and response.status_code not in (204, 304):
             raise FetchError("too_large", f"Content-Length {declared} > max_bytes {cap}")
         if response.is_stream_consumed:
@@ -315,27 +315,12 @@ class HttpxFetcher:
             if len(response.content) > cap:
                 raise FetchError("too_large", f"more than {cap} bytes once decoded")
             return response.content
-        decoder = BodyDecoder(headers.get("content-encoding"))
-        body = bytearray()
-        wire = 0
-        async for raw in response.aiter_raw():
-            wire += len(raw)
-            if wire > cap:
-                raise FetchError("too_large", f"more than {cap} bytes on the wire")
-            for piece in decoder.feed(raw):
-                body += piece
-                if len(body) > cap:
-                    raise FetchError("too_large", f"more than {cap} bytes once decoded")
-        for piece in decoder.finish():
-            body += piece
-            if len(body) > cap:
-                raise FetchError("too_large", f"more than {cap} bytes once decoded")
-        return bytes(body)
+        return await read_capped(response.aiter_raw(), headers.get("content-encoding"), cap)
 
     async def _maybe_drain(self, response: httpx2.Response, headers: dict[str, str]) -> None:
         """Read a small unwanted body so its connection stays reusable; a big
         or unsized one is abandoned (closing the connection is cheaper)."""
-        declared = _content_length(headers)
+        declared = content_length(headers)
         if declared is None or declared > _DRAIN_LIMIT or response.is_stream_consumed:
             return
         async for _ in response.aiter_raw():
@@ -350,11 +335,35 @@ class HttpxFetcher:
             await self._client.aclose()
 
 
-def _content_length(headers: dict[str, str]) -> int | None:
+def content_length(headers: dict[str, str]) -> int | None:
+    """The declared Content-Length, or None when absent or not a number."""
     try:
         return int(headers["content-length"])
     except (KeyError, ValueError):
         return None
+
+
+async def read_capped(chunks: AsyncIterator[bytes], encoding: str | None, cap: int) -> bytes:
+    """Decode a raw body stream, stopping with ``FetchError("too_large")`` as
+    soon as more than ``cap`` bytes arrive on the wire or come out of the
+    decoder: a compression bomb is stopped early, never inflated whole.
+    Shared by the httpx and asks fetchers."""
+    decoder = BodyDecoder(encoding)
+    body = bytearray()
+    wire = 0
+    async for raw in chunks:
+        wire += len(raw)
+        if wire > cap:
+            raise FetchError("too_large", f"more than {cap} bytes on the wire")
+        for piece in decoder.feed(raw):
+            body += piece
+            if len(body) > cap:
+                raise FetchError("too_large", f"more than {cap} bytes once decoded")
+    for piece in decoder.finish():
+        body += piece
+        if len(body) > cap:
+            raise FetchError("too_large", f"more than {cap} bytes once decoded")
+    return bytes(body)
 
 
 def make_client(config: FetchConfig) -> httpx2.AsyncClient:
