@@ -169,9 +169,11 @@ class RobotsCache:
         hops = 0
         while True:
             self._requests += 1
+            failure: FetchError | None = None
             try:
                 result = await self._fetcher.fetch(url, any_body=True)
-            except FetchError:
+            except FetchError as exc:
+                failure = exc
                 status: int | None = None
                 body = b""
                 location = None
@@ -199,4 +201,8 @@ class RobotsCache:
                 continue
             if decision.policy.temporary:
                 self._unreachable += 1
+                if failure is not None:  # say why: "connect: Connection refused"
+                    reason = f"robots.txt unreachable ({failure})"
+                    policy = RobotsPolicy.disallow_all(reason, temporary=True)
+                    return RobotsFinal(policy, decision.ttl)
             return decision
