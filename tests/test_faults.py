@@ -150,3 +150,18 @@ async def test_crawl_delay_seen_from_the_server() -> None:
     assert len(times) == 4
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert all(gap >= 0.5 for gap in gaps), gaps
+
+
+async def test_a_link_trap_still_ends() -> None:
+    """Every page links one level deeper, forever (a relative-link trap), and
+    to an ever-longer query: the crawl ends on its own all the same."""
+
+    def endless(request: SiteRequest) -> Response:
+        return page("x/", "y/", f"?q={'z' * (len(request.target) * 2)}")
+
+    records: list[CrawlRecord] = []
+    with serve_site(Site({}, fallback=endless)) as server:
+        with trio.fail_after(60):
+            await run_crawl([server.base_url + "/"], on_record=records.append, ignore_robots=True)
+    assert 10 < len(records) < 500
+    assert all(len(r.url) <= 2083 for r in records)

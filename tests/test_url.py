@@ -20,6 +20,7 @@ from trio_crawl._url import (
     Scope,
     canonicalize,
     host_port,
+    is_path_trap,
     join,
     parse_start_url,
     resolve,
@@ -435,3 +436,27 @@ def test_percent_encoded_unreserved_equals_plain(text: str, lower: bool) -> None
 def test_resolve_many_equals_resolve_deduplicated(hrefs: list[str], base: str) -> None:
     expected = list(dict.fromkeys(r for h in hrefs if (r := resolve(h, base)) is not None))
     assert resolve_many(hrefs, base) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "trap"),
+    [
+        ("http://a.example/docs/v1/guide/intro.html", False),
+        ("http://a.example/a/a/a/x", False),
+        ("http://a.example/a/a/a/a/x", True),
+        ("http://a.example/a/b/a/b/a/b/a/b", True),
+        ("http://a.example/" + "/".join(f"s{i}" for i in range(32)), False),
+        ("http://a.example/" + "/".join(f"s{i}" for i in range(33)), True),
+        ("http://a.example/x?p=/a/a/a/a/a", False),  # only the path counts
+    ],
+)
+def test_path_traps(url: str, trap: bool) -> None:
+    assert is_path_trap(url) is trap
+    assert Scope(["http://a.example/"]).allows(url) is not trap
+
+
+def test_overlong_urls_are_out_of_scope() -> None:
+    scope = Scope(["http://a.example/"])
+    base = "http://a.example/?q="
+    assert scope.allows(base + "x" * (2083 - len(base)))
+    assert not scope.allows(base + "x" * (2084 - len(base)))

@@ -384,6 +384,41 @@ def _domain(text: str) -> str:
     return _split_authority(url)[1]
 
 
+#: Links longer than this are skipped (Scrapy's URLLENGTH_LIMIT default; also
+#: the old browser limit): endlessly growing URLs are a classic crawler trap.
+MAX_URL_LENGTH = 2083
+#: Paths deeper than this many segments are skipped.
+MAX_PATH_SEGMENTS = 32
+#: A path segment that occurs more often than this (``/a/b/a/b/a/b/a/b``,
+#: what a relative link on a misconfigured server produces forever) marks a trap.
+MAX_SEGMENT_REPEATS = 3
+
+
+def is_path_trap(url: str) -> bool:
+    """True for URLs whose path looks machine-generated without end: too many
+    segments, or one segment repeated more than ``MAX_SEGMENT_REPEATS`` times.
+    Such links are left out of every crawl's scope (start URLs excepted)."""
+    start = url.find("/", url.find("//") + 2)
+    if start < 0:
+        return False
+    end = len(url)
+    for mark in "?#":
+        found = url.find(mark, start)
+        if 0 <= found < end:
+            end = found
+    segments = [seg for seg in url[start:end].split("/") if seg]
+    if len(segments) > MAX_PATH_SEGMENTS:
+        return True
+    if len(segments) <= MAX_SEGMENT_REPEATS:
+        return False
+    counts: dict[str, int] = {}
+    for seg in segments:
+        counts[seg] = counts.get(seg, 0) + 1
+        if counts[seg] > MAX_SEGMENT_REPEATS:
+            return True
+    return False
+
+
 class Scope:
     """Which canonical URLs the crawl may visit.
 
@@ -401,6 +436,8 @@ class Scope:
 
     ``allows`` runs once per extracted link, so its answer is cached per
     ``host:port`` (the cache is cleared when it grows past ``cache_size``).
+    It also refuses crawler traps: URLs over ``MAX_URL_LENGTH`` characters and
+    paths that ``is_path_trap`` flags.
 
     >>> scope = Scope(["http://example.com/start"], allow_domains=["example.org"])
     >>> scope.allows("http://example.com/x"), scope.allows("https://example.com/x")
@@ -438,7 +475,9 @@ class Scope:
         self._cache_size = cache_size
 
     def allows(self, url: str) -> bool:
-        """Whether the canonical http(s) ``url`` is in scope."""
+        """Whether the canonical http(s) ``url`` is in scope (and no trap)."""
+        if len(url) > MAX_URL_LENGTH or (url.count("/") > 6 and is_path_trap(url)):
+            return False
         scheme, host, port = _split_authority(url)
         key = f"{host}:{port or _DEFAULT_PORTS[scheme]}"
         cache = self._cache
