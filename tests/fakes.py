@@ -6,7 +6,8 @@ engine's logic (termination, depth, retries, politeness) is what is tested.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import trio
@@ -105,3 +106,19 @@ class FakeFetcher:
 
     async def aclose(self) -> None:
         pass
+
+
+def bfs_depths(graph: Mapping[int, Sequence[int]], max_depth: int | None) -> dict[int, int]:
+    """Shortest link distance from node 0 of every node a crawl limited to
+    ``max_depth`` must fetch: the reference the engine and frontier tests use."""
+    depth = {0: 0}
+    todo = deque([0])
+    while todo:
+        node = todo.popleft()
+        if max_depth is not None and depth[node] >= max_depth:
+            continue
+        for child in graph.get(node, ()):
+            if child not in depth:
+                depth[child] = depth[node] + 1
+                todo.append(child)
+    return depth

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
-from collections import deque
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from hypothesis import strategies as st
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
 from trio_crawl._schedule import RATE_SLACK
 
-from fakes import FakeFetcher, FakePage
+from fakes import FakeFetcher, FakePage, bfs_depths
 
 SITE = "http://site.test"
 
@@ -317,20 +316,6 @@ def test_naive_supervisor_loses_urls_and_ours_never_does() -> None:
 # -- property: random sites, random timings, several worker counts --------
 
 
-def expected_fetches(graph: dict[int, list[int]], max_depth: int | None) -> dict[int, int]:
-    depth = {0: 0}
-    todo = deque([0])
-    while todo:
-        node = todo.popleft()
-        if max_depth is not None and depth[node] >= max_depth:
-            continue
-        for child in graph.get(node, []):
-            if child not in depth:
-                depth[child] = depth[node] + 1
-                todo.append(child)
-    return depth
-
-
 sites = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
         st.lists(st.lists(st.integers(-3, n - 1), max_size=5), min_size=n, max_size=n),
@@ -371,7 +356,7 @@ def test_random_sites_are_crawled_exactly(
         return fetcher, records
 
     fetcher, records = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    expected = {url(n) for n in expected_fetches(graph, max_depth)}
+    expected = {url(n) for n in bfs_depths(graph, max_depth)}
     assert not [u for u in fetcher.urls if not u.startswith(SITE)]
     assert {r.url for r in records} == expected
     assert len(records) == len(expected)  # one record per URL, none lost or doubled

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import deque
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +14,8 @@ from trio_crawl._frontier import (
     Frontier,
     RedirectOutcome,
 )
+
+from fakes import bfs_depths
 
 
 def everything(url: str) -> bool:
@@ -131,20 +132,6 @@ def test_finishing_twice_is_a_loud_bug() -> None:
     f.finish(a)
     with pytest.raises(RuntimeError, match="frontier invariant broken"):
         f.finish(a)
-
-
-def bfs_depths(graph: dict[int, list[int]], max_depth: int | None) -> dict[int, int]:
-    depth = {0: 0}
-    todo = deque([0])
-    while todo:
-        node = todo.popleft()
-        if max_depth is not None and depth[node] >= max_depth:
-            continue
-        for child in graph[node]:
-            if child not in depth:
-                depth[child] = depth[node] + 1
-                todo.append(child)
-    return depth
 
 
 graphs = st.integers(min_value=1, max_value=30).flatmap(

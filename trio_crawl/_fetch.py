@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._models import FetchResult
+import trio
+
+from ._models import FetchError, FetchResult
 
 DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 
@@ -73,3 +75,15 @@ def is_html_content_type(content_type: str | None) -> bool:
         return True
     mime = content_type.split(";", 1)[0].strip().lower()
     return mime in ("text/html", "application/xhtml+xml") or mime.endswith("+html")
+
+
+def to_fetch_error(exc: Exception, kind: str | None, total: float) -> FetchError | None:
+    """The ``FetchError`` for a foreign exception that a fetcher's one mapping
+    function classified as ``kind`` (None: not ours to translate, a bug).
+    A trio deadline becomes a message about the total deadline."""
+    if kind is None:
+        return None
+    if isinstance(exc, trio.TooSlowError):
+        return FetchError(kind, f"no complete answer within the {total:g} s total deadline")
+    detail = str(exc) or str(exc.__cause__ or "") or "(no message)"
+    return FetchError(kind, f"{type(exc).__name__}: {detail}")

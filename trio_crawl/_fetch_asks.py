@@ -84,7 +84,7 @@ import h11
 import trio
 from anyio.abc import SocketAttribute
 
-from ._fetch import FetchConfig, is_html_content_type
+from ._fetch import FetchConfig, is_html_content_type, to_fetch_error
 from ._fetch_httpx import ACCEPT_ENCODING, content_length, read_capped
 from ._models import FetchError, FetchResult
 
@@ -185,16 +185,6 @@ def error_kind(exc: BaseException) -> str | None:
             return "reset"  # closed before a complete head: the peer hung up
         return kind
     return None
-
-
-def _as_fetch_error(exc: Exception, total: float) -> FetchError | None:
-    kind = error_kind(exc)
-    if kind is None:
-        return None
-    if isinstance(exc, trio.TooSlowError):
-        return FetchError(kind, f"no complete answer within the {total:g} s total deadline")
-    detail = str(exc) or str(exc.__cause__ or "") or "(no message)"
-    return FetchError(kind, f"{type(exc).__name__}: {detail}")
 
 
 # -- sockets and bodies ------------------------------------------------------------
@@ -322,7 +312,7 @@ class AsksFetcher:
         except FetchError:
             raise
         except Exception as exc:
-            error = _as_fetch_error(exc, self.config.timeout)
+            error = to_fetch_error(exc, error_kind(exc), self.config.timeout)
             if error is None:
                 raise
             raise error from exc

@@ -47,7 +47,7 @@ from typing import Any
 import httpx2
 import trio
 
-from ._fetch import FetchConfig, is_html_content_type
+from ._fetch import FetchConfig, is_html_content_type, to_fetch_error
 from ._models import FetchError, FetchResult
 
 try:
@@ -223,16 +223,6 @@ def error_kind(exc: BaseException) -> str | None:
     return None
 
 
-def _as_fetch_error(exc: Exception, total: float) -> FetchError | None:
-    kind = error_kind(exc)
-    if kind is None:
-        return None
-    if isinstance(exc, trio.TooSlowError):
-        return FetchError(kind, f"no complete answer within the {total:g} s total deadline")
-    detail = str(exc) or "(no message)"
-    return FetchError(kind, f"{type(exc).__name__}: {detail}")
-
-
 # -- the fetcher ----------------------------------------------------------------
 
 
@@ -270,7 +260,7 @@ class HttpxFetcher:
         except FetchError:
             raise
         except Exception as exc:
-            error = _as_fetch_error(exc, self.config.timeout)
+            error = to_fetch_error(exc, error_kind(exc), self.config.timeout)
             if error is None:
                 raise
             raise error from exc
