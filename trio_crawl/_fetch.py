@@ -19,6 +19,8 @@ Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,3 +89,21 @@ def to_fetch_error(exc: Exception, kind: str | None, total: float) -> FetchError
         return FetchError(kind, f"no complete answer within the {total:g} s total deadline")
     detail = str(exc) or str(exc.__cause__ or "") or "(no message)"
     return FetchError(kind, f"{type(exc).__name__}: {detail}")
+
+
+@contextlib.contextmanager
+def translated_errors(
+    error_kind: Callable[[Exception], str | None], total: float
+) -> Iterator[None]:
+    """Re-raise foreign exceptions that ``error_kind`` classifies as
+    ``FetchError`` (original as ``__cause__``); anything else is a bug and
+    passes through unchanged. The one translation point of a fetcher."""
+    try:
+        yield
+    except FetchError:
+        raise
+    except Exception as exc:
+        error = to_fetch_error(exc, error_kind(exc), total)
+        if error is None:
+            raise
+        raise error from exc

@@ -84,7 +84,7 @@ import h11
 import trio
 from anyio.abc import SocketAttribute
 
-from ._fetch import FetchConfig, is_html_content_type, to_fetch_error
+from ._fetch import FetchConfig, is_html_content_type, translated_errors
 from ._fetch_httpx import ACCEPT_ENCODING, content_length, read_capped
 from ._models import FetchError, FetchResult
 
@@ -305,17 +305,10 @@ class AsksFetcher:
         if self._closed:
             raise RuntimeError("fetch() on a closed AsksFetcher")
         host = _host_header(url)
-        try:
+        with translated_errors(error_kind, self.config.timeout):
             with trio.fail_after(self.config.timeout):
                 async with self._slots:
                     return await self._exchange(url, host, headers, any_body)
-        except FetchError:
-            raise
-        except Exception as exc:
-            error = to_fetch_error(exc, error_kind(exc), self.config.timeout)
-            if error is None:
-                raise
-            raise error from exc
 
     async def _exchange(
         self, url: str, host: str, headers: dict[str, str] | None, any_body: bool

@@ -47,7 +47,7 @@ from typing import Any
 import httpx2
 import trio
 
-from ._fetch import FetchConfig, is_html_content_type, to_fetch_error
+from ._fetch import FetchConfig, is_html_content_type, translated_errors
 from ._models import FetchError, FetchResult
 
 try:
@@ -254,16 +254,9 @@ class HttpxFetcher:
 
         Raises ``FetchError`` (see the module docstring for the kinds).
         """
-        try:
+        with translated_errors(error_kind, self.config.timeout):
             with trio.fail_after(self.config.timeout):
                 return await self._exchange(url, headers, any_body)
-        except FetchError:
-            raise
-        except Exception as exc:
-            error = to_fetch_error(exc, error_kind(exc), self.config.timeout)
-            if error is None:
-                raise
-            raise error from exc
 
     async def _exchange(
         self, url: str, headers: dict[str, str] | None, any_body: bool
