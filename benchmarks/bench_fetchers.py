@@ -27,8 +27,9 @@ from contextlib import AbstractAsyncContextManager
 
 import trio
 
-from trio_crawl._fetch import FetchConfig, Fetcher
-from trio_crawl._fetch_curl import open_curl_fetcher
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.fetch.base import Fetcher
+from trio_crawl.fetch.curl import open_curl_fetcher
 
 BODY = b"<!doctype html><html><body>" + b"<p>lorem ipsum dolor</p>\n" * 600 + b"</body></html>"
 ANSWER = (
@@ -116,7 +117,7 @@ def factories() -> dict[str, FetcherFactory]:
         "curl/tasks": curl_with("tasks"),
     }
     try:
-        from trio_crawl._fetch_httpx import open_httpx_fetcher
+        from trio_crawl.fetch.httpx import open_httpx_fetcher
     except ImportError:
         pass
     else:

@@ -28,9 +28,9 @@ from urllib.parse import urldefrag, urljoin
 
 from lxml import etree
 
-from trio_crawl import _url
-from trio_crawl._parse import extract_links
-from trio_crawl._url import resolve_many
+from trio_crawl.core import url as _url
+from trio_crawl.core.parse import extract_links
+from trio_crawl.core.url import resolve_many
 
 BASE_URL = "https://www.example.com/blog/2024/05/some-article.html"
 CONTENT_TYPE = "text/html; charset=utf-8"

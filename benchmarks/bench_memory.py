@@ -13,7 +13,7 @@ import argparse
 import gc
 import os
 
-from trio_crawl._frontier import Frontier
+from trio_crawl.core.frontier import Frontier
 
 
 def rss_bytes() -> int:

@@ -18,7 +18,7 @@ import time
 
 import trio
 
-from trio_crawl._parse import extract_links
+from trio_crawl.core.parse import extract_links
 
 BASE = "http://bench.test/section/page.html"
 

@@ -26,7 +26,7 @@ from generate_site import SiteParams, ensure_site, read_expected
 from servers import open_server
 
 LAYERS = [
-    ("HTTP", ("_fetch_curl", "_fetch_httpx", "pycurl", "httpx", "httpcore", "h11", "anyio")),
+    ("HTTP", ("fetch/curl", "fetch/httpx", "pycurl", "httpx", "httpcore", "h11", "anyio")),
     ("parse", ("_parse", "lxml", "etree")),
     ("URL handling", ("_url", "ada_url")),
     ("output", ("_sinks", "json", "encoder", "TextIOWrapper")),

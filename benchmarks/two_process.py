@@ -114,12 +114,12 @@ from run import (
 )
 from servers import Server, find_nginx, open_nginx
 
-from trio_crawl._fetch import FetchConfig
-from trio_crawl._fetch_curl import CurlFetcher, open_curl_fetcher
-from trio_crawl._frontier import Entry, Frontier
-from trio_crawl._models import FetchError
-from trio_crawl._parse import extract_links
-from trio_crawl._url import Scope
+from trio_crawl.core.frontier import Entry, Frontier
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.core.models import FetchError
+from trio_crawl.core.parse import extract_links
+from trio_crawl.core.url import Scope
+from trio_crawl.fetch.curl import CurlFetcher, open_curl_fetcher
 
 #: A run is "quiet" when other programs used at most this many cores on average.
 QUIET = 0.1

@@ -28,8 +28,8 @@ import trio
 
 import trio_crawl
 from trio_crawl import Page, Request
-from trio_crawl._server import LoggedRequest, serve_site
-from trio_crawl._site import Response, Site, SiteRequest
+from trio_crawl.sites.server import LoggedRequest, serve_site
+from trio_crawl.sites.site import Response, Site, SiteRequest
 
 PAGE_SIZE = 10
 

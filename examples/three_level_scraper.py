@@ -26,8 +26,8 @@ import trio
 
 import trio_crawl
 from trio_crawl import CrawlRecord, Page, Request
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Route, Site, page
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Route, Site, page
 
 REVIEWS_PER_PAGE = 2
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from trio_crawl._models import FetchError, FetchResult
+from trio_crawl.core.models import FetchError, FetchResult
 
 
 @dataclass

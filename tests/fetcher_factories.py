@@ -17,16 +17,17 @@ import importlib.util
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
-from trio_crawl._fetch import FetchConfig, Fetcher
-from trio_crawl._fetch_asks import load_asks, open_asks_fetcher
-from trio_crawl._fetch_httpx import open_httpx_fetcher
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.fetch.asks import load_asks, open_asks_fetcher
+from trio_crawl.fetch.base import Fetcher
+from trio_crawl.fetch.httpx import open_httpx_fetcher
 
 FetcherFactory = Callable[[FetchConfig], AbstractAsyncContextManager[Fetcher]]
 
 FETCHER_FACTORIES: list[tuple[str, FetcherFactory]] = [("httpx", open_httpx_fetcher)]
 
-if importlib.util.find_spec("trio_crawl._fetch_curl") is not None:
-    from trio_crawl._fetch_curl import open_curl_fetcher
+if importlib.util.find_spec("trio_crawl.fetch.curl") is not None:
+    from trio_crawl.fetch.curl import open_curl_fetcher
 
     FETCHER_FACTORIES.append(("curl", open_curl_fetcher))
 

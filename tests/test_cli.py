@@ -1,7 +1,7 @@
 """The command line through a real subprocess, against servers on 127.0.0.1.
 
 Rules: every subprocess has a timeout; every site is served by
-trio_crawl._server in this process on an ephemeral port.
+trio_crawl.sites.server in this process on an ephemeral port.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, page
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, page
 
 TIMEOUT = 60
 

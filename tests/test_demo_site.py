@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from trio_crawl._demo import ROBOTS_TXT, demo_expectations, demo_site
-from trio_crawl._parse import extract_links
-from trio_crawl._robots import RobotsPolicy
-from trio_crawl._site import Response, Site, SiteRequest
-from trio_crawl._url import Scope, resolve
+from trio_crawl.core.parse import extract_links
+from trio_crawl.core.robots import RobotsPolicy
+from trio_crawl.core.url import Scope, resolve
+from trio_crawl.sites.demo import ROBOTS_TXT, demo_expectations, demo_site
+from trio_crawl.sites.site import Response, Site, SiteRequest
 
 BASE = "http://127.0.0.1:8000"
 UA = "trio-crawl/0.1"
@@ -170,15 +170,15 @@ def test_every_route_but_robots_is_reached(pages: int, seed: int) -> None:
     } == set(site.routes) | {"/missing"}
 
 
-SERVER_MISSING = importlib.util.find_spec("trio_crawl._server") is None
+SERVER_MISSING = importlib.util.find_spec("trio_crawl.sites.server") is None
 
 
-@pytest.mark.skipif(SERVER_MISSING, reason="trio_crawl._server is not written yet")
+@pytest.mark.skipif(SERVER_MISSING, reason="trio_crawl.sites.server is not written yet")
 @pytest.mark.timeout(30)
 def test_served_over_http() -> None:
     import httpx2
 
-    from trio_crawl._server import serve_site
+    from trio_crawl.sites.server import serve_site
 
     with serve_site(demo_site(30)) as server, httpx2.Client(timeout=5.0) as client:
         home = client.get(server.url("/"))

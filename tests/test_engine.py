@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
-from trio_crawl._schedule import RATE_SLACK
+from trio_crawl.core.schedule import RATE_SLACK
 
 from fakes import FakeFetcher, FakePage, bfs_depths
 
@@ -219,7 +219,7 @@ async def test_max_pages_is_exact(autojump_clock: object) -> None:
 async def test_an_exception_while_parsing_is_a_record(
     autojump_clock: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trio_crawl._engine as engine
+    import trio_crawl.engine.crawler as engine
 
     real = engine.extract_links
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
-from trio_crawl._persist import DiskBacklog
-from trio_crawl._state import CrawlState
-from trio_crawl._url import Scope
+from trio_crawl.core.url import Scope
+from trio_crawl.frontiers.disk_backlog import DiskBacklog
+from trio_crawl.frontiers.sqlite_state import CrawlState
 
 from fakes import FakeFetcher, FakePage
 

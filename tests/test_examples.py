@@ -23,8 +23,8 @@ import pytest
 import trio
 
 import trio_crawl
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, SiteRequest
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, SiteRequest
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 

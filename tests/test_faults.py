@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from trio_crawl import CrawlRecord, run_crawl
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, SiteRequest, page
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, SiteRequest, page
 
 FETCHERS = ["curl", "httpx"]
 

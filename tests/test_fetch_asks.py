@@ -25,17 +25,17 @@ import h11
 import pytest
 import trio
 
-from trio_crawl import _fetch_asks
-from trio_crawl._fetch import FetchConfig
-from trio_crawl._fetch_asks import (
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.core.models import FetchError
+from trio_crawl.fetch import asks as _fetch_asks
+from trio_crawl.fetch.asks import (
     AsksFetcherStatistics,
     error_kind,
     load_asks,
     open_asks_fetcher,
 )
-from trio_crawl._models import FetchError
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, page
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, page
 
 
 def _asks_problem() -> str | None:

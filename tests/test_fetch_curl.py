@@ -22,8 +22,9 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl._fetch import FetchConfig
-from trio_crawl._fetch_curl import (
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.fetch.curl import (
     Collector,
     CurlFetcher,
     WatcherName,
@@ -33,9 +34,8 @@ from trio_crawl._fetch_curl import (
     find_ca_bundle,
     open_curl_fetcher,
 )
-from trio_crawl._models import FetchError, FetchResult
-from trio_crawl._server import SiteServer, serve_site
-from trio_crawl._site import Response, Site, page
+from trio_crawl.sites.server import SiteServer, serve_site
+from trio_crawl.sites.site import Response, Site, page
 
 WATCHERS: list[WatcherName] = ["epoll", "tasks"]
 

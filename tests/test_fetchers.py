@@ -9,7 +9,7 @@ Rules of this suite:
   nothing else is ever contacted.
 - Every test is bounded by ``trio.fail_after``.
 - Error kinds are asserted exactly; the mapping is documented in
-  ``_fetch_httpx.py`` and every fetcher must produce the same kinds:
+  ``fetch/httpx.py`` and every fetcher must produce the same kinds:
   reset mid-body -> ``reset``; truncated body (chunked or Content-Length)
   -> ``protocol``; refused -> ``connect``; deadlines -> ``timeout``.
 
@@ -36,17 +36,17 @@ import trio
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trio_crawl._fetch import FetchConfig
-from trio_crawl._fetch_httpx import (
+from trio_crawl.core.http import FetchConfig
+from trio_crawl.core.models import FetchError
+from trio_crawl.fetch.httpx import (
     ACCEPT_ENCODING,
     BodyDecoder,
     HttpxFetcher,
     error_kind,
     open_httpx_fetcher,
 )
-from trio_crawl._models import FetchError
-from trio_crawl._server import SiteServer, serve_site
-from trio_crawl._site import Response, Route, Site, SiteRequest, page, redirect
+from trio_crawl.sites.server import SiteServer, serve_site
+from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
 
 from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl._frontier import (
+from trio_crawl.core.frontier import (
     MAX_REDIRECT_HOPS,
     EntryState,
     Frontier,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl._parse import extract_links, parse_html
-from trio_crawl._url import canonicalize
+from trio_crawl.core.parse import extract_links, parse_html
+from trio_crawl.core.url import canonicalize
 
 URL = "http://example.com/dir/page.html"
 HTML = "text/html; charset=utf-8"

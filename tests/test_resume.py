@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, page
-from trio_crawl._state import CrawlState
+from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, page
 
 PAGES = 120
 TIMEOUT = 60

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_crawl._models import ERROR_KINDS
-from trio_crawl._retry import (
+from trio_crawl.core.models import ERROR_KINDS
+from trio_crawl.core.retry import (
     RETRY_ERROR_KINDS,
     RetryPolicy,
     parse_retry_after,

@@ -14,8 +14,8 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl._models import FetchError, FetchResult
-from trio_crawl._robots import (
+from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.robots import (
     MAX_ROBOTS_BYTES,
     RobotsFinal,
     RobotsFollow,
@@ -25,7 +25,7 @@ from trio_crawl._robots import (
     product_token,
     robots_url,
 )
-from trio_crawl._robots_cache import RobotsCache
+from trio_crawl.engine.robots_gate import RobotsCache
 
 UA = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import pytest
 import trio
 
-from trio_crawl._server import serve_site
-from trio_crawl._site import Response, Site, SiteRequest, page, redirect
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, SiteRequest, page, redirect
 
 BODY = bytes(range(256)) * 40  # 10240 bytes, not text, not compressible to nothing
 

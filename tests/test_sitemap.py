@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl._sitemap import (
+from trio_crawl.core.sitemap import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_URLS,
     SitemapError,

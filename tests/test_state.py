@@ -32,8 +32,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from trio_crawl._bloom import BloomFilter, GrowingBloom, RecentSet
-from trio_crawl._state import (
+from trio_crawl.core.bloom import BloomFilter, GrowingBloom, RecentSet
+from trio_crawl.frontiers.sqlite_state import (
     APPLICATION_ID,
     Admit,
     CrawlState,
@@ -723,7 +723,7 @@ def test_files_copied_mid_transaction_open_at_the_last_commit(tmp_path: Path) ->
 
 CHILD = r"""
 import sys
-from trio_crawl._state import Admit, CrawlState, Finish, Start
+from trio_crawl.frontiers.sqlite_state import Admit, CrawlState, Finish, Start
 state = CrawlState.open(sys.argv[1])
 i = 0
 while True:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import _url
-from trio_crawl._url import (
+from trio_crawl.core import url as _url
+from trio_crawl.core.url import (
     Scope,
     canonicalize,
     host_port,

@@ -5,13 +5,14 @@ The public surface is this module; everything in ``_*`` modules may change.
 
 __version__ = "0.1.0"
 
-from ._api import RunningCrawl, open_crawler, open_fetcher, run_crawl
-from ._config import ConfigError, CrawlConfig
-from ._engine import Crawler, EngineStatistics
-from ._fetch import FetchConfig, Fetcher
-from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
-from ._scrape import Handler, Page, Request
-from ._stats import CrawlSummary
+from .core.config import ConfigError, CrawlConfig
+from .core.http import FetchConfig
+from .core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from .core.scrape import Handler, Page, Request
+from .core.stats import CrawlSummary
+from .engine.api import RunningCrawl, open_crawler, open_fetcher, run_crawl
+from .engine.crawler import Crawler, EngineStatistics
+from .fetch.base import Fetcher
 
 __all__ = [
     "ConfigError",

@@ -1,6 +1,6 @@
 """``python -m trio_crawl`` is ``trio-crawl``."""
 
-from ._cli import main
+from .cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._fetch import DEFAULT_USER_AGENT, FetchConfig
-from ._scrape import Handler, Request
-from ._url import parse_start_url
+from .http import DEFAULT_USER_AGENT, FetchConfig
+from .scrape import Handler, Request
+from .url import parse_start_url
 
 FETCHERS = ("curl", "httpx", "asks")
 

@@ -58,24 +58,26 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import trio
 
-from ._config import CrawlConfig
-from ._fetch import Fetcher, is_html_content_type
-from ._frontier import Entry, Frontier, RedirectOutcome
-from ._models import CrawlRecord, ErrorInfo, FetchError, FetchResult
-from ._parse import extract_links
-from ._persist import FLUSH_INTERVAL, DiskBacklog
-from ._retry import RetryPolicy
-from ._robots import robots_url
-from ._robots_cache import RobotsCache
-from ._schedule import PoliteSchedule
-from ._scrape import Handler, Page, Request
-from ._sitemap import SitemapError, parse_sitemap
-from ._state import Finish, Start
-from ._stats import CrawlStats, CrawlSummary
-from ._url import Scope, canonicalize, host_port, resolve
+from ..core.config import CrawlConfig
+from ..core.frontier import Entry, Frontier, RedirectOutcome
+from ..core.http import is_html_content_type
+from ..core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from ..core.parse import extract_links
+from ..core.retry import RetryPolicy
+from ..core.robots import robots_url
+from ..core.schedule import PoliteSchedule
+from ..core.scrape import Handler, Page, Request
+from ..core.sitemap import SitemapError, parse_sitemap
+from ..core.stats import CrawlStats, CrawlSummary
+from ..core.url import Scope, canonicalize, host_port, resolve
+from ..fetch.base import Fetcher
+from ..frontiers.disk_backlog import FLUSH_INTERVAL, DiskBacklog
+from ..frontiers.sqlite_state import Finish, Start
+from .robots_gate import RobotsCache
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: How long an unreachable robots.txt keeps its host disallowed before the
@@ -86,6 +88,7 @@ DEFAULT_WINDOW = 10_000
 MAX_SITEMAPS_PER_HOST = 50
 
 RecordCallback = Callable[[CrawlRecord], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -631,7 +634,7 @@ class Crawler:
             depth=entry.depth,
             meta=request.meta if isinstance(request, Request) else {},
             in_scope=self._scope.allows,
-            thread_limiter=self._parse_limiter,
+            offload=self._run_in_thread,
         )
         produced = handler(page)
         requests = 0
@@ -712,6 +715,9 @@ class Crawler:
         for child in admitted:
             self._publish(send, child)
         await self._finish(entry, send, record)
+
+    async def _run_in_thread(self, fn: Callable[..., T], *args: object) -> T:
+        return await trio.to_thread.run_sync(fn, *args, limiter=self._parse_limiter)
 
     async def _extract(self, body: bytes, url: str, content_type: str | None) -> list[str]:
         if len(body) >= self.config.thread_parse_bytes:

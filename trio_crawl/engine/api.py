@@ -14,12 +14,13 @@ from typing import Any, TypeVar
 
 import trio
 
-from ._config import FETCHERS, ConfigError, CrawlConfig
-from ._engine import Crawler, EngineStatistics, RecordCallback
-from ._fetch import FetchConfig, Fetcher
-from ._models import CrawlRecord
-from ._scrape import Request
-from ._stats import CrawlSummary
+from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.http import FetchConfig
+from ..core.models import CrawlRecord
+from ..core.scrape import Request
+from ..core.stats import CrawlSummary
+from ..fetch.base import Fetcher
+from .crawler import Crawler, EngineStatistics, RecordCallback
 
 T = TypeVar("T")
 
@@ -46,17 +47,17 @@ async def open_fetcher(
     if backend not in FETCHERS:
         raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
     if backend == "curl":
-        from ._fetch_curl import open_curl_fetcher
+        from ..fetch.curl import open_curl_fetcher
 
         async with open_curl_fetcher(fetch_config) as curl:
             yield curl
     elif backend == "asks":
-        from ._fetch_asks import open_asks_fetcher
+        from ..fetch.asks import open_asks_fetcher
 
         async with open_asks_fetcher(fetch_config) as asks:
             yield asks
     else:
-        from ._fetch_httpx import open_httpx_fetcher
+        from ..fetch.httpx import open_httpx_fetcher
 
         async with open_httpx_fetcher(fetch_config) as httpx_fetcher:
             yield httpx_fetcher

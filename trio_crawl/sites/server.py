@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ._site import Response, Site, SiteRequest
+from .site import Response, Site, SiteRequest
 
 __all__ = ["LoggedRequest", "SiteServer", "serve_site"]
 

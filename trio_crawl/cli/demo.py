@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ._cli import EXIT_USAGE, UsageError, build_parser, run_crawl_command
-from ._demo import demo_site
-from ._server import serve_site
+from ..sites.demo import demo_site
+from ..sites.server import serve_site
+from .main import EXIT_USAGE, UsageError, build_parser, run_crawl_command
 
 DEFAULT_OUTPUT = "demo-crawl.jsonl"
 

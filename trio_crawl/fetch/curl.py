@@ -70,8 +70,8 @@ from typing import Any, Literal, Protocol
 import pycurl
 import trio
 
-from ._fetch import FetchConfig, is_html_content_type
-from ._models import FetchError, FetchResult
+from ..core.http import FetchConfig, is_html_content_type
+from ..core.models import FetchError, FetchResult
 
 __all__ = [
     "Collector",

@@ -6,7 +6,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 
-from ._models import CrawlRecord
+from .models import CrawlRecord
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float | None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._config import CrawlConfig
-from ._persist import DiskBacklog, seed_lines
-from ._state import CrawlState
-from ._url import Scope, canonicalize
+from ..core.config import CrawlConfig
+from ..core.url import Scope, canonicalize
+from .disk_backlog import DiskBacklog, seed_lines
+from .sqlite_state import CrawlState
 
 #: Settings that define "the same crawl".
 CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds")

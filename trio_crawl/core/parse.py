@@ -49,8 +49,8 @@ from typing import Final
 import lxml.html
 from lxml import etree
 
-from ._fetch import is_html_content_type
-from ._url import join, resolve_many
+from .http import is_html_content_type
+from .url import join, resolve_many
 
 __all__ = ["extract_links", "parse_html"]
 

@@ -47,8 +47,9 @@ from typing import Any
 import httpx2
 import trio
 
-from ._fetch import FetchConfig, is_html_content_type, translated_errors
-from ._models import FetchError, FetchResult
+from ..core.http import FetchConfig, is_html_content_type
+from ..core.models import FetchError, FetchResult
+from .base import translated_errors
 
 try:
     import brotli as _brotli

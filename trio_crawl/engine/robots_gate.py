@@ -30,9 +30,8 @@ from dataclasses import dataclass
 
 import trio
 
-from ._fetch import Fetcher
-from ._models import FetchError
-from ._robots import (
+from ..core.models import FetchError
+from ..core.robots import (
     DEFAULT_MAX_AGE,
     DEFAULT_RETRY_PERIOD,
     MAX_ROBOTS_REDIRECTS,
@@ -43,6 +42,7 @@ from ._robots import (
     product_token,
     robots_url,
 )
+from ..fetch.base import Fetcher
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ._bloom import GrowingBloom, RecentSet
+from ..core.bloom import GrowingBloom, RecentSet
 
 SCHEMA_VERSION = 1
 #: Written in the SQLite header (``PRAGMA application_id``): "tcrl".

@@ -22,21 +22,21 @@ from typing import Any, NoReturn, TextIO, cast
 import trio
 from rich.console import Console
 
-from . import __version__
-from ._api import open_fetcher
-from ._config import FETCHERS, ConfigError, CrawlConfig
-from ._engine import DEFAULT_WINDOW, Crawler
-from ._progress import print_summary, show_progress
-from ._scrape import Handler
-from ._sinks import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
-from ._state_cli import (
+from .. import __version__
+from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.scrape import Handler
+from ..core.url import parse_start_url
+from ..engine.api import open_fetcher
+from ..engine.crawler import DEFAULT_WINDOW, Crawler
+from ..engine.outputs import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
+from ..frontiers.resume import (
     PreparedState,
     StateUsageError,
     prepare_state,
     status_text,
     stored_start_urls,
 )
-from ._url import parse_start_url
+from .progress import print_summary, show_progress
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -282,7 +282,7 @@ def _fail(message: str, code: int) -> int:
 
 def run_cli(argv: Sequence[str]) -> int:
     if argv and argv[0] == "demo":
-        from ._demo_cli import run_demo
+        from .demo import run_demo
 
         return run_demo(list(argv[1:]))
     try:

@@ -54,12 +54,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
-from ._fetch import DEFAULT_USER_AGENT
-from ._parse import extract_links
-from ._retry import RetryPolicy
-from ._robots import RobotsPolicy
-from ._site import Response, Route, Site, SiteRequest, redirect
-from ._url import Scope, canonicalize, resolve
+from ..core.http import DEFAULT_USER_AGENT
+from ..core.parse import extract_links
+from ..core.retry import RetryPolicy
+from ..core.robots import RobotsPolicy
+from ..core.url import Scope, canonicalize, resolve
+from .site import Response, Route, Site, SiteRequest, redirect
 
 PER_PAGE = 20
 SLOW_DELAY = 0.3

@@ -21,30 +21,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
 import trio
 
-from ._models import FetchError, FetchResult
-
-DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FetchConfig:
-    """How a fetcher talks to servers. Keyword-only; all fields have defaults.
-
-    ``max_connections`` should match the number of crawler tasks, so that the
-    pool never makes a crawler wait for a slot another crawler is not using.
-    """
-
-    user_agent: str = DEFAULT_USER_AGENT
-    timeout: float = 30.0  # total seconds for one exchange
-    connect_timeout: float = 10.0
-    max_bytes: int = 10 * 1024 * 1024
-    max_connections: int = 16
-    html_only: bool = True
+from ..core.models import FetchError, FetchResult
 
 
 class Fetcher(Protocol):
@@ -65,18 +46,6 @@ class Fetcher(Protocol):
     async def aclose(self) -> None:
         """Release connections and handles. Idempotent."""
         ...
-
-
-def is_html_content_type(content_type: str | None) -> bool:
-    """True for the content types we parse for links (and download bodies of).
-
-    A missing content type counts as HTML: many small sites omit it, and the
-    parser copes with anything.
-    """
-    if not content_type:
-        return True
-    mime = content_type.split(";", 1)[0].strip().lower()
-    return mime in ("text/html", "application/xhtml+xml") or mime.endswith("+html")
 
 
 def to_fetch_error(exc: Exception, kind: str | None, total: float) -> FetchError | None:

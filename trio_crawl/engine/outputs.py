@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ._models import CrawlRecord
+from ..core.models import CrawlRecord
 
 
 class JsonLinesWriter:

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import trio
 
-from ._state import Admit, CrawlState, Op, Row
+from .sqlite_state import Admit, CrawlState, Op, Row
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ._engine import Crawler, EngineStatistics
-from ._stats import CrawlSummary
+from ..core.stats import CrawlSummary
+from ..engine.crawler import Crawler, EngineStatistics
 
 REFRESH_SECONDS = 0.25
 

@@ -84,9 +84,10 @@ import h11
 import trio
 from anyio.abc import SocketAttribute
 
-from ._fetch import FetchConfig, is_html_content_type, translated_errors
-from ._fetch_httpx import ACCEPT_ENCODING, content_length, read_capped
-from ._models import FetchError, FetchResult
+from ..core.http import FetchConfig, is_html_content_type
+from ..core.models import FetchError, FetchResult
+from .base import translated_errors
+from .httpx import ACCEPT_ENCODING, content_length, read_capped
 
 __all__ = [
     "AsksFetcher",

@@ -20,18 +20,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._fetch import is_html_content_type
-from ._models import FetchResult
-from ._parse import decode_text, extract_links, parse_html
-from ._url import resolve
+from .http import is_html_content_type
+from .models import FetchResult
+from .parse import decode_text, extract_links, parse_html
+from .url import resolve
 
 if TYPE_CHECKING:
     import lxml.html
-    from trio import CapacityLimiter as CapacityLimiterLike
-else:
-    CapacityLimiterLike = object
 
 T = TypeVar("T")
+
+
+class Offload(Protocol):
+    """Runs ``fn(*args)`` away from the event loop (the engine passes one that
+    uses trio's worker threads), so this module needs no trio import."""
+
+    async def __call__(self, fn: Callable[..., T], /, *args: Any) -> T: ...
 
 
 class Handler(Protocol):
@@ -77,7 +81,7 @@ class Page:
         depth: int,
         meta: Mapping[str, Any],
         in_scope: Callable[[str], bool],
-        thread_limiter: CapacityLimiterLike | None = None,
+        offload: Offload | None = None,
     ) -> None:
         self.url = url
         self.status = result.status
@@ -89,7 +93,7 @@ class Page:
         self.depth = depth
         self.meta = meta
         self._in_scope = in_scope
-        self._thread_limiter = thread_limiter
+        self._offload = offload
 
     @property
     def content_type(self) -> str | None:
@@ -124,9 +128,9 @@ class Page:
         work. Threads are shared with the crawl's own big-page parsing
         (two by default). A checkpoint; cancellation abandons the thread's
         result, not the thread."""
-        import trio
-
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._thread_limiter)
+        if self._offload is None:
+            return fn(*args)  # a Page built outside a crawl (tests, tools)
+        return await self._offload(fn, *args)
 
     def json(self) -> Any:
         import json

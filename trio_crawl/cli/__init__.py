@@ -1,0 +1,1 @@
+"""The command line: ``trio-crawl`` (``main``), its progress display, ``demo``."""
