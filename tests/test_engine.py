@@ -219,7 +219,7 @@ async def test_max_pages_is_exact(autojump_clock: object) -> None:
 async def test_an_exception_while_parsing_is_a_record(
     autojump_clock: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trio_crawl.engine.crawler as engine
+    import trio_crawl.engine.pages as engine
 
     real = engine.extract_links
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
 from trio_crawl.core.url import Scope
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
+from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.frontiers.sqlite_state import CrawlState
 
 from fakes import FakeFetcher, FakePage
@@ -35,16 +36,16 @@ async def crawl_with_disk(
         config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=workers, **options)  # type: ignore[arg-type]
         fetcher = FakeFetcher(pages)
         records: list[CrawlRecord] = []
-        crawler = Crawler(
-            config,
-            fetcher,
-            on_record=[records.append],
-            backlog=DiskBacklog(state),
-            window=window,
+        frontier = SqliteFrontier(
+            DiskBacklog(state),
             scope=Scope([url(0)]),
+            max_depth=config.max_depth,
+            max_pages=config.max_pages,
+            window=window,
             already_started=state.progress()["done"],
             refetched=refetched,
         )
+        crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records.append])
         with trio.fail_after(30):
             await crawler.run()
         return records, fetcher, state.progress()

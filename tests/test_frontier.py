@@ -160,20 +160,32 @@ def test_any_interleaving_fetches_exactly_the_bfs_ball(
     queued = f.add_start(url(0))
     in_flight = []
     fetched: list[str] = []
+    started_at: dict[str, tuple[int, str | None]] = {}
     while queued or in_flight:
         if queued and (len(in_flight) < concurrency) and (not in_flight or rng.random() < 0.5):
             entry = queued.pop(rng.randrange(len(queued)))
             if f.start(entry):
                 fetched.append(entry.url)
                 in_flight.append(entry)
+                started_at[entry.url] = (entry.depth, entry.referrer)
         else:
             entry = in_flight.pop(rng.randrange(len(in_flight)))
             node = int(entry.url.rsplit("/", 1)[1])
             queued.extend(f.finish(entry, [url(c) for c in graph[node]]))
-        assert f.unfinished == len(queued) + len(in_flight)
+        # The depth gate's held entries are unfinished too (rule 7).
+        assert f.unfinished == len(queued) + len(in_flight) + f.held
+    assert f.held == 0
     expected = bfs_depths(graph, max_depth)
     assert sorted(fetched) == sorted(url(n) for n in expected)
     assert len(fetched) == len(set(fetched))
-    if max_depth is not None:  # links are kept (and depths exact) only then
-        for node, depth in expected.items():
-            assert f.seen[url(node)].depth == depth
+    # Rules 7 and 8: the depth an entry has when it starts is already its BFS
+    # depth (its record says so), and its referrer is one link closer.
+    for node, depth in expected.items():
+        got_depth, referrer = started_at[url(node)]
+        assert got_depth == depth
+        if depth == 0:
+            assert referrer is None
+        else:
+            assert referrer is not None
+            assert expected[int(referrer.rsplit("/", 1)[1])] == depth - 1
+            assert node in graph[int(referrer.rsplit("/", 1)[1])]

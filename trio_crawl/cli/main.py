@@ -17,7 +17,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn, TextIO, cast
+from typing import NoReturn, TextIO, cast
 
 import trio
 from rich.console import Console
@@ -27,15 +27,14 @@ from ..core.config import FETCHERS, ConfigError, CrawlConfig
 from ..core.scrape import Handler
 from ..core.url import parse_start_url
 from ..engine.api import open_fetcher
-from ..engine.crawler import DEFAULT_WINDOW, Crawler
+from ..engine.crawler import Crawler
 from ..engine.outputs import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
 from ..frontiers.resume import (
-    PreparedState,
     StateUsageError,
-    prepare_state,
     status_text,
     stored_start_urls,
 )
+from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from .progress import print_summary, show_progress
 
 EXIT_OK = 0
@@ -199,8 +198,7 @@ async def crawl_with_ui(
     show: bool,
     quiet: bool,
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
-    prepared: PreparedState | None = None,
-    window: int = DEFAULT_WINDOW,
+    frontier: SqliteFrontier | None = None,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -211,21 +209,12 @@ async def crawl_with_ui(
             if writer.broken:
                 crawler.abort()
 
-        disk: dict[str, Any] = {}
-        if prepared is not None:
-            disk = {
-                "backlog": prepared.backlog,
-                "window": window,
-                "scope": prepared.scope,
-                "already_started": prepared.already_started,
-                "refetched": prepared.refetched,
-            }
         crawler = Crawler(
             config,
             fetcher,
+            frontier=frontier,
             on_record=[writer.write, on_record],
             on_item=[item_writer.write] if item_writer is not None else [],
-            **disk,
         )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
@@ -253,7 +242,7 @@ async def crawl_with_ui(
     return exit_code
 
 
-def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> PreparedState | None:
+def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> SqliteFrontier | None:
     """The SQLite frontier for --state, --seeds or --max-queue (else None)."""
     state = getattr(args, "state", None)
     seeds = getattr(args, "seeds", None)
@@ -266,12 +255,13 @@ def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> Prep
         raise UsageError("--handler cannot be combined with --state, --seeds or --max-queue")
     if state and args.output == "-":
         raise UsageError("--state needs an output file (-o FILE) to resume into")
-    return prepare_state(
+    return SqliteFrontier.open(
         config,
-        state_path=state,
+        state,
         seeds=seeds,
         output=None if args.output == "-" else args.output,
         force=args.force,
+        window=max_queue or DEFAULT_WINDOW,
     )
 
 
@@ -309,13 +299,13 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         config = build_config(args, start_urls)
         items_path = getattr(args, "items", None)
         with contextlib.ExitStack() as stack:
-            prepared = prepare_disk_frontier(args, config)
+            frontier = prepare_disk_frontier(args, config)
             append = args.append
-            if prepared is not None:
-                stack.callback(prepared.close)
-                append = append or prepared.resumed
+            if frontier is not None:
+                stack.callback(frontier.close)
+                append = append or frontier.resumed
                 if not args.quiet:
-                    for note in prepared.notes:
+                    for note in frontier.notes:
                         print(f"trio-crawl: {note}", file=sys.stderr)
             writer = JsonLinesWriter(stack.enter_context(open_output(args.output, append)))
             item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
@@ -329,8 +319,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
                 show=show,
                 quiet=args.quiet,
                 item_writer=item_writer,
-                prepared=prepared,
-                window=getattr(args, "max_queue", None) or DEFAULT_WINDOW,
+                frontier=frontier,
             )
             return trio.run(run, config, writer)
     except (UsageError, StateUsageError) as exc:

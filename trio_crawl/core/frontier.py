@@ -37,12 +37,25 @@ Rules
    shared placeholder: the seen set then costs a dict slot per URL (plus the
    string), about 170 bytes for a 60-character URL
    (``benchmarks/bench_memory.py``).
+7. The depth gate makes every *record* exact, not only the final state: an
+   entry at depth ``k`` is handed out (returned for publishing) only while no
+   unfinished entry is shallower than ``k - 1``; until then it is *held*.
+   Whoever could still lower it to ``j < k`` would be an unfinished page at
+   depth ``j - 1 < k - 1``, so a handed-out entry's depth, and its referrer
+   (one link closer to a start URL, rule 8), are final. Pages at two
+   adjacent depths still run concurrently; only the tail of depth ``k - 2``
+   holds depth ``k`` back. Held entries are unfinished (QUEUED) work: the
+   engine's termination invariant counts them (``held``). The gate is on
+   when the frontier dedups itself (``remember_seen``); with the ``--state``
+   database, depth is the depth at first discovery.
+8. When a shorter path lowers an entry's depth, its referrer becomes the page
+   on that path, so a record's referrer is always at ``depth - 1``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 MAX_REDIRECT_HOPS = 10
@@ -114,6 +127,7 @@ class FrontierStatistics:
     dropped: int
     started: int
     unfinished: int
+    held: int
 
 
 class Frontier:
@@ -142,6 +156,13 @@ class Frontier:
         self.seen: dict[str, Entry] = {}
         self._counts = dict.fromkeys(EntryState, 0)
         self.started = 0
+        # The depth gate (rule 7): unfinished entries by depth, the lowest
+        # depth that may have some, and the entries held back, by depth.
+        self._gate = remember_seen
+        self._unfinished_at: list[int] = []
+        self._low = 0
+        self._held: dict[int, dict[Entry, None]] = {}
+        self.held = 0
 
     # -- questions ---------------------------------------------------------
 
@@ -163,6 +184,7 @@ class Frontier:
             dropped=c[EntryState.DROPPED],
             started=self.started,
             unfinished=self.unfinished,
+            held=self.held,
         )
 
     def __repr__(self) -> str:
@@ -192,10 +214,10 @@ class Frontier:
         existing = self.seen.get(url)
         admitted: list[Entry] = []
         if existing is not None:
-            self._improve(existing, 0, admitted)
+            self._improve(existing, 0, referrer, admitted)
         elif not self.budget_spent and (not scoped or self._in_scope(url)):
             admitted.append(self._admit(url, 0, referrer, payload=payload))
-        return admitted
+        return self._pass_gate(admitted)
 
     def offer(self, url: str, depth: int, referrer: str, payload: object = None) -> list[Entry]:
         """Offer one URL found (or asked for) on a page at ``depth``, carrying
@@ -209,8 +231,8 @@ class Frontier:
             if not self.budget_spent and self._in_scope(url):
                 admitted.append(self._admit(url, child_depth, referrer, payload=payload))
         elif child_depth < entry.depth:
-            self._improve(entry, child_depth, admitted)
-        return admitted
+            self._improve(entry, child_depth, referrer, admitted)
+        return self._pass_gate(admitted)
 
     def discover(self, links: Iterable[str], depth: int, referrer: str) -> list[Entry]:
         """Offer links found on a page at ``depth``; return the newly admitted.
@@ -231,8 +253,8 @@ class Frontier:
                 if self._in_scope(url):
                     admitted.append(self._admit(url, child_depth, referrer))
             elif child_depth < entry.depth:
-                self._improve(entry, child_depth, admitted)
-        return admitted
+                self._improve(entry, child_depth, referrer, admitted)
+        return self._pass_gate(admitted)
 
     def redirect(self, entry: Entry, target: str) -> tuple[RedirectOutcome, list[Entry]]:
         """Decide about the canonical ``target`` of a 3xx answered for ``entry``.
@@ -250,12 +272,12 @@ class Frontier:
         existing = self.seen.get(target)
         if existing is not None:
             admitted: list[Entry] = []
-            self._improve(existing, entry.depth, admitted)
-            return RedirectOutcome.SEEN, admitted
+            self._improve(existing, entry.depth, entry.url, admitted)
+            return RedirectOutcome.SEEN, self._pass_gate(admitted)
         if self.budget_spent:
             return RedirectOutcome.BUDGET, []
         child = self._admit(target, entry.depth, entry.url, chain, entry.payload)
-        return RedirectOutcome.FOLLOW, [child]
+        return RedirectOutcome.FOLLOW, self._pass_gate([child])
 
     def adopt(self, url: str, depth: int, referrer: str | None) -> Entry:
         """Count in a URL that the caller has already deduplicated (the
@@ -280,9 +302,11 @@ class Frontier:
         self.started += 1
         entry.attempts = 1
         self._move(entry, EntryState.FETCHING)
+        if self.budget_spent:
+            self.abandon_held()  # the gate would only hand them out to be dropped
         return True
 
-    def finish(self, entry: Entry, links: list[str] | None = None) -> list[Entry]:
+    def finish(self, entry: Entry, links: Sequence[str] | None = None) -> list[Entry]:
         """Mark a tried entry done; offer its links; return the newly admitted.
 
         ``links`` is None when the page had no links to follow (an error, a
@@ -299,14 +323,28 @@ class Frontier:
             # Nothing will ever change a finished entry's depth: keep only the
             # key (rule 6), ~100 bytes a URL less for big crawls.
             self.seen[entry.url] = _FINISHED
-        if not links:
-            return []
-        return self.discover(links, entry.depth, entry.url)
+        admitted = self.discover(links, entry.depth, entry.url) if links else []
+        return admitted + self._release_held()
 
-    def abandon(self, entry: Entry) -> None:
-        """Drop an unfinished entry without a record (stop, budget)."""
-        if entry.state in (EntryState.QUEUED, EntryState.FETCHING):
-            self._move(entry, EntryState.DROPPED)
+    def abandon(self, entry: Entry) -> list[Entry]:
+        """Drop an unfinished entry without a record (stop, budget); return
+        the held entries this lets through the depth gate."""
+        if entry.state not in (EntryState.QUEUED, EntryState.FETCHING):
+            return []
+        held = self._held.get(entry.depth)
+        if held is not None and entry in held:
+            del held[entry]
+            self.held -= 1
+        self._move(entry, EntryState.DROPPED)
+        return self._release_held()
+
+    def abandon_held(self) -> None:
+        """Drop every entry the depth gate holds (a stopping crawl)."""
+        for bucket in self._held.values():
+            for entry in bucket:
+                self._move(entry, EntryState.DROPPED)
+        self._held.clear()
+        self.held = 0
 
     # -- internals ---------------------------------------------------------
 
@@ -322,16 +360,29 @@ class Frontier:
         if self._remember:
             self.seen[url] = entry
         self._counts[EntryState.QUEUED] += 1
+        self._count_at(depth, +1)
         return entry
 
-    def _improve(self, entry: Entry, depth: int, admitted: list[Entry]) -> None:
-        """Lower ``entry``'s depth and propagate through stored out-links."""
-        work = [(entry, depth)]
+    def _improve(
+        self, entry: Entry, depth: int, referrer: str | None, admitted: list[Entry]
+    ) -> None:
+        """Lower ``entry``'s depth (``referrer`` is the page on the shorter
+        path) and propagate through stored out-links."""
+        work = [(entry, depth, referrer)]
         while work:
-            current, new_depth = work.pop()
+            current, new_depth, via = work.pop()
             if new_depth >= current.depth:
                 continue
+            if current.state in (EntryState.QUEUED, EntryState.FETCHING):
+                self._count_at(current.depth, -1)
+                self._count_at(new_depth, +1)
+                held = self._held.get(current.depth)
+                if held is not None and current in held:
+                    del held[current]  # re-judged at its new depth by _pass_gate
+                    self.held -= 1
+                    admitted.append(current)
             current.depth = new_depth
+            current.referrer = via
             if current.state is not EntryState.DONE or not current.links:
                 # Not fetched yet (its links will be offered at the new depth
                 # when it finishes), or nothing to propagate.
@@ -345,12 +396,60 @@ class Frontier:
                     if not self.budget_spent and self._in_scope(url):
                         admitted.append(self._admit(url, child_depth, current.url))
                 elif child_depth < child.depth:
-                    work.append((child, child_depth))
+                    work.append((child, child_depth, current.url))
 
     def _move(self, entry: Entry, state: EntryState) -> None:
+        unfinished = (EntryState.QUEUED, EntryState.FETCHING)
+        if entry.state in unfinished and state not in unfinished:
+            self._count_at(entry.depth, -1)
         self._counts[entry.state] -= 1
         self._counts[state] += 1
         entry.state = state
+
+    # -- the depth gate (rule 7) -------------------------------------------
+
+    def _count_at(self, depth: int, delta: int) -> None:
+        counts = self._unfinished_at
+        while len(counts) <= depth:
+            counts.append(0)
+        counts[depth] += delta
+        if delta > 0 and depth < self._low:
+            self._low = depth
+
+    def lowest_unfinished_depth(self) -> int | None:
+        """The smallest depth of any unfinished entry (None: nothing unfinished)."""
+        counts = self._unfinished_at
+        while self._low < len(counts) and counts[self._low] == 0:
+            self._low += 1
+        return self._low if self._low < len(counts) else None
+
+    def _pass_gate(self, admitted: list[Entry]) -> list[Entry]:
+        """The entries that may be handed out now; hold the others."""
+        if not self._gate or not admitted:
+            return admitted
+        low = self.lowest_unfinished_depth()
+        limit = 0 if low is None else low + 1
+        ready: list[Entry] = []
+        for entry in admitted:
+            if entry.state is not EntryState.QUEUED or entry.depth <= limit:
+                ready.append(entry)
+            else:
+                self._held.setdefault(entry.depth, {})[entry] = None
+                self.held += 1
+        return ready
+
+    def _release_held(self) -> list[Entry]:
+        """Hand out the held entries the lowest unfinished depth now allows."""
+        if not self.held:
+            return []
+        low = self.lowest_unfinished_depth()
+        limit = 0 if low is None else low + 1
+        released: list[Entry] = []
+        for depth in sorted(d for d in self._held if d <= limit):
+            bucket = self._held.pop(depth)
+            self.held -= len(bucket)
+            released.extend(bucket)
+        return released
 
     @staticmethod
     def _expect(entry: Entry, state: EntryState) -> None:

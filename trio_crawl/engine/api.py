@@ -20,7 +20,8 @@ from ..core.models import CrawlRecord
 from ..core.scrape import Request
 from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
-from .crawler import Crawler, EngineStatistics, RecordCallback
+from .crawler import Crawler, EngineStatistics
+from .delivery import RecordCallback
 
 T = TypeVar("T")
 

@@ -110,6 +110,7 @@ class RobotsCache:
         self._inflight: dict[str, trio.Event] = {}
         self._requests = 0
         self._unreachable = 0
+        self._connect_failures: dict[str, FetchError] = {}
 
     def policy_nowait(self, url: str) -> RobotsPolicy | None:
         """The fresh cached policy for ``url``'s origin, or None if a fetch is needed.
@@ -147,6 +148,12 @@ class RobotsCache:
             finally:
                 del self._inflight[key]
                 event.set()
+
+    def connect_failure(self, url: str) -> FetchError | None:
+        """The connection error of the last robots.txt fetch of ``url``'s
+        origin, if the host could not be reached at all (not a robots.txt
+        problem: its pages would fail the same way). Not a checkpoint."""
+        return self._connect_failures.get(robots_url(url))
 
     def statistics(self) -> RobotsCacheStatistics:
         return RobotsCacheStatistics(
@@ -199,6 +206,10 @@ class RobotsCache:
                 url = decision.url
                 hops += 1
                 continue
+            if failure is not None and failure.kind == "connect":
+                self._connect_failures[key] = failure
+            else:
+                self._connect_failures.pop(key, None)
             if decision.policy.temporary:
                 self._unreachable += 1
                 if failure is not None:  # say why: "connect: Connection refused"

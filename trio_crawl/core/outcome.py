@@ -1,0 +1,93 @@
+"""What one fetch attempt means for its URL: the engine's decision table.
+
+Pure, like h11's state machine: a result or an error goes in, one of four
+next steps comes out, and the engine does the I/O. No trio, no clock (the
+wall-clock time for ``Retry-After`` dates and the random source are passed
+in), so every branch is tested directly.
+
+    failure, retryable, attempts left  -> RETRY (after ``delay``)
+    status 429/502/503/504, attempts left -> RETRY
+    failure                            -> RECORD with the failure's kind
+    status 301/302/303/307/308         -> REDIRECT
+    status 429 / 5xx / 4xx             -> RECORD with http_429 / http_5xx / http_4xx
+    anything else                      -> PAGE (read it: links or a handler)
+
+A stopping crawl never retries: what has failed is recorded as it is.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass
+
+from .models import FetchError, FetchResult
+from .retry import RetryPolicy
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+class Step(enum.Enum):
+    RETRY = "retry"
+    RECORD = "record"
+    REDIRECT = "redirect"
+    PAGE = "page"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The next step; ``error`` is ``(kind, message)`` for a RECORD that
+    failed, ``delay`` the seconds to wait for a RETRY."""
+
+    step: Step
+    error: tuple[str, str] | None = None
+    delay: float = 0.0
+
+
+def http_error(status: int) -> tuple[str, str] | None:
+    """The error kind of a final HTTP status (None for a success)."""
+    if status == 429:
+        return ("http_429", "HTTP 429")
+    if status >= 500:
+        return ("http_5xx", f"HTTP {status}")
+    if status >= 400:
+        return ("http_4xx", f"HTTP {status}")
+    return None
+
+
+def decide(
+    *,
+    attempts: int,
+    result: FetchResult | None,
+    failure: FetchError | None,
+    policy: RetryPolicy,
+    stopping: bool,
+    rng: random.Random,
+    now_epoch: float,
+) -> Outcome:
+    """Decide what attempt number ``attempts`` (1 for the first) leads to.
+
+    Exactly one of ``result`` and ``failure`` is given. A URL is requested at
+    most ``policy.retries + 1`` times: attempt ``n`` is retried only while
+    ``n <= retries``.
+    """
+    if (result is None) == (failure is None):
+        raise ValueError("give exactly one of result and failure")
+    if not stopping and attempts <= policy.retries:
+        if failure is not None:
+            retry = policy.should_retry_error(failure.kind)
+        else:
+            assert result is not None
+            retry = policy.should_retry_status(result.status)
+        if retry:
+            retry_after = result.headers.get("retry-after") if result is not None else None
+            return Outcome(Step.RETRY, delay=policy.delay(attempts, rng, retry_after, now_epoch))
+    if failure is not None:
+        return Outcome(Step.RECORD, error=(failure.kind, failure.message))
+    assert result is not None
+    if result.status in REDIRECT_STATUSES:
+        return Outcome(Step.REDIRECT)
+    error = http_error(result.status)
+    if error is not None:
+        return Outcome(Step.RECORD, error=error)
+    return Outcome(Step.PAGE)

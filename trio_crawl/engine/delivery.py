@@ -1,0 +1,66 @@
+"""Where records and items go: the statistics, the caller's callbacks (a
+file sink writes and flushes there), and the streams of ``open_crawler``.
+
+Callbacks run synchronously in the crawler task that made the record, so a
+sink that writes in its callback loses nothing if the process is killed a
+moment later. Stream sends await room (backpressure): the crawler still
+holds its token then, so the crawl cannot end under a slow reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import trio
+
+from ..core.models import CrawlRecord
+from ..core.stats import CrawlStats
+
+RecordCallback = Callable[[CrawlRecord], None]
+ItemCallback = Callable[[object], None]
+
+
+class Delivery:
+    """Hands each record and item to everyone who wants it."""
+
+    def __init__(
+        self,
+        stats: CrawlStats,
+        *,
+        on_record: Iterable[RecordCallback] = (),
+        on_item: Iterable[ItemCallback] = (),
+        record_channel: trio.MemorySendChannel[CrawlRecord] | None = None,
+        item_channel: trio.MemorySendChannel[object] | None = None,
+    ) -> None:
+        self.stats = stats
+        self._on_record = list(on_record)
+        self._on_item = list(on_item)
+        self.record_channel = record_channel
+        self.item_channel = item_channel
+
+    def write_record(self, record: CrawlRecord) -> None:
+        """Count the record and call the callbacks. Not a checkpoint."""
+        self.stats.add(record)
+        for callback in self._on_record:
+            callback(record)
+
+    async def send_record(self, record: CrawlRecord) -> None:
+        """Send the record to the stream, if anyone reads it."""
+        if self.record_channel is not None:
+            try:
+                await self.record_channel.send(record)
+            except trio.BrokenResourceError:
+                # The reader left (open_crawler's block ended): it is cancelling
+                # us; records keep going to the callbacks until it does.
+                self.record_channel = None
+
+    async def item(self, item: object) -> None:
+        """Count a handler's item, call the callbacks, send it to the stream."""
+        self.stats.items += 1
+        for callback in self._on_item:
+            callback(item)
+        if self.item_channel is not None:
+            try:
+                await self.item_channel.send(item)
+            except trio.BrokenResourceError:
+                self.item_channel = None

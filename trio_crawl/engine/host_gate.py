@@ -1,0 +1,80 @@
+"""What stands between a URL and its first request: the host's robots.txt.
+
+The first URL of a host fetches robots.txt (others wait on that one fetch,
+``RobotsCache``), applies its Crawl-delay to the schedule and, with
+``--sitemaps``, seeds the crawl from the host's sitemaps. Then each URL gets
+one verdict:
+
+* ALLOW: go on to the schedule and the fetch;
+* WAIT: robots.txt failed (5xx, timeout) on a reachable server, so the host
+  is disallowed for a while: the URL waits (parked, still unfinished) for one
+  re-fetch of robots.txt, ``ROBOTS_RETRY_PERIOD`` later, then is judged again;
+* DISALLOW: recorded with kind ``robots``, never requested;
+* UNREACHABLE: the host refused or dropped the connection for robots.txt:
+  its pages are recorded with kind ``connect`` at once (a dead or mistyped
+  host is not a robots.txt refusal).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+
+from ..core.frontier import Entry
+from .politeness import ScheduleRoom
+from .robots_gate import RobotsCache
+
+#: How long an unreachable robots.txt keeps its host disallowed before the
+#: one re-fetch its URLs wait for.
+ROBOTS_RETRY_PERIOD = 10.0
+
+SeedSitemaps = Callable[[str, list[str]], Awaitable[None]]
+
+
+class Verdict(enum.Enum):
+    ALLOW = "allow"
+    WAIT = "wait"
+    DISALLOW = "robots"
+    UNREACHABLE = "connect"
+
+
+class HostGate:
+    """robots.txt verdicts for URLs, and the per-host set-up on first sight."""
+
+    def __init__(
+        self,
+        robots: RobotsCache | None,
+        schedule: ScheduleRoom,
+        seed_sitemaps: SeedSitemaps | None = None,
+    ) -> None:
+        self._robots = robots
+        self._schedule = schedule
+        self._seed_sitemaps = seed_sitemaps
+        self._hosts_set_up: set[str] = set()
+        self._waited: set[Entry] = set()
+
+    async def check(self, entry: Entry, host: str) -> tuple[Verdict, str]:
+        """The verdict for ``entry`` and, unless ALLOW, the reason to record.
+        A checkpoint when robots.txt must be fetched or sitemaps read."""
+        robots = self._robots
+        if robots is None:
+            return Verdict.ALLOW, ""
+        policy = robots.policy_nowait(entry.url)
+        if policy is None:
+            policy = await robots.policy_for(entry.url)
+        if host not in self._hosts_set_up:
+            self._hosts_set_up.add(host)
+            self._schedule.set_crawl_delay(host, policy.crawl_delay)
+            if self._seed_sitemaps is not None:
+                await self._seed_sitemaps(entry.url, policy.sitemaps)
+        if policy.allows(entry.url):
+            return Verdict.ALLOW, ""
+        if policy.temporary:
+            failure = robots.connect_failure(entry.url)
+            if failure is not None:
+                return Verdict.UNREACHABLE, failure.message
+            if entry not in self._waited:
+                self._waited.add(entry)
+                return Verdict.WAIT, ""
+        self._waited.discard(entry)
+        return Verdict.DISALLOW, f"disallowed ({policy.reason})"

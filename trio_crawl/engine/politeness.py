@@ -1,0 +1,82 @@
+"""The politeness schedule as a ``WorkPool`` room.
+
+``PoliteSchedule`` (pure, ``core/schedule.py``) decides when a host may get
+its next request; this wraps it with trio's clock and a timer task that hands
+URLs back to the pool when their time comes. A URL waiting here holds no
+crawler and blocks no other host, and it still counts as unfinished work
+(the room's ``waiting``). Every hand-over publishes in the same synchronous
+step that takes the URL off the schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import trio
+
+from ..core.frontier import Entry
+from ..core.schedule import PoliteSchedule
+
+
+class ScheduleRoom:
+    """Per-host rate and concurrency limits, retry back-offs: a pool room."""
+
+    def __init__(
+        self,
+        schedule: PoliteSchedule[Entry],
+        publish: Callable[[Entry], None],
+    ) -> None:
+        self.schedule = schedule
+        self._publish = publish
+        self._changed = trio.Event()
+
+    @property
+    def waiting(self) -> int:
+        return self.schedule.waiting
+
+    def set_crawl_delay(self, host: str, delay: float | None) -> None:
+        self.schedule.set_crawl_delay(host, delay)
+
+    def try_start(self, entry: Entry, host: str) -> bool:
+        """Reserve a slot of ``host`` for ``entry`` now, or park it (False)."""
+        if self.schedule.try_start(entry, host, trio.current_time()):
+            return True
+        self._changed.set()
+        return False
+
+    def release(self, host: str) -> None:
+        """A request to ``host`` is over: its slot may go to a parked URL."""
+        self.schedule.release(host)
+        if self.schedule.waiting:
+            self._hand_over_ready()
+            self._changed.set()
+
+    def unreserve(self, entry: Entry, host: str) -> None:
+        """``entry`` will not be fetched after all (robots, budget, stop)."""
+        self.schedule.unreserve(entry, host)
+
+    def defer(self, entry: Entry, host: str, delay: float) -> None:
+        """Park ``entry`` (a retry) for ``delay`` seconds."""
+        self.schedule.defer(entry, host, trio.current_time() + delay)
+        self._changed.set()
+
+    def drain(self) -> list[Entry]:
+        """Take every parked URL off the schedule (a stopping crawl)."""
+        drained = self.schedule.drain()
+        self._changed.set()
+        return drained
+
+    def _hand_over_ready(self) -> None:
+        for entry in self.schedule.pop_ready(trio.current_time()):
+            self._publish(entry)
+
+    async def serve(self) -> None:
+        """Hand parked URLs back to the crawlers when their time comes."""
+        while True:
+            deadline = self.schedule.next_deadline()
+            with trio.move_on_at(math.inf if deadline is None else deadline):
+                await self._changed.wait()
+            if self._changed.is_set():
+                self._changed = trio.Event()
+            self._hand_over_ready()

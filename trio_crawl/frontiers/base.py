@@ -1,0 +1,122 @@
+"""The one face every frontier backend shows the engine.
+
+A frontier decides which URLs the crawl will fetch, at what depth, and keeps
+count of the unfinished ones. The engine calls it at each step of a URL's
+life and never asks where the URLs are kept:
+
+    admit (start URLs, sitemap seeds, a page's links, a handler's request,
+    a redirect's target) -> hand out (``publish``) -> start -> finish | abandon
+
+Rules a backend keeps (the engine's termination invariant rests on them):
+
+1. Every admitted URL is either handed to ``publish`` (in the same
+   synchronous step that stops counting it in ``waiting``) or counted in
+   ``waiting`` until it is. The backend is a room of the ``WorkPool``.
+2. ``unfinished`` counts admitted URLs not yet finished or abandoned: those
+   handed out and those waiting. The engine cross-checks it when the pool
+   says the crawl is idle: a mismatch is a bug and ends the crawl loudly.
+3. A page's children are admitted (and, for a durable backend, stored)
+   inside ``finish``, before the page's record is written, so a crash can
+   lose a record's children only together with the record.
+4. ``budget_spent`` is final: once true, nothing new is handed out, and
+   waiting URLs stop counting as work (they stay stored for a resume with a
+   larger budget).
+
+Backends: ``MemoryFrontier`` (``memory``) and ``SqliteFrontier``
+(``sqlite``, the ``--state`` file, resumable). A shared one (Redis) fits the
+same face: ``serve`` is where it would wait for other processes' work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from ..core.frontier import Entry, FrontierStatistics, RedirectOutcome
+
+#: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
+Publish = Callable[[Entry], None]
+
+
+class FrontierBackend(Protocol):
+    """Where a crawl's URLs live between discovery and record."""
+
+    def attach(
+        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+    ) -> None:
+        """Give the backend the pool's ``publish``, ``check_idle`` and the
+        count of URLs queued in its channel; called once, before anything
+        else. Not a checkpoint."""
+        ...
+
+    async def admit_start_urls(self) -> None:
+        """Admit the crawl's start URLs (and seeds); hand out what fits."""
+        ...
+
+    async def serve(self) -> None:
+        """Runs beside the crawlers for the whole crawl (refill from disk,
+        flush writes); cancelled when the crawl ends. May return at once."""
+        ...
+
+    def want_more(self, queued: int) -> None:
+        """The pool took an item and ``queued`` are left. Not a checkpoint."""
+        ...
+
+    async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
+        """Admit in-scope URLs found in a sitemap, at depth 0."""
+        ...
+
+    def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
+        """Admit a URL a handler asked for (with its Request as payload);
+        False if it is not followable. Not a checkpoint."""
+        ...
+
+    async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
+        """Decide about a redirect's canonical target and admit it if new."""
+        ...
+
+    def start(self, entry: Entry) -> bool:
+        """About to fetch ``entry``: False (and it is dropped) when the page
+        budget is spent. Retries of a started entry return True."""
+        ...
+
+    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
+        """``entry`` was tried: admit its links and count it done. Called
+        before its record is written (rule 3)."""
+        ...
+
+    def recorded(self, entry: Entry) -> None:
+        """``entry``'s record has been written: a durable backend may now
+        store it as done. Not a checkpoint."""
+        ...
+
+    def abandon(self, entry: Entry) -> None:
+        """Drop ``entry`` without a record (stop, budget). Not a checkpoint."""
+        ...
+
+    def stop(self) -> None:
+        """The crawl is stopping: drop waiting URLs from the count (a durable
+        backend keeps them stored for the next run). Not a checkpoint."""
+        ...
+
+    def was_refetched(self, entry: Entry) -> bool:
+        """Whether an earlier run had ``entry`` in flight (the server may
+        have seen it twice). Not a checkpoint."""
+        ...
+
+    @property
+    def waiting(self) -> int:
+        """Admitted URLs not handed out yet (the pool's room count)."""
+        ...
+
+    @property
+    def unfinished(self) -> int: ...
+
+    @property
+    def budget_spent(self) -> bool: ...
+
+    def statistics(self) -> FrontierStatistics: ...
+
+    async def aclose(self) -> None:
+        """Write what is pending; bounded, safe to call when cancelled."""
+        ...
