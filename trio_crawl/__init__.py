@@ -13,6 +13,10 @@ from .core.stats import CrawlSummary
 from .engine.api import RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher
+from .frontiers.base import FrontierBackend
+from .frontiers.memory import MemoryFrontier
+from .frontiers.sqlite import SqliteFrontier
+from .workpool import Room, WorkPool, WorkPoolStatistics
 
 __all__ = [
     "ConfigError",
@@ -26,10 +30,16 @@ __all__ = [
     "FetchError",
     "FetchResult",
     "Fetcher",
+    "FrontierBackend",
     "Handler",
+    "MemoryFrontier",
     "Page",
     "Request",
+    "Room",
     "RunningCrawl",
+    "SqliteFrontier",
+    "WorkPool",
+    "WorkPoolStatistics",
     "open_crawler",
     "open_fetcher",
     "run_crawl",
