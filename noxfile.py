@@ -35,7 +35,8 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """Build the documentation site (mkdocs --strict: any warning fails) into site/."""
+    """Build the documentation site (mkdocs --strict: any warning fails) into site/,
+    then check the HTML: every snippet included, no leftover markup (docs/check_site.py)."""
     session.install(
         "mkdocs>=1.6,<2",
         "mkdocs-material>=9.5,<10",
@@ -43,6 +44,7 @@ def docs(session: nox.Session) -> None:
         "ruff>=0.6",
     )
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("python", "docs/check_site.py", "site")
 
 
 @nox.session(python=PYTHON)
