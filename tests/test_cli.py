@@ -205,3 +205,15 @@ def test_bad_handler_spec_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("http://127.0.0.1:1/", "--handler", "no_such_module_xyz:run")
     assert result.returncode == 2
     assert result.stderr.startswith("trio-crawl: error: cannot import handler module")
+
+
+def test_every_option_has_help_text() -> None:
+    from trio_crawl.cli.main import build_parser
+
+    parser = build_parser()
+    missing = [
+        action.option_strings or action.dest for action in parser._actions if not action.help
+    ]
+    assert not missing
+    fetcher = next(a for a in parser._actions if "--fetcher" in a.option_strings)
+    assert fetcher.help is not None and "asks cannot be installed" in fetcher.help

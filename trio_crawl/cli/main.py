@@ -94,9 +94,21 @@ def build_parser(
     )
     p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
     p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
-    p.add_argument("--max-retry-after", type=_positive_float, default=60.0)
+    p.add_argument(
+        "--max-retry-after",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait a Retry-After header can ask for before a retry (default 60)",
+    )
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
-    p.add_argument("--fetcher", choices=FETCHERS, default="curl", help="HTTP backend")
+    p.add_argument(
+        "--fetcher",
+        choices=FETCHERS,
+        default="curl",
+        help="HTTP backend (default curl). asks cannot be installed beside the current trio"
+        " (it needs trio < 0.24 and anyio 3): see README, Fetchers, and `nox -s asks`",
+    )
     p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
     p.add_argument(
         "--handler",
