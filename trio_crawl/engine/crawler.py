@@ -227,6 +227,11 @@ class Crawler:
             return  # parked in the schedule; our token goes back to the pool
         if not self.frontier.start(entry):
             return self.schedule.release(host)
+        if entry.attempts == 1 and self.frontier.budget_spent:
+            # That was the last page of the budget: what waits for a first
+            # start will never get one, so it stops counting as work now.
+            for parked in self.schedule.remove_unstarted():
+                self.frontier.abandon(parked)
         t0 = trio.current_time()
         result: FetchResult | None = None
         failure: FetchError | None = None
