@@ -291,6 +291,10 @@ def test_allow_all_and_disallow_all() -> None:
 
 def test_decode_robots_drops_bom_and_replaces_bad_bytes() -> None:
     assert decode_robots(b"\xef\xbb\xbfUser-agent: *\n") == "User-agent: *\n"
+    assert decode_robots(b"\xef\xbbUser-agent: *\n") == "User-agent: *\n"  # partial
+    assert decode_robots(b"\xefUser-agent: *\n") == "User-agent: *\n"
+    assert decode_robots(b"\xef\x11User-agent: *\n") == "\x11User-agent: *\n"
+    assert decode_robots(b"\n\xef\xbb\xbf") == "\n\ufeff"  # only at the start
     assert decode_robots(b"Disallow: /caf\xe9\n") == "Disallow: /caf\ufffd\n"
     policy = RobotsPolicy.parse(decode_robots(b"\xef\xbb\xbfUser-agent: *\nDisallow: /x\n"), UA)
     assert not policy.allows("http://example.com/x")

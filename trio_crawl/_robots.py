@@ -8,7 +8,9 @@ Rules (RFC 9309 section numbers in brackets):
 2. 2xx: parse the body [2.3.1.1]. At most ``MAX_ROBOTS_BYTES`` (500 KiB) are
    read [2.5]; a line cut by that limit is dropped whole, so a truncated
    ``Disallow: /private`` never becomes a broader ``Disallow: /pr``. Bytes are
-   decoded as UTF-8 with replacement and a leading BOM is ignored.
+   decoded as UTF-8 with replacement, after skipping a UTF-8 byte order mark
+   at the start, whole or partial (``EF BB BF``, ``EF BB`` or ``EF``), as
+   Google's reference parser does.
 3. 3xx: follow ``Location`` (the fetcher never does) for up to
    ``MAX_ROBOTS_REDIRECTS`` (5) hops, even to another origin, and apply the
    file found there to the *original* origin [2.3.1.2]. Beyond 5 hops, or
@@ -222,13 +224,26 @@ class RobotsFinal:
 RobotsDecision = RobotsFollow | RobotsFinal
 
 
+#: A UTF-8 byte order mark; files may start with all of it or with its first bytes.
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_robots(body: bytes) -> str:
-    """``body`` as text: the first ``MAX_ROBOTS_BYTES``, cut back to a whole line."""
+    """``body`` as text: the first ``MAX_ROBOTS_BYTES``, cut back to a whole line.
+
+    A byte order mark at the start is skipped, even a partial one (``EF BB``
+    or ``EF``), as Google's reference parser does; it is never decoded into
+    U+FFFD, which would spoil the first line.
+    """
     if len(body) > MAX_ROBOTS_BYTES:
         cut = body[:MAX_ROBOTS_BYTES]
         end = max(cut.rfind(b"\n"), cut.rfind(b"\r"))
         body = cut[: end + 1] if end >= 0 else b""
-    return body.decode("utf-8-sig", errors="replace")
+    for size in (3, 2, 1):
+        if body[:size] == _BOM[:size]:
+            body = body[size:]
+            break
+    return body.decode("utf-8", errors="replace")
 
 
 def interpret_robots_response(
