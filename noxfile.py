@@ -90,7 +90,6 @@ ASKS_PINS = [
     # the rest of trio-crawl's dependencies and its [test] extra
     "lxml>=5.0",
     "beautifulsoup4>=4.12",
-    "protego>=0.3",
     "ada-url>=1.15",
     "rich>=13.0",
     "pycurl>=7.45",
