@@ -28,6 +28,7 @@ class Totals:
     bytes: int = 0
 
 
+# --8<-- [start:walk]
 async def walk(root: str, workers: int = 8) -> Totals:
     """Count the directories, regular files and file bytes under ``root``
     (symbolic links are not followed; unreadable directories are skipped)."""
@@ -60,6 +61,9 @@ async def walk(root: str, workers: int = 8) -> Totals:
     pool.publish(root)
     await pool.run(visit)
     return totals
+
+
+# --8<-- [end:walk]
 
 
 def main() -> None:
