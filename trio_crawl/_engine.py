@@ -743,6 +743,7 @@ class Crawler:
             elapsed_ms=elapsed_ms,
             links=links,
             attempts=entry.attempts,
+            t=round(trio.current_time() - (self._started_at or 0.0), 3),
         )
 
     async def _admit_from_disk(
