@@ -67,7 +67,8 @@ def build_parser(
     p = _Parser(
         prog=prog,
         description="Crawl web sites and write one JSON line per URL tried.",
-        epilog="Run `trio-crawl demo` to crawl a built-in local site.",
+        epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
+        "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
     )
     if with_urls:
         p.add_argument(
@@ -201,6 +202,7 @@ async def crawl_with_ui(
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
     prepared: PreparedState | None = None,
     window: int = DEFAULT_WINDOW,
+    output: str | None = None,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -249,7 +251,7 @@ async def crawl_with_ui(
             summary = await crawler.run()
             nursery.cancel_scope.cancel()
     if not quiet:
-        print_summary(summary, sys.stderr)
+        print_summary(summary, sys.stderr, output)
     return exit_code
 
 
@@ -285,6 +287,10 @@ def run_cli(argv: Sequence[str]) -> int:
         from ._demo_cli import run_demo
 
         return run_demo(list(argv[1:]))
+    if argv and argv[0] == "report":
+        from ._report_cli import run_report
+
+        return run_report(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
         if args.status:
@@ -331,6 +337,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
                 item_writer=item_writer,
                 prepared=prepared,
                 window=getattr(args, "max_queue", None) or DEFAULT_WINDOW,
+                output=None if args.output == "-" else args.output,
             )
             return trio.run(run, config, writer)
     except (UsageError, StateUsageError) as exc:
