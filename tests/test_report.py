@@ -328,6 +328,23 @@ def test_cli_torn_last_line_warns_and_writes(tmp_path: Path) -> None:
     assert out.exists()
 
 
+@needs_matplotlib
+def test_cli_reads_stdin_and_writes_stdout(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "crawl.jsonl", RECORDS[:1])
+    with src.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "trio_crawl", "report", "-", "-o", "-"],
+            capture_output=True,
+            timeout=TIMEOUT,
+            stdin=stdin,
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b""
+    page_html = result.stdout.decode("utf-8")
+    assert page_html.startswith("<!DOCTYPE html>") and "stdin, 1 record;" in page_html
+    assert "<title>trio-crawl report: stdin</title>" in page_html
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

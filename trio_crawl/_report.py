@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import random
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from ._stats import percentile
@@ -371,7 +373,10 @@ def read_records(path: str, warn: Callable[[str], None]) -> Iterator[dict[str, A
     (left by a crawl killed mid-write) is skipped with a call to ``warn``.
     """
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below, also on error
+        if path == "-":  # stdin: `trio-crawl URL -o - | trio-crawl report -`
+            stream: BinaryIO = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+        else:
+            stream = open(path, "rb")  # noqa: SIM115 - closed below, also on error
     except OSError as exc:
         raise ReportInputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
     with stream:

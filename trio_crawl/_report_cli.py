@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write one self-contained HTML page (charts as inline SVG, "
         "viewable offline) about a crawl's JSON Lines output.",
     )
-    p.add_argument("input", metavar="FILE", help="JSON Lines written by trio-crawl -o FILE")
+    p.add_argument(
+        "input", metavar="FILE", help="JSON Lines written by trio-crawl -o FILE ('-' = stdin)"
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -114,16 +116,20 @@ def run_report(argv: Sequence[str]) -> int:
         data = aggregate_file(args.input, top=args.top, failures_per_kind=args.failures_per_kind)
     except ReportInputError as exc:
         return _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
     for warning in data.warnings:
         print(f"trio-crawl: warning: {warning}", file=sys.stderr)
-    page = render_html(data, source=os.path.basename(args.input))
+    source = "stdin" if args.input == "-" else os.path.basename(args.input)
+    page = render_html(data, source=source)
     try:
         size = _write(args.output, page)
     except OSError as exc:
         return _fail(f"cannot write {args.output!r}: {exc.strerror or exc}")
     if args.output != "-":
         print(
-            f"trio-crawl: wrote {args.output} ({data.records:,} records, {format_size(size)}) "
+            f"trio-crawl: wrote {args.output} ({data.records:,} "
+            f"record{'' if data.records == 1 else 's'}, {format_size(size)}) "
             f"in {time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )

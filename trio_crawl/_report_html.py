@@ -472,6 +472,7 @@ def render_html(data: ReportData, *, source: str, generated: dt.datetime | None 
         grid.append(_figure_html("slowest", slowest_chart(data)))
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in _notes(data))
     name = _e(source)
+    count = f"{data.records:,} record{'' if data.records == 1 else 's'}"
     latency_text = (
         f"p50 {_ms(lat.p50)}, p95 {_ms(lat.p95)}, p99 {_ms(lat.p99)}; "
         f"min {_ms(lat.min)}, mean {_ms(lat.mean)}, max {_ms(lat.max)} "
@@ -488,7 +489,7 @@ def render_html(data: ReportData, *, source: str, generated: dt.datetime | None 
 </head>
 <body>
 <h1>trio-crawl report</h1>
-<p class="sub">{name}, {data.records:,} records; generated {generated:%Y-%m-%d %H:%M} UTC</p>
+<p class="sub">{name}, {count}; generated {generated:%Y-%m-%d %H:%M} UTC</p>
 <div class="cards">{"".join(cards)}</div>
 {notes}
 <h2>Throughput</h2>
