@@ -103,6 +103,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:,.3g} s"
 
 
+def _short_ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
+
+
 def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:,.1f} ms"
 
@@ -446,7 +452,7 @@ def render_html(data: ReportData, *, source: str, generated: dt.datetime | None 
     percentiles = (lat.p50, lat.p95, lat.p99)
     cards += [
         _card(
-            " / ".join("–" if v is None else f"{v:,.0f}" for v in percentiles),
+            " / ".join(_short_ms(v) for v in percentiles),
             "p50 / p95 / p99 ms",
         ),
         _card("–" if data.hosts_seen is None else f"{data.hosts_seen:,}", "hosts"),
