@@ -66,7 +66,8 @@ def build_parser(
     p = _Parser(
         prog=prog,
         description="Crawl web sites and write one JSON line per URL tried.",
-        epilog="Run `trio-crawl demo` to crawl a built-in local site.",
+        epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
+        "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
     )
     if with_urls:
         p.add_argument(
@@ -211,6 +212,7 @@ async def crawl_with_ui(
     quiet: bool,
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
     frontier: SqliteFrontier | None = None,
+    output: str | None = None,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -250,7 +252,7 @@ async def crawl_with_ui(
             summary = await crawler.run()
             nursery.cancel_scope.cancel()
     if not quiet:
-        print_summary(summary, sys.stderr)
+        print_summary(summary, sys.stderr, output)
     return exit_code
 
 
@@ -287,6 +289,10 @@ def run_cli(argv: Sequence[str]) -> int:
         from .demo import run_demo
 
         return run_demo(list(argv[1:]))
+    if argv and argv[0] == "report":
+        from .report import run_report
+
+        return run_report(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
         if args.status:
@@ -332,6 +338,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
                 quiet=args.quiet,
                 item_writer=item_writer,
                 frontier=frontier,
+                output=None if args.output == "-" else args.output,
             )
             return trio.run(run, config, writer)
     except (UsageError, StateUsageError) as exc:

@@ -91,7 +91,8 @@ class CrawlRecord:
 
     ``url`` is the canonical URL; ``status`` is ``None`` when no HTTP answer was
     had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
-    distinct links extracted from the page (0 for non-HTML).
+    distinct links extracted from the page (0 for non-HTML); ``t`` is when the
+    record was made, in seconds since the crawl (this run of it) started.
     """
 
     url: str
@@ -104,6 +105,7 @@ class CrawlRecord:
     elapsed_ms: float | None = None
     links: int = 0
     attempts: int = 1
+    t: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +120,7 @@ class CrawlRecord:
             "elapsed_ms": self.elapsed_ms,
             "links": self.links,
             "attempts": self.attempts,
+            "t": self.t,
         }
         if self.extra:
             out.update(self.extra)

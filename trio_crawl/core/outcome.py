@@ -103,9 +103,11 @@ def make_record(
     redirect: str | None = None,
     links: int = 0,
     tb: str | None = None,
+    t: float | None = None,
 ) -> CrawlRecord:
     """The record of ``entry``'s last attempt: its response (if any), the
-    error ``(kind, message)`` (if any), and what was followed from it."""
+    error ``(kind, message)`` (if any), what was followed from it, and ``t``,
+    when it was written (seconds since the crawl started)."""
     return CrawlRecord(
         url=entry.url,
         status=None if result is None else result.status,
@@ -117,4 +119,5 @@ def make_record(
         elapsed_ms=elapsed_ms,
         links=links,
         attempts=entry.attempts,
+        t=t,
     )

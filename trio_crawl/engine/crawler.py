@@ -200,6 +200,10 @@ class Crawler:
         request = entry.payload
         self._pool.publish(entry, request.priority if isinstance(request, Request) else 0)
 
+    def _elapsed(self) -> float:
+        """Seconds since this run of the crawl started (a record's ``t``)."""
+        return round(trio.current_time() - (self._started_at or 0.0), 3)
+
     def _drop(self, entry: Entry, host: str) -> None:
         self.schedule.unreserve(entry, host)
         self.frontier.abandon(entry)
@@ -216,7 +220,8 @@ class Crawler:
                 return self.schedule.defer(entry, host, ROBOTS_RETRY_PERIOD)
             if verdict is not Verdict.ALLOW:
                 self.schedule.unreserve(entry, host)
-                return await self._finish(entry, make_record(entry, (verdict.value, reason)))
+                record = make_record(entry, (verdict.value, reason), t=self._elapsed())
+                return await self._finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
         if not self.schedule.try_start(entry, host):
@@ -250,7 +255,7 @@ class Crawler:
         if outcome.step is Step.RETRY:
             return self.schedule.defer(entry, host, outcome.delay)
         if outcome.step is Step.RECORD:
-            record = make_record(entry, outcome.error, result, elapsed_ms)
+            record = make_record(entry, outcome.error, result, elapsed_ms, t=self._elapsed())
             return await self._finish(entry, record)
         assert result is not None
         if outcome.step is Step.REDIRECT:
@@ -269,7 +274,13 @@ class Crawler:
     async def _read_page(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
         page = await self._pages.read(entry, result, self._handler_for(entry))
         record = make_record(
-            entry, page.error, result, elapsed_ms, links=page.followed, tb=page.traceback
+            entry,
+            page.error,
+            result,
+            elapsed_ms,
+            links=page.followed,
+            tb=page.traceback,
+            t=self._elapsed(),
         )
         await self._finish(entry, record, page.links)
 
@@ -289,7 +300,7 @@ class Crawler:
             outcome = await self.frontier.admit_redirect(entry, target)
             if outcome in _FAILED_REDIRECTS:
                 error = (outcome.value, f"redirect to {target}")
-        record = make_record(entry, error, result, elapsed_ms, redirect=target)
+        record = make_record(entry, error, result, elapsed_ms, redirect=target, t=self._elapsed())
         await self._finish(entry, record)
 
     async def _seed_from_sitemaps(self, page_url: str, listed: list[str]) -> None:
