@@ -63,6 +63,20 @@ checksummed). That trade is right for a crawl: the cost of losing a few seconds 
 state is re-fetching a few pages, and an fsync per batch would cost more than the
 batch.
 
+One crawl per file
+------------------
+``open`` (with ``lock=True``, the default) takes an exclusive advisory lock,
+``flock(LOCK_EX | LOCK_NB)`` on ``PATH.lock`` beside the file, and holds it until
+``close``; it writes its pid into that file for the message of the next opener, which
+fails at once with ``StateInUseError``. flock locks belong to an open file, not a
+process, so a second ``open`` in the same process is refused too. The kernel drops
+the lock when the process dies, however it dies (``kill -9`` included), so a lock is
+never stale; ``close`` removes ``PATH.lock`` while still holding it, and an opener
+that locked a file removed under it tries again. Readers (``--status``) open with
+``lock=False`` and take no lock: WAL lets them read while the crawl writes. Needs
+``fcntl`` (Linux, macOS, the BSDs) and a local file system; on Windows nothing is
+locked.
+
 Threads
 -------
 The connection is opened with ``check_same_thread=False`` so that a worker thread may
@@ -76,9 +90,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import io
 import itertools
 import json
+import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -86,6 +103,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.bloom import GrowingBloom, RecentSet
+
+if sys.platform != "win32":
+    import fcntl
 
 SCHEMA_VERSION = 1
 #: Written in the SQLite header (``PRAGMA application_id``): "tcrl".
@@ -199,6 +219,87 @@ class StateStatistics:
     false_positives: int
 
 
+# -- the lock -----------------------------------------------------------------
+
+
+class StateInUseError(Exception):
+    """The state file is open for crawling by another ``CrawlState`` (in another
+    process, or this one). The message is one line; ``pid`` is the holder's, when
+    it could be read."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        holder = "" if pid is None else f" (pid {pid})"
+        super().__init__(
+            f"{path} is in use by another trio-crawl{holder}; wait for it to end,"
+            " or use another --state file"
+        )
+        self.path = path
+        self.pid = pid
+
+
+class _StateLock:
+    """An exclusive ``flock`` on ``PATH.lock`` (see "One crawl per file")."""
+
+    def __init__(self, file: io.FileIO, path: Path) -> None:
+        self._file: io.FileIO | None = file
+        self.path = path
+
+    @classmethod
+    def acquire(cls, db: Path) -> _StateLock | None:
+        """Lock ``db`` for this object, or raise StateInUseError (ValueError if the
+        lock file cannot be made). None where there is no ``fcntl``."""
+        if sys.platform == "win32":
+            return None
+        path = db.with_name(db.name + ".lock")
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
+            file = io.FileIO(fd, "r+", closefd=True)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(fd)
+                file.close()
+                raise StateInUseError(db, pid) from None
+            except OSError as exc:
+                file.close()
+                raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
+            if _is_at(fd, path):
+                break
+            # The holder we waited for removed the file after we opened it: nobody
+            # else will open this one, so this lock means nothing. Again.
+            file.close()
+        data = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, data, 0)  # over the pid of a killed holder, then cut to size
+        os.ftruncate(fd, len(data))
+        return cls(file, path)
+
+    def release(self) -> None:
+        """Remove the lock file, then unlock (idempotent)."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        if _is_at(file.fileno(), self.path):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        file.close()
+
+
+def _read_pid(fd: int) -> int | None:
+    text = os.pread(fd, 32, 0).split(b"\n", 1)[0]
+    return int(text) if text.isdigit() else None
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the open file ``fd``."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
 # -- the store ----------------------------------------------------------------
 
 
@@ -216,9 +317,11 @@ class CrawlState:
         expected_urls: int,
         bits_per_url: int,
         recent_urls: int,
+        lock: _StateLock | None = None,
     ) -> None:
         """Use ``CrawlState.open``; this takes a connection already checked."""
         self._conn: sqlite3.Connection | None = conn
+        self._lock = lock
         self.path = path
         self._guard = threading.Lock()
         self._counts = [0] * len(State)
@@ -239,12 +342,16 @@ class CrawlState:
         path: str | Path,
         *,
         create: bool = True,
+        lock: bool = True,
         expected_urls: int = 100_000,
         bits_per_url: int = 16,
         recent_urls: int = 32_768,
     ) -> CrawlState:
         """Open the state file at ``path``, creating it (if ``create``) when missing.
 
+        With ``lock`` (the default), hold the file's lock until ``close``: no other
+        ``CrawlState`` opened with ``lock=True``, in this process or another, can
+        open it meanwhile. Pass ``lock=False`` only to read (``--status``).
         ``expected_urls`` sizes the Bloom filter (it grows past that, a little less
         accurate); ``bits_per_url`` is its memory per URL; ``recent_urls`` bounds the
         exact recent-URL set (it holds up to twice that).
@@ -254,6 +361,8 @@ class CrawlState:
             ValueError: the file is not a trio-crawl state file (another program's
                 database, not a database at all, a newer schema, or damaged); the
                 message is one line and names the file. The file is not modified.
+                Also raised if the lock file cannot be created.
+            StateInUseError: ``lock`` is True and the file is open with a lock.
         """
         path = Path(path)
         if not create and not path.exists():
@@ -266,7 +375,10 @@ class CrawlState:
             )
         except sqlite3.Error as exc:
             raise ValueError(f"{path}: cannot open the state file ({exc})") from None
+        held: _StateLock | None = None
         try:
+            # Locked before the first read: a second crawl never sees the counts.
+            held = _StateLock.acquire(path) if lock else None
             _check_or_create(conn, path)
             return cls(
                 conn,
@@ -274,17 +386,24 @@ class CrawlState:
                 expected_urls=expected_urls,
                 bits_per_url=bits_per_url,
                 recent_urls=recent_urls,
+                lock=held,
             )
         except BaseException:
             conn.close()
+            if held is not None:
+                held.release()
             raise
 
     def close(self) -> None:
-        """Close the connection (idempotent). Everything applied is already committed."""
+        """Close the connection, then release the lock (idempotent). Everything
+        applied is already committed."""
         with self._guard_only():
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> CrawlState:
         return self
