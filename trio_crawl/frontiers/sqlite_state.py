@@ -1,6 +1,7 @@
 """The crawl's state on disk: one SQLite file from which a stopped crawl resumes.
 
-Pure and synchronous: stdlib ``sqlite3`` only, no trio, no clock. The engine calls it
+Pure and synchronous: the standard library only (``sqlite3``, ``fcntl``), no trio,
+no clock. The engine calls it
 from one worker thread (``trio.to_thread.run_sync``) and owns the memory window.
 
 Rules
@@ -15,7 +16,9 @@ Rules
             |                      |    +--Finish-----|--|-----------> DONE
             +---- recover() -------+------------------+  +-- Start (a retry)
 
-       Drop: QUEUED_DISK, QUEUED_MEM or FETCHING -> DROPPED. DONE, DROPPED are final.
+   DONE is final. (DROPPED, 4, is reserved: no operation makes it. It keeps its row
+   in ``counts`` and its key in ``progress()``, so files and ``--status`` keep their
+   shape across versions.)
 
    ``Admit`` creates a QUEUED_DISK row, or with ``in_memory=True`` a QUEUED_MEM one
    (a URL the engine keeps in its window at once). ``recover()``, on resume, returns
@@ -24,15 +27,15 @@ Rules
 2. Every mutation is one transaction: a batch of ops (``apply``), one chunk of seeds,
    one take. A crash loses at most the transaction being written, never half of it.
 3. Start or Finish of a row that is not QUEUED_MEM or FETCHING (unknown, still on
-   disk, done, dropped) is the caller's bug: the whole batch is rolled back and
-   RuntimeError raised. Drop, like ``Frontier.abandon``, leaves finished rows alone.
-   Admit of a known URL is ignored (INSERT OR IGNORE); Improve only lowers a depth.
+   disk, done) is the caller's bug: the whole batch is rolled back and RuntimeError
+   raised. Admit of a known URL is ignored (INSERT OR IGNORE): its depth stays the
+   depth at which it was first found.
 4. The number of rows in each state is kept in the ``counts`` table, written in the
    same transactions as the rows, so ``progress()`` is O(1) and exact after a crash.
 5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
    QUEUED_DISK rows, so taking the oldest ones costs O(taken), however many rows
    are done.
-6. ``filter_unseen`` answers from memory when it can (``_bloom``): an exact set of
+6. ``filter_unseen`` answers from memory when it can (``core/bloom.py``): an exact set of
    recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
    filter's "no" says "unseen", and only its "maybe" is checked in the database, in
    one query per 256 "maybe"s. The Bloom filter is built from the table on first use
@@ -41,15 +44,16 @@ Rules
 How the engine uses it
 ----------------------
 1. ``open``; ``load_settings()`` is None for a new crawl (``save_settings``), else
-   this is a resume: ``recover()`` first, and mark the records of the URLs it
-   returns (they may have been fetched already).
+   this is a resume: ``mark_recorded`` the URLs the output file has records for,
+   then ``recover()``, whose URLs may have been fetched already (their new records
+   say so).
 2. ``add_seeds(stream)``: idempotent, so a resume passes the same seeds again.
 3. Per page: ``filter_unseen(links)`` gives the new ones; the engine remembers what
    it decided to admit until its batch of ``Admit`` ops has been applied.
 4. ``take_queued(room)`` refills the memory window as it drains; ``apply`` a batch
-   of Start / Finish / Drop / Improve / Admit ops every so often.
-5. A graceful stop does not Drop what is queued in memory: it closes, and the next
-   ``recover()`` puts those rows back on the disk queue.
+   of Admit / Start / Finish ops every so often.
+5. A graceful stop leaves what is queued in memory as it is: it closes, and the
+   next ``recover()`` puts those rows back on the disk queue.
 
 Durability
 ----------
@@ -122,11 +126,13 @@ CREATE TABLE urls (
     depth INTEGER NOT NULL,
     referrer TEXT,
     state INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    not_before REAL
+    attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX urls_disk_queue ON urls (id) WHERE state = 0;
 """
+# Files made before issue #9 have one more column, ``urls.not_before REAL``, that no
+# version ever read or wrote. Every statement names its columns, so those files open
+# and resume as they are, and new files open in those versions: both are version 1.
 
 
 class State(enum.IntEnum):
@@ -136,10 +142,11 @@ class State(enum.IntEnum):
     QUEUED_MEM = 1
     FETCHING = 2
     DONE = 3
+    #: Reserved: no operation makes it (rule 1).
     DROPPED = 4
 
 
-_QD, _QM, _FE, _DN, _DR = (s.value for s in State)
+_QD, _QM, _FE, _DN = (s.value for s in State if s is not State.DROPPED)
 
 
 # -- operations ---------------------------------------------------------------
@@ -171,22 +178,7 @@ class Finish:
     url: str
 
 
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """The URL will not be fetched (any unfinished state -> DROPPED)."""
-
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
-class Improve:
-    """A shorter path to the URL was found: lower its depth (never raises it)."""
-
-    url: str
-    depth: int
-
-
-Op = Admit | Start | Finish | Drop | Improve
+Op = Admit | Start | Finish
 
 
 class Row(NamedTuple):
@@ -572,8 +564,8 @@ class CrawlState:
         """Mark DONE the URLs the output file already has records for (call on
         resume, *before* ``recover()``); return how many changed.
 
-        Lenient, unlike Finish: rows already DONE or DROPPED, and unknown URLs,
-        are left alone. This is what makes a resume exact: a page whose record
+        Lenient, unlike Finish: rows already DONE, and unknown URLs, are left
+        alone. This is what makes a resume exact: a page whose record
         was written just before a kill, but whose Finish was not yet
         committed, is not fetched again.
         """
@@ -805,7 +797,7 @@ def _lookup_sql(size: int) -> str:
 def _runs(ops: Sequence[Op]) -> Iterator[tuple[type[Op], list[Op]]]:
     """Split ``ops`` into maximal runs of one kind, kept in order.
 
-    Admits split further by ``in_memory``; Start/Finish/Drop runs also split where a
+    Admits split further by ``in_memory``; Start and Finish runs also split where a
     URL repeats, because each is applied as several passes (one per source state)
     that must see every URL once."""
     run: list[Op] = []
@@ -816,14 +808,15 @@ def _runs(ops: Sequence[Op]) -> Iterator[tuple[type[Op], list[Op]]]:
         kind = type(op)
         if kind not in _APPLY:
             raise TypeError(f"not a crawl state operation: {op!r}")
+        admit = isinstance(op, Admit)
         key = (kind, op.in_memory) if isinstance(op, Admit) else kind
-        if key != run_key or (kind in _MULTI_PASS and op.url in urls):
+        if key != run_key or (not admit and op.url in urls):
             if run:
                 yield run_kind, run
             run, run_key, run_kind = [], key, kind
             urls.clear()
         run.append(op)
-        if kind in _MULTI_PASS:
+        if not admit:
             urls.add(op.url)
     if run:
         yield run_kind, run
@@ -835,13 +828,6 @@ def _apply_admit(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> N
     delta[state] += conn.executemany(
         "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)", params
     ).rowcount
-
-
-def _apply_improve(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
-    conn.executemany(
-        "UPDATE urls SET depth = ?1 WHERE url = ?2 AND depth > ?1",
-        [(op.depth, op.url) for op in run if isinstance(op, Improve)],
-    )
 
 
 def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
@@ -873,16 +859,6 @@ def _apply_finish(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> 
         _broken(conn, "Finish", run, State.DONE)
 
 
-def _apply_drop(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
-    params = [(op.url,) for op in run]
-    for source in (_QD, _QM, _FE):
-        n = conn.executemany(
-            f"UPDATE urls SET state = 4 WHERE url = ? AND state = {source}", params
-        ).rowcount
-        delta[source] -= n
-        delta[_DR] += n
-
-
 def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -> None:
     """Raise for a Start/Finish whose row was not in memory (rule 3), naming one."""
     found: dict[str, int] = {}
@@ -903,11 +879,8 @@ def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -
     )
 
 
-_MULTI_PASS: frozenset[type[Op]] = frozenset({Start, Finish, Drop})
 _APPLY = {
     Admit: _apply_admit,
-    Improve: _apply_improve,
     Start: _apply_start,
     Finish: _apply_finish,
-    Drop: _apply_drop,
 }
