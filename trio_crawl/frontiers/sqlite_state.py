@@ -1,8 +1,8 @@
 """The crawl's state on disk: one SQLite file from which a stopped crawl resumes.
 
 Pure and synchronous: the standard library only (``sqlite3``, ``fcntl``), no trio,
-no clock. The engine calls it
-from one worker thread (``trio.to_thread.run_sync``) and owns the memory window.
+no clock. The engine calls it from one worker thread (``trio.to_thread.run_sync``)
+and owns the memory window.
 
 Rules
 -----
@@ -16,9 +16,10 @@ Rules
             |                      |    +--Finish-----|--|-----------> DONE
             +---- recover() -------+------------------+  +-- Start (a retry)
 
-   DONE is final. (DROPPED, 4, is reserved: no operation makes it. It keeps its row
-   in ``counts`` and its key in ``progress()``, so files and ``--status`` keep their
-   shape across versions.)
+   ``mark_recorded()``, on resume, moves any unfinished row to DONE. DONE is final.
+   (DROPPED, 4, is reserved: no operation makes it. It keeps its row in ``counts``
+   and its key in ``progress()``, so files and ``--status`` keep their shape across
+   versions.)
 
    ``Admit`` creates a QUEUED_DISK row, or with ``in_memory=True`` a QUEUED_MEM one
    (a URL the engine keeps in its window at once). ``recover()``, on resume, returns
@@ -35,8 +36,8 @@ Rules
 5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
    QUEUED_DISK rows, so taking the oldest ones costs O(taken), however many rows
    are done.
-6. ``filter_unseen`` answers from memory when it can (``core/bloom.py``): an exact set of
-   recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
+6. ``filter_unseen`` answers from memory when it can (``core/bloom.py``): an exact
+   set of recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
    filter's "no" says "unseen", and only its "maybe" is checked in the database, in
    one query per 256 "maybe"s. The Bloom filter is built from the table on first use
    (16 bits per URL) and fed by every Admit and seed.
