@@ -114,6 +114,36 @@ def test_a_second_open_in_this_process_is_refused_until_the_first_closes(
     prepare(path).close()
 
 
+def test_a_refused_crawl_leaves_the_running_crawls_output_alone(tmp_path: Path) -> None:
+    path, out = tmp_path / "crawl.db", tmp_path / "pages.jsonl"
+    config = CrawlConfig(start_urls=[START])
+    first = prepare_state(config, state_path=str(path), seeds=None, output=str(out), force=False)
+    try:
+        out.write_text('{"url": "http://lock.test/"}\n{"url": "http://lock.t')  # mid-write
+        before = out.read_bytes()
+        with pytest.raises(StateLockedError):
+            prepare_state(config, state_path=str(path), seeds=None, output=str(out), force=False)
+        assert out.read_bytes() == before  # no "torn last line" cut off
+    finally:
+        first.close()
+
+
+def test_a_symlink_to_the_file_is_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "elsewhere" / "link.db"
+    link.symlink_to(path)
+    with (
+        CrawlState.open(path),
+        pytest.raises(StateInUseError, match=locked_message(link, os.getpid())),
+    ):
+        CrawlState.open(link)
+    with CrawlState.open(link):
+        assert (tmp_path / "crawl.db.lock").exists()
+        with pytest.raises(StateInUseError, match=locked_message(path, os.getpid())):
+            CrawlState.open(path)
+
+
 def test_readers_take_no_lock(tmp_path: Path) -> None:
     path = tmp_path / "crawl.db"
     prepared = prepare(path)

@@ -71,7 +71,8 @@ batch.
 One crawl per file
 ------------------
 ``open`` (with ``lock=True``, the default) takes an exclusive advisory lock,
-``flock(LOCK_EX | LOCK_NB)`` on ``PATH.lock`` beside the file, and holds it until
+``flock(LOCK_EX | LOCK_NB)`` on ``PATH.lock`` beside the file (beside the file a
+symlink names, if ``PATH`` is one), and holds it until
 ``close``; it writes its pid into that file for the message of the next opener, which
 fails at once with ``StateInUseError``. flock locks belong to an open file, not a
 process, so a second ``open`` in the same process is refused too. The kernel drops
@@ -243,7 +244,8 @@ class _StateLock:
         lock file cannot be made). None where there is no ``fcntl``."""
         if sys.platform == "win32":
             return None
-        path = db.with_name(db.name + ".lock")
+        real = Path(os.path.realpath(db))  # one lock, whatever symlink names the file
+        path = real.with_name(real.name + ".lock")
         while True:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -265,8 +267,12 @@ class _StateLock:
             # else will open this one, so this lock means nothing. Again.
             file.close()
         data = f"{os.getpid()}\n".encode()
-        os.pwrite(fd, data, 0)  # over the pid of a killed holder, then cut to size
-        os.ftruncate(fd, len(data))
+        try:
+            os.pwrite(fd, data, 0)  # over the pid of a killed holder, then cut to size
+            os.ftruncate(fd, len(data))
+        except OSError as exc:
+            file.close()
+            raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
         return cls(file, path)
 
     def release(self) -> None:
