@@ -26,14 +26,15 @@ from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import FetchError, FetchResult
 from trio_crawl.fetch.curl import (
     Collector,
+    CurlError,
     CurlFetcher,
     WatcherName,
-    _EpollWatcher,
-    _TaskWatcher,
     error_kind,
     find_ca_bundle,
     open_curl_fetcher,
 )
+from trio_crawl.fetch.curl.watch import EpollWatcher, TaskWatcher
+from trio_crawl.fetch.errors import to_fetch_error
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, page
 
@@ -111,7 +112,12 @@ def assert_pool_full(fetcher: CurlFetcher) -> None:
     ],
 )
 def test_error_kind(code: int, message: str, kind: str) -> None:
-    assert error_kind(code, message) == kind
+    assert error_kind(CurlError(code, message)) == kind
+
+
+def test_only_curl_errors_are_translated() -> None:
+    assert error_kind(pycurl.error(pycurl.E_COULDNT_CONNECT, "a misused handle")) is None
+    assert error_kind(ValueError("a bug")) is None
 
 
 # -- pure: one response from curl's callbacks ----------------------------------------
@@ -228,13 +234,22 @@ def test_collector_caps_declared_and_counted_size() -> None:
     feed_head(exact, b"HTTP/1.1 200 OK\r\n", b"\r\n")
     assert exact.body(b"x" * 100)
 
+    # answers that never have a body do not count their Content-Length
+    not_modified = Collector(max_bytes=100, html_only=True)
+    assert feed_head(not_modified, b"HTTP/1.1 304 Not Modified\r\n", b"Content-Length: 101\r\n")
+    assert feed_head(not_modified, b"\r\n")
+    assert isinstance(not_modified.outcome("http://h/", 0, "", 0.1), FetchResult)
 
-def test_collector_turns_curl_failures_into_fetch_errors() -> None:
+
+def test_collector_hands_curl_failures_back_for_translation() -> None:
     c = Collector(max_bytes=100, html_only=True)
     feed_head(c, b"HTTP/1.1 200 OK\r\n", b"\r\n")
     error = c.outcome("http://h/", pycurl.E_PARTIAL_FILE, "transfer closed", 0.1)
-    assert isinstance(error, FetchError)
-    assert (error.kind, error.message) == ("protocol", "curl error 18: transfer closed")
+    assert isinstance(error, CurlError)
+    assert (error.code, str(error)) == (pycurl.E_PARTIAL_FILE, "curl error 18: transfer closed")
+    translated = to_fetch_error(error, error_kind, 30.0)
+    assert translated is not None
+    assert (translated.kind, translated.message) == ("protocol", "curl error 18: transfer closed")
 
 
 def test_find_ca_bundle_prefers_environment_then_python_then_system() -> None:
@@ -265,7 +280,7 @@ async def test_task_watcher_rewatch_before_its_tasks_ran() -> None:
 
     with left, right, trio.fail_after(5):
         async with trio.open_nursery() as nursery:
-            tasks = _TaskWatcher(nursery, action)
+            tasks = TaskWatcher(nursery, action)
             fd = left.fileno()
             for _ in range(30):
                 tasks.watch(fd, pycurl.CSELECT_IN)
@@ -307,7 +322,7 @@ async def test_request_headers_are_sent_then_forgotten(server: SiteServer) -> No
             sent = server.log[-1].headers
             await fetcher.fetch(server.url("/"))
             plain = server.log[-1].headers
-            with pytest.raises(ValueError, match=r"^request header 'X-Bad' contains a line"):
+            with pytest.raises(FetchError, match=r"^protocol: invalid value of request header"):
                 await fetcher.fetch(server.url("/"), {"X-Bad": "1\r\nX-Smuggled: 2"})
             assert_pool_full(fetcher)
     assert (sent["x-extra"], sent["x-empty"], sent["user-agent"]) == ("1", "", "ua/2")
@@ -567,7 +582,7 @@ async def test_a_bug_in_the_driver_ends_the_block_loudly(
     def broken(self: object, action: object) -> None:
         raise ZeroDivisionError("bug in the driver")
 
-    monkeypatch.setattr(_EpollWatcher, "dispatch", broken)
+    monkeypatch.setattr(EpollWatcher, "dispatch", broken)
     with trio.fail_after(10), pytest.raises(ZeroDivisionError, match=r"^bug in the driver$"):
         async with open_curl_fetcher(FetchConfig(), watcher="epoll") as fetcher:
             await fetcher.fetch(server.url("/head"))  # its answer wakes the driver

@@ -6,7 +6,8 @@ So this fetcher is an optional extra, ``trio_crawl[asks]``, tested by the nox
 session ``asks`` on the newest trio it runs on. Nothing imports asks until
 ``open_asks_fetcher`` runs; ``import trio_crawl`` never needs it.
 
-Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
+Rules (the ``Fetcher`` rules of ``base.py``, and how this module keeps them;
+what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``):
 
 1. One session for the crawl, ``connections=FetchConfig.max_connections``.
    asks's own semaphore is released once the head has arrived, so a
@@ -20,9 +21,9 @@ Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
    each read without bound (a gzip bomb grows 1000x per read), raises
    ``KeyError`` on codings it does not know (``br``, ``identity``), cannot
    read raw deflate, and lets ``EndOfStream`` escape at the end of a body
-   delimited by the connection closing. ``BodyDecoder`` (shared with the
-   httpx fetcher) decodes in bounded steps; wire and decoded sizes are capped
-   at ``max_bytes``.
+   delimited by the connection closing. ``body.read_capped`` (shared with
+   the httpx fetcher) decodes in bounded steps; wire and decoded sizes are
+   capped at ``max_bytes``.
 4. Keep-alive: asks asks for ``Connection: close`` unless told otherwise and
    never pools the socket of a streamed answer. We send ``keep-alive`` and
    give back (``Session.return_to_pool``) a socket whose answer was read to
@@ -35,11 +36,13 @@ Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
 5. Deadlines: ``connect_timeout`` is asks's ``connection_timeout``;
    ``timeout`` is asks's head ``timeout`` and, with ``trio.fail_after``, the
    total for the whole exchange (slot wait, connect, head and body).
-6. Every foreign exception becomes a ``FetchError`` in exactly one place,
-   ``error_kind``, with the original as ``__cause__``. Anything it does not
-   know is a bug and escapes unchanged.
+6. Every foreign exception becomes a ``FetchError`` on one path,
+   ``errors.translated_errors`` with this module's ``error_kind``, the
+   original as ``__cause__``. Anything it does not know is a bug and
+   escapes unchanged.
 7. A socket that is not given back to the pool is closed in a bounded,
-   shielded scope, whatever ended the fetch (answer read, error, cancel).
+   shielded scope (``body.close_shielded``), whatever ended the fetch
+   (answer read, error, cancel).
 8. What asks cannot do: repeated response headers other than ``Set-Cookie``
    keep only their last value (asks stores headers in a dict), and header
    bytes that are not UTF-8 are a ``protocol`` error. We send our own
@@ -55,7 +58,7 @@ answer's ``body.h11_connection`` and ``body.sock``, ``Session._conn_pool``
 
 Exceptions and their kinds (see ``error_kind``)::
 
-    trio.TooSlowError, asks RequestTimeout, TimeoutError          -> timeout
+    asks RequestTimeout, TimeoutError                                -> timeout
     OSError (refused, DNS, TLS verification), other asks
         ConnectivityError, unsupported scheme or no host             -> connect
     anyio BrokenResourceError / EndOfStream, ConnectionResetError,
@@ -72,7 +75,6 @@ import importlib
 import select
 import socket
 import warnings
-import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -84,10 +86,20 @@ import h11
 import trio
 from anyio.abc import SocketAttribute
 
-from ..core.http import FetchConfig, is_html_content_type
+from ..core.http import FetchConfig
 from ..core.models import FetchError, FetchResult
-from .base import translated_errors
-from .httpx import ACCEPT_ENCODING, content_length, read_capped
+from .body import (
+    close_shielded,
+    content_length,
+    declared_too_large,
+    drains,
+    join_header,
+    read_capped,
+    skips_body,
+)
+from .decode import ACCEPT_ENCODING, is_decode_error
+from .errors import translated_errors
+from .request import check_url, request_headers
 
 __all__ = [
     "AsksFetcher",
@@ -99,8 +111,6 @@ __all__ = [
 ]
 
 _READ_SIZE = 64 * 1024  # bytes asked of the socket per read while streaming a body
-_DRAIN_LIMIT = 16 * 1024  # skipped bodies this small are read to keep the connection
-_CLOSE_GRACE = 2.0  # seconds a cancelled fetch may spend closing its socket
 
 #: The one deprecation anyio 3 triggers under trio 0.22/0.23, on import and
 #: whenever an exception leaves one of its task groups.
@@ -173,9 +183,7 @@ def error_kind(exc: BaseException) -> str | None:
     Classes are matched by module and name along the MRO, so this runs (and
     is tested) without asks installed.
     """
-    if isinstance(exc, trio.TooSlowError):
-        return "timeout"
-    if isinstance(exc, zlib.error):
+    if is_decode_error(exc):
         return "decode"
     for cls in type(exc).__mro__:
         kind = _KINDS.get((cls.__module__.split(".")[0], cls.__name__))
@@ -208,13 +216,6 @@ def _readable_now(raw: socket.socket) -> bool:
 def _is_stale(sock: Any) -> bool:
     raw = sock.extra(SocketAttribute.raw_socket, None)
     return raw is None or _readable_now(raw)
-
-
-async def _close(sock: Any) -> None:
-    """Close a socket even when the fetch is being cancelled."""
-    with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-        cleanup.shield = True
-        await sock.aclose()
 
 
 class _BodyReader:
@@ -305,11 +306,13 @@ class AsksFetcher:
         """
         if self._closed:
             raise RuntimeError("fetch() on a closed AsksFetcher")
-        host = _host_header(url)
         with translated_errors(error_kind, self.config.timeout):
+            check_url(url)
+            host = _host_header(url)
+            extra = request_headers(headers)
             with trio.fail_after(self.config.timeout):
                 async with self._slots:
-                    return await self._exchange(url, host, headers, any_body)
+                    return await self._exchange(url, host, extra, any_body)
 
     async def _exchange(
         self, url: str, host: str, headers: dict[str, str] | None, any_body: bool
@@ -332,11 +335,7 @@ class AsksFetcher:
         reader = _BodyReader(response.body) if streamed else None
         try:
             joined = _joined_headers(response.headers)
-            skip = (
-                not any_body
-                and self.config.html_only
-                and not is_html_content_type(joined.get("content-type"))
-            )
+            skip = skips_body(self.config.html_only, any_body, joined.get("content-type"))
             body = b""
             if reader is None:
                 body = bytes(response.body)
@@ -352,9 +351,9 @@ class AsksFetcher:
 
     async def _read_body(self, reader: _BodyReader, headers: dict[str, str], status: int) -> bytes:
         cap = self.config.max_bytes
-        declared = content_length(headers)
-        if declared is not None and declared > cap and status not in (204, 304):
-            raise FetchError("too_large", f"Content-Length {declared} > max_bytes {cap}")
+        error = declared_too_large(status, content_length(headers), cap)
+        if error is not None:
+            raise error
         return await read_capped(_chunks(reader), headers.get("content-encoding"), cap)
 
     async def _release(self, reader: _BodyReader) -> None:
@@ -365,7 +364,7 @@ class AsksFetcher:
             await self._session.return_to_pool(reader.sock)
             await self._tidy_pool()
         else:
-            await _close(reader.sock)
+            await close_shielded(reader.sock.aclose)
 
     async def _tidy_pool(self) -> None:
         """Drop idle sockets the server has closed, and keep at most
@@ -379,7 +378,7 @@ class AsksFetcher:
         while len(pool) > self.config.max_connections:
             doomed.append(pool.pop())
         for sock in doomed:
-            await _close(sock)
+            await close_shielded(sock.aclose)
 
     async def aclose(self) -> None:
         """Close the session and its idle sockets. Idempotent; a fetch still
@@ -393,8 +392,7 @@ class AsksFetcher:
 async def _maybe_drain(reader: _BodyReader, headers: dict[str, str]) -> None:
     """Read a small unwanted body so its connection stays reusable; a big or
     unsized one is abandoned (closing the connection is cheaper)."""
-    declared = content_length(headers)
-    if declared is None or declared > _DRAIN_LIMIT:
+    if not drains(content_length(headers)):
         return
     while await reader.next_chunk() is not None:
         pass
@@ -404,7 +402,7 @@ def _joined_headers(headers: Any) -> dict[str, str]:
     """Lower-case names; asks keeps ``Set-Cookie`` as a list, joined here."""
     joined: dict[str, str] = {}
     for name, value in headers.lower_items():
-        joined[name] = ", ".join(value) if isinstance(value, list) else value
+        join_header(joined, name, ", ".join(value) if isinstance(value, list) else value)
     return joined
 
 
@@ -448,6 +446,4 @@ async def open_asks_fetcher(config: FetchConfig) -> AsyncIterator[AsksFetcher]:
     try:
         yield fetcher
     finally:
-        with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-            cleanup.shield = True
-            await fetcher.aclose()
+        await close_shielded(fetcher.aclose)
