@@ -107,7 +107,9 @@ def assert_pool_full(fetcher: CurlFetcher) -> None:
         (pycurl.E_HTTP2, "HTTP/2 framing", "protocol"),
         (pycurl.E_BAD_CONTENT_ENCODING, "Error while processing content", "decode"),
         (pycurl.E_FILESIZE_EXCEEDED, "Maximum file size exceeded", "too_large"),
-        (pycurl.E_SSL_CONNECT_ERROR, "TLS handshake", "connect"),
+        (pycurl.E_SSL_CONNECT_ERROR, "TLS handshake", "tls"),
+        (pycurl.E_PEER_FAILED_VERIFICATION, "SSL certificate problem", "tls"),
+        (pycurl.E_SSL_CACERT_BADFILE, "error setting certificate file", "tls"),
         (pycurl.E_OUT_OF_MEMORY, "unknown to the table", "protocol"),
     ],
 )
@@ -149,7 +151,7 @@ def test_collector_joins_repeats_lowercases_and_unfolds() -> None:
     }
     assert c.body(b"<p>") and c.body(b"hi</p>")
     result = c.outcome("http://h/", 0, "", 0.5)
-    assert result == FetchResult("http://h/", 200, c.headers, b"<p>hi</p>", 0.5)
+    assert result == FetchResult("http://h/", 200, c.headers, b"<p>hi</p>", 0.5, False, "HTTP/1.1")
 
 
 def test_collector_forgets_interim_heads_and_ignores_trailers() -> None:
@@ -252,14 +254,14 @@ def test_collector_hands_curl_failures_back_for_translation() -> None:
     assert (translated.kind, translated.message) == ("protocol", "curl error 18: transfer closed")
 
 
-def test_find_ca_bundle_prefers_environment_then_python_then_system() -> None:
-    present = {"/env.pem", "/py.pem", "/etc/ssl/cert.pem"}
+def test_find_ca_bundle_prefers_python_then_system() -> None:
+    # the configuration and the environment come first: tests/test_tls.py
+    present = {"/py.pem", "/etc/ssl/cert.pem"}
     exists = present.__contains__
-    assert find_ca_bundle({"SSL_CERT_FILE": "/env.pem"}, "/py.pem", exists) == "/env.pem"
-    assert find_ca_bundle({"SSL_CERT_FILE": "/gone.pem"}, "/py.pem", exists) == "/py.pem"
-    assert find_ca_bundle({"CURL_CA_BUNDLE": "/env.pem"}, None, exists) == "/env.pem"
-    assert find_ca_bundle({}, None, exists) == "/etc/ssl/cert.pem"
-    assert find_ca_bundle({}, None, lambda path: False) is None
+    assert find_ca_bundle("/py.pem", exists) == "/py.pem"
+    assert find_ca_bundle("/gone.pem", exists) == "/etc/ssl/cert.pem"
+    assert find_ca_bundle(None, exists) == "/etc/ssl/cert.pem"
+    assert find_ca_bundle(None, lambda path: False) is None
 
 
 # -- watching sockets ------------------------------------------------------------------

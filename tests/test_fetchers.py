@@ -162,6 +162,14 @@ async def test_html_page_body_headers_elapsed(
     assert 0.2 <= delayed.elapsed < 5
 
 
+async def test_plain_http_is_http11(open_fetcher: FetcherFactory, server: SiteServer) -> None:
+    with trio.fail_after(10):
+        async with open_fetcher(FetchConfig(http2=True)) as fetcher:  # no h2c on plain http
+            page_result = await fetcher.fetch(server.url("/page"))
+            skipped = await fetcher.fetch(server.url("/image.png"))
+    assert page_result.http_version == skipped.http_version == "HTTP/1.1"
+
+
 async def test_user_agent_and_extra_headers_are_sent(
     open_fetcher: FetcherFactory, server: SiteServer
 ) -> None:

@@ -43,14 +43,18 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
 7. A socket that is not given back to the pool is closed in a bounded,
    shielded scope (``body.close_shielded``), whatever ended the fetch
    (answer read, error, cancel).
-8. What asks cannot do: repeated response headers other than ``Set-Cookie``
+8. TLS: peers are verified against ``FetchConfig.ca_bundle``, else
+   ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else Python's default context (see
+   ``fetch.tls``). asks speaks HTTP/1.1 only: ``FetchConfig.http2`` is
+   ignored.
+9. What asks cannot do: repeated response headers other than ``Set-Cookie``
    keep only their last value (asks stores headers in a dict), and header
    bytes that are not UTF-8 are a ``protocol`` error. We send our own
    ``Host`` header (asks builds a wrong one for IPv6 literals).
-9. One process-wide side effect: loading asks installs a warnings filter for
-   the ``trio.MultiError`` deprecation that anyio 3 triggers on import and
-   whenever an exception leaves one of its task groups (every cancelled
-   connect). It matches only that message from ``anyio._backends._trio``.
+10. One process-wide side effect: loading asks installs a warnings filter
+    for the ``trio.MultiError`` deprecation that anyio 3 triggers on import
+    and whenever an exception leaves one of its task groups (every cancelled
+    connect). It matches only that message from ``anyio._backends._trio``.
 
 asks internals used (pinned: asks 3.0.0 will not change): a streamed
 answer's ``body.h11_connection`` and ``body.sock``, ``Session._conn_pool``
@@ -59,7 +63,9 @@ answer's ``body.h11_connection`` and ``body.sock``, ``Session._conn_pool``
 Exceptions and their kinds (see ``error_kind``)::
 
     asks RequestTimeout, TimeoutError                                -> timeout
-    OSError (refused, DNS, TLS verification), other asks
+    ssl.SSLError (handshake, certificate), or one behind a
+        connect failure                                              -> tls
+    OSError (refused, DNS), other asks
         ConnectivityError, unsupported scheme or no host             -> connect
     anyio BrokenResourceError / EndOfStream, ConnectionResetError,
         BrokenPipeError, asks BadHttpResponse from the peer closing
@@ -72,6 +78,7 @@ Exceptions and their kinds (see ``error_kind``)::
 from __future__ import annotations
 
 import importlib
+import os
 import select
 import socket
 import warnings
@@ -100,6 +107,7 @@ from .body import (
 from .decode import ACCEPT_ENCODING, is_decode_error
 from .errors import translated_errors
 from .request import check_url, request_headers
+from .tls import is_tls_failure, ssl_context
 
 __all__ = [
     "AsksFetcher",
@@ -170,6 +178,9 @@ _KINDS: dict[tuple[str, str], str] = {
     ("builtins", "OSError"): "connect",
     ("builtins", "UnicodeDecodeError"): "protocol",
     ("brotli", "error"): "decode",
+    ("ssl", "SSLEOFError"): "reset",  # the peer closed the TLS stream
+    ("ssl", "SSLZeroReturnError"): "reset",
+    ("ssl", "SSLError"): "tls",
 }
 
 #: What h11 says (wrapped by asks in BadHttpResponse) when the peer closes
@@ -192,6 +203,8 @@ def error_kind(exc: BaseException) -> str | None:
         cause = str(exc.__cause__ or "")
         if cls.__name__ == "BadHttpResponse" and any(text in cause for text in _NO_HEAD):
             return "reset"  # closed before a complete head: the peer hung up
+        if kind == "connect" and is_tls_failure(exc):
+            return "tls"
         return kind
     return None
 
@@ -344,7 +357,8 @@ class AsksFetcher:
             else:
                 body = await self._read_body(reader, joined, response.status_code)
             elapsed = trio.current_time() - start
-            return FetchResult(url, response.status_code, joined, body, elapsed, skip)
+            version = f"HTTP/{response.http_version}" if response.http_version else None
+            return FetchResult(url, response.status_code, joined, body, elapsed, skip, version)
         finally:
             if reader is not None:
                 await self._release(reader)
@@ -425,6 +439,7 @@ def make_session(config: FetchConfig) -> Any:
     when asks cannot run here (see ``load_asks``)."""
     asks = load_asks()
     return asks.Session(
+        ssl_context=ssl_context(config.ca_bundle, os.environ),
         connections=config.max_connections,
         headers={
             "User-Agent": config.user_agent,

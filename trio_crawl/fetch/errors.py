@@ -49,8 +49,22 @@ def to_fetch_error(exc: BaseException, error_kind: ErrorKind, total: float) -> F
         return None
     if isinstance(exc, ReportedError):
         return FetchError(kind, str(exc))
-    detail = str(exc) or str(exc.__cause__ or "") or "(no message)"
-    return FetchError(kind, f"{type(exc).__name__}: {detail}")
+    return FetchError(kind, f"{type(exc).__name__}: {_detail(exc)}")
+
+
+def _detail(exc: BaseException) -> str:
+    """``exc``'s message or, when it has none (httpx's connect errors often
+    have none), the first one along its causes, with that cause's type."""
+    if str(exc):
+        return str(exc)
+    seen = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if str(cause):
+            return f"{type(cause).__name__}: {cause}"
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return "(no message)"
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
    broken gzip/deflate/brotli data is ``FetchError("decode")``.
 5. Deadlines: httpx enforces connect and read timeouts; ``trio.fail_after``
    around the whole exchange enforces the total (pool wait included).
+   (rules 8 and 9 concern only the client ``make_client`` builds; a
+   user-supplied client keeps its own TLS and HTTP/2 settings.)
 6. Every foreign exception becomes a ``FetchError`` on one path,
    ``errors.translated_errors`` with this module's ``error_kind``, the
    original as ``__cause__``. Anything it does not know is a bug and
@@ -27,11 +29,18 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
    #1461, #2139, #2294, encode/httpcore#642. httpx2 2.16 passes the stress test
    in ``tests/test_fetchers.py`` even without this guard; a user-supplied
    client from an older httpx may not.)
+8. TLS: peers are verified against ``FetchConfig.ca_bundle``, else
+   ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else httpcore2's default (OpenSSL's
+   default paths on Linux; see ``fetch.tls``). Proxy variables are still
+   ignored (``trust_env=False``).
+9. HTTP/2 is offered on https connections only with ``FetchConfig.http2``,
+   which needs the ``h2`` package (``pip install 'trio-crawl[http2]'``).
 
 Exceptions and their kinds (see ``error_kind``)::
 
     (httpx = httpx, httpx2, or an httpcore class of the same name)
     httpx TimeoutException (connect/read/write/pool)                    -> timeout
+    httpx ConnectError caused by an ssl.SSLError (handshake failed)    -> tls
     httpx ConnectError, ProxyError, UnsupportedProtocol, InvalidURL      -> connect
     httpx ReadError, WriteError, CloseError                              -> reset
     httpx RemoteProtocolError "Server disconnected ..." (no answer yet)  -> reset
@@ -42,6 +51,8 @@ Exceptions and their kinds (see ``error_kind``)::
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -63,6 +74,7 @@ from .body import (
 from .decode import ACCEPT_ENCODING, is_decode_error
 from .errors import translated_errors
 from .request import check_url, request_headers
+from .tls import is_tls_failure, ssl_context
 
 __all__ = ["ACCEPT_ENCODING", "HttpxFetcher", "error_kind", "make_client", "open_httpx_fetcher"]
 
@@ -105,6 +117,8 @@ def error_kind(exc: BaseException) -> str | None:
         kind = _HTTPX_KINDS.get(cls.__name__)
         if kind == "protocol" and "disconnected without sending" in str(exc):
             return "reset"  # closed before any answer: the peer hung up, not bad HTTP
+        if kind == "connect" and is_tls_failure(exc):
+            return "tls"
         if kind is not None:
             return kind
     return None
@@ -163,7 +177,9 @@ class HttpxFetcher:
             else:
                 body = await self._read_body(response, joined)
             elapsed = trio.current_time() - start
-            return FetchResult(url, response.status_code, joined, body, elapsed, skip)
+            return FetchResult(
+                url, response.status_code, joined, body, elapsed, skip, response.http_version
+            )
         finally:
             await close_shielded(response.aclose)
 
@@ -201,13 +217,22 @@ def make_client(config: FetchConfig) -> httpx2.AsyncClient:
     """The client ``open_httpx_fetcher`` uses when given none.
 
     Environment proxy settings are ignored (``trust_env=False``): pass your own
-    client to crawl through a proxy.
+    client to crawl through a proxy. CA settings are honoured (rule 8).
+    Raises ``ImportError`` for ``http2`` without the ``h2`` package, and
+    ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
     """
     limits = httpx2.Limits(
         max_connections=config.max_connections,
         max_keepalive_connections=config.max_connections,
     )
+    if config.http2 and importlib.util.find_spec("h2") is None:
+        raise ImportError(
+            "HTTP/2 with the httpx fetcher needs the h2 package: pip install 'trio-crawl[http2]'"
+        )
+    context = ssl_context(config.ca_bundle, os.environ)
     return httpx2.AsyncClient(
+        verify=True if context is None else context,
+        http2=config.http2,
         limits=limits,
         timeout=httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None),
         follow_redirects=False,

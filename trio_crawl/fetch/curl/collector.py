@@ -36,6 +36,7 @@ class Collector:
         "head_done",
         "headers",
         "html_only",
+        "http_version",
         "max_bytes",
         "size",
         "skip",
@@ -50,6 +51,7 @@ class Collector:
     def reset(self, *, any_body: bool = False) -> None:
         self.any_body = any_body
         self.status = 0
+        self.http_version: str | None = None  # from the status line: "HTTP/1.1", "HTTP/2"
         self.headers: dict[str, str] = {}
         self.chunks: list[bytes] = []
         self.size = 0
@@ -66,6 +68,7 @@ class Collector:
             return True  # trailers of a chunked body: not part of the head
         if line.startswith(b"HTTP/"):
             parts = line.split(None, 2)
+            self.http_version = parts[0].decode("ascii", "replace")
             self.status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
             self.headers = {}
             self._last = None
@@ -118,7 +121,9 @@ class Collector:
         """The result of the finished transfer, given curl's code and message:
         a result, our own refusal, or curl's failure (for the fetcher to raise)."""
         if self.skip:  # the head was complete; whatever became of the body, we did not want it
-            return FetchResult(url, self.status, self.headers, b"", elapsed, body_skipped=True)
+            return FetchResult(
+                url, self.status, self.headers, b"", elapsed, True, self.http_version
+            )
         if self.abort == "too_large":
             declared = declared_too_large(self.status, self.declared, self.max_bytes)
             if self.size > self.max_bytes or declared is None:
@@ -126,7 +131,8 @@ class Collector:
             return declared
         if code:
             return CurlError(code, message)
-        return FetchResult(url, self.status, self.headers, b"".join(self.chunks), elapsed)
+        body = b"".join(self.chunks)
+        return FetchResult(url, self.status, self.headers, body, elapsed, False, self.http_version)
 
 
 def _decode_header(line: bytes) -> str:

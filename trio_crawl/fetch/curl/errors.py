@@ -11,8 +11,11 @@ Codes and their kinds::
     E_OPERATION_TIMEDOUT                                       -> timeout
     E_COULDNT_CONNECT, E_COULDNT_RESOLVE_HOST/PROXY,
         E_UNSUPPORTED_PROTOCOL (ftp://, file://: never fetched),
-        E_URL_MALFORMAT, E_SSL_CONNECT_ERROR,
-        E_PEER_FAILED_VERIFICATION, E_SSL_CACERT_BADFILE       -> connect
+        E_URL_MALFORMAT                                        -> connect
+    E_SSL_CONNECT_ERROR (handshake), E_PEER_FAILED_VERIFICATION
+        (untrusted, expired, wrong host name), E_SSL_CACERT_BADFILE,
+        E_SSL_CERTPROBLEM, E_SSL_CIPHER, E_SSL_ISSUER_ERROR,
+        E_SSL_INVALIDCERTSTATUS, E_SSL_PINNEDPUBKEYNOTMATCH      -> tls
     E_RECV_ERROR, E_SEND_ERROR, E_GOT_NOTHING                  -> reset
     E_RECV_ERROR about chunks, E_PARTIAL_FILE, weird server
         reply (bad head), HTTP/2 and HTTP/3 errors             -> protocol
@@ -40,9 +43,14 @@ _KIND_BY_CODE: dict[int, str] = {
     pycurl.E_COULDNT_RESOLVE_PROXY: "connect",
     pycurl.E_UNSUPPORTED_PROTOCOL: "connect",  # e.g. ftp:// or file://: never fetched
     pycurl.E_URL_MALFORMAT: "connect",
-    pycurl.E_SSL_CONNECT_ERROR: "connect",
-    pycurl.E_PEER_FAILED_VERIFICATION: "connect",
-    pycurl.E_SSL_CACERT_BADFILE: "connect",
+    pycurl.E_SSL_CONNECT_ERROR: "tls",
+    pycurl.E_PEER_FAILED_VERIFICATION: "tls",
+    pycurl.E_SSL_CACERT_BADFILE: "tls",
+    pycurl.E_SSL_CERTPROBLEM: "tls",
+    pycurl.E_SSL_CIPHER: "tls",
+    pycurl.E_SSL_ISSUER_ERROR: "tls",
+    pycurl.E_SSL_INVALIDCERTSTATUS: "tls",
+    pycurl.E_SSL_PINNEDPUBKEYNOTMATCH: "tls",
     pycurl.E_RECV_ERROR: "reset",
     pycurl.E_SEND_ERROR: "reset",
     pycurl.E_GOT_NOTHING: "reset",

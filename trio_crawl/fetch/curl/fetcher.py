@@ -65,6 +65,7 @@ from ...core.http import FetchConfig
 from ...core.models import FetchError, FetchResult
 from ..errors import translated_errors
 from ..request import check_url, request_headers
+from ..tls import ca_locations
 from .errors import error_kind
 from .handle import Slot, find_ca_bundle
 from .watch import CSELECT_IN, CSELECT_OUT, EpollWatcher, TaskWatcher, Watcher
@@ -110,10 +111,10 @@ class CurlFetcher:
         self.config = config
         self._watcher_name = watcher
         self._watcher: Watcher | None = EpollWatcher() if watcher == "epoll" else None
-        ca_bundle = find_ca_bundle(
-            os.environ, ssl.get_default_verify_paths().cafile, os.path.isfile
-        )
-        self._slots = [Slot(config, ca_bundle) for _ in range(config.max_connections)]
+        ca = ca_locations(config.ca_bundle, os.environ, curl=True)
+        if ca == (None, None):
+            ca = (find_ca_bundle(ssl.get_default_verify_paths().cafile, os.path.isfile), None)
+        self._slots = [Slot(config, ca) for _ in range(config.max_connections)]
         self._free = list(self._slots)
         self._pool = trio.Semaphore(len(self._slots))
         self._running: dict[Any, Slot] = {}  # easy handle -> its slot, while in the multi

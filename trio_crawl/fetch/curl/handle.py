@@ -7,16 +7,21 @@ Rules:
    this libcurl decodes, the connect timeout and User-Agent of the
    ``FetchConfig``. ``begin`` adds what one transfer needs (URL, extra
    headers, what is left of the total deadline).
-2. TLS peers are verified against the system's CA bundle
-   (``find_ca_bundle``), not the path compiled into pycurl's wheel, which
-   most systems lack.
-3. libcurl callbacks never raise into libcurl. An exception inside one is our
+2. TLS peers are verified against ``FetchConfig.ca_bundle``, else the
+   standard environment variables, else the system's CA bundle
+   (``fetch.tls``; ``find_ca_bundle``), never the path compiled into
+   pycurl's wheel, which most systems lack.
+3. HTTP/1.1 unless ``FetchConfig.http2``: then HTTP/2 is offered on https
+   connections (ALPN), where this libcurl has it (nghttp2), and libcurl may
+   multiplex transfers to one host over one connection. Plain http stays
+   HTTP/1.1 either way (no h2c).
+4. libcurl callbacks never raise into libcurl. An exception inside one is our
    bug: the slot keeps it and ``outcome`` re-raises it, loudly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pycurl
@@ -27,7 +32,7 @@ from ...core.models import FetchError, FetchResult
 from .collector import Collector
 from .errors import CurlError
 
-__all__ = ["Slot", "find_ca_bundle"]
+__all__ = ["HTTP2", "Slot", "find_ca_bundle"]
 
 
 class Slot:
@@ -36,7 +41,7 @@ class Slot:
     __slots__ = (
         "_has_headers",
         "bug",
-        "ca_bundle",
+        "ca",
         "closed",
         "code",
         "collector",
@@ -49,9 +54,9 @@ class Slot:
         "url",
     )
 
-    def __init__(self, config: FetchConfig, ca_bundle: str | None) -> None:
+    def __init__(self, config: FetchConfig, ca: tuple[str | None, str | None]) -> None:
         self.config = config
-        self.ca_bundle = ca_bundle
+        self.ca = ca  # (CAINFO, CAPATH); both None: libcurl's own default
         self.curl: Any = pycurl.Curl()
         self.collector = Collector(max_bytes=config.max_bytes, html_only=config.html_only)
         self._has_headers = False
@@ -73,8 +78,14 @@ class Slot:
         c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         if _DECODES:
             c.setopt(pycurl.ACCEPT_ENCODING, "")  # every coding this libcurl decodes
-        if self.ca_bundle is not None:
-            c.setopt(pycurl.CAINFO, self.ca_bundle)
+        cafile, capath = self.ca
+        if cafile is not None:
+            c.setopt(pycurl.CAINFO, cafile)
+        elif capath is not None:
+            c.unsetopt(pycurl.CAINFO)  # the wheel's compiled-in file may not exist
+        if capath is not None:
+            c.setopt(pycurl.CAPATH, capath)
+        c.setopt(pycurl.HTTP_VERSION, _HTTP2 if cfg.http2 and HTTP2 else _HTTP11)
         c.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, round(cfg.connect_timeout * 1000)))
         c.setopt(pycurl.USERAGENT, cfg.user_agent)
         c.setopt(pycurl.HEADERFUNCTION, self._on_header)
@@ -121,7 +132,7 @@ class Slot:
             raise RuntimeError("the CurlFetcher was closed while this fetch was running")
         return self.collector.outcome(self.url, self.code, self.message, self.elapsed)
 
-    # Callbacks run inside libcurl: they must not raise (rule 3).
+    # Callbacks run inside libcurl: they must not raise (rule 4).
 
     def _on_header(self, line: bytes) -> int | None:
         try:
@@ -148,23 +159,17 @@ _CA_BUNDLES = (
 )
 
 
-def find_ca_bundle(
-    environ: Mapping[str, str], python_cafile: str | None, exists: Callable[[str], bool]
-) -> str | None:
-    """The CA bundle libcurl should verify TLS peers with, or ``None`` for its default.
+def find_ca_bundle(python_cafile: str | None, exists: Callable[[str], bool]) -> str | None:
+    """The system's CA bundle for libcurl when neither the configuration nor
+    the environment names one (``tls.ca_locations``), or ``None`` for
+    libcurl's own default.
 
     pycurl's wheels carry their own libcurl, built with one distribution's
     bundle path, which other systems lack: left alone, every https fetch on
-    them fails verification. Order: ``SSL_CERT_FILE`` / ``CURL_CA_BUNDLE``,
-    the file Python's own ``ssl`` module uses (``python_cafile``), then the
-    usual system paths.
+    them fails verification. Order: the file Python's own ``ssl`` module uses
+    (``python_cafile``), then the usual system paths.
     """
-    candidates = (
-        environ.get("SSL_CERT_FILE"),
-        environ.get("CURL_CA_BUNDLE"),
-        python_cafile,
-        *_CA_BUNDLES,
-    )
+    candidates = (python_cafile, *_CA_BUNDLES)
     return next((path for path in candidates if path and exists(path)), None)
 
 
@@ -181,3 +186,8 @@ def _libcurl_decodes() -> bool:
 
 
 _DECODES = _libcurl_decodes()
+
+#: Whether this libcurl speaks HTTP/2 (built with nghttp2).
+HTTP2 = bool(int(pycurl.version_info()[4]) & pycurl.VERSION_HTTP2)
+_HTTP2: int = pycurl.CURL_HTTP_VERSION_2TLS  # HTTP/2 over TLS (ALPN), HTTP/1.1 otherwise
+_HTTP11: int = pycurl.CURL_HTTP_VERSION_1_1
