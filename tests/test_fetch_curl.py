@@ -14,6 +14,7 @@ Rules of this suite:
 from __future__ import annotations
 
 import random
+import re
 import socket
 from collections.abc import Iterator
 
@@ -39,6 +40,7 @@ from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, page
 
 WATCHERS: list[WatcherName] = ["epoll", "tasks"]
+_CURL_TIMEOUT = re.compile(r"timeout: curl error 28: Operation timed out after (\d+) milli.*")
 
 PAGE = page("/a", "/b", title="small")
 BIG_PAGE = Response(body=b"<!doctype html><p>" + b"x" * 15_000)
@@ -514,8 +516,13 @@ async def test_waiting_for_a_handle_counts_against_the_timeout(server: SiteServe
                 nursery.start_soon(one)
             assert trio.current_time() - start < 1.0
             assert_pool_full(fetcher)
-    assert sorted(errors)[1] == "timeout: no free handle within 0.2 s"
-    assert sorted(errors)[0].startswith("timeout: curl error 28: ")
+    # One fetch had the handle and timed out in libcurl. The other never got
+    # it, or got it just as the first one timed out, with only what was left
+    # of its own 0.2 s (a race under load): either way its wait counted.
+    waited = [int(m[1]) for e in errors if (m := _CURL_TIMEOUT.fullmatch(e))]
+    assert len(errors) == 2 and all(e.startswith("timeout: ") for e in errors), errors
+    assert "timeout: no free handle within 0.2 s" in errors or min(waited) < 100, errors
+    assert max(waited) >= 150, errors
 
 
 async def test_fetch_after_close_and_close_during_fetch(
