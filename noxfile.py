@@ -98,6 +98,9 @@ ASKS_PINS = [
     "pytest-timeout>=2.3",
     "hypothesis>=6.100",
     "brotli>=1.1",
+    "h2>=4",
+    "trustme>=1.1",
+    "hypercorn[trio]>=0.16",
 ]
 
 

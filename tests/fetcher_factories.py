@@ -43,4 +43,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("asks", "test_html_page_body_headers_elapsed"): (
         "asks keeps response headers in a dict: a repeated header keeps only its last value"
     ),
+    ("httpx", "test_a_short_content_length_does_not_poison_the_connection"): (
+        "httpcore2 leaves the bytes past a short Content-Length in h11's buffer and reads "
+        "them as the next answer on that pooled connection (a protocol error there)"
+    ),
 }

@@ -38,13 +38,9 @@ from hypothesis import strategies as st
 
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import FetchError
-from trio_crawl.fetch.httpx import (
-    ACCEPT_ENCODING,
-    BodyDecoder,
-    HttpxFetcher,
-    error_kind,
-    open_httpx_fetcher,
-)
+from trio_crawl.fetch.decode import ACCEPT_ENCODING, BodyDecoder
+from trio_crawl.fetch.errors import to_fetch_error
+from trio_crawl.fetch.httpx import HttpxFetcher, error_kind, open_httpx_fetcher
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
 
@@ -166,6 +162,14 @@ async def test_html_page_body_headers_elapsed(
     assert 0.2 <= delayed.elapsed < 5
 
 
+async def test_plain_http_is_http11(open_fetcher: FetcherFactory, server: SiteServer) -> None:
+    with trio.fail_after(10):
+        async with open_fetcher(FetchConfig(http2=True)) as fetcher:  # no h2c on plain http
+            page_result = await fetcher.fetch(server.url("/page"))
+            skipped = await fetcher.fetch(server.url("/image.png"))
+    assert page_result.http_version == skipped.http_version == "HTTP/1.1"
+
+
 async def test_user_agent_and_extra_headers_are_sent(
     open_fetcher: FetcherFactory, server: SiteServer
 ) -> None:
@@ -239,6 +243,49 @@ async def test_error_statuses_are_results(
             result = await fetcher.fetch(server.url(target))
     assert result.status == status
     assert result.body  # both answers have an HTML body
+
+
+# -- bad input: refused the same way by every fetcher ---------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Bad": "1\r\nX-Smuggled: 2"},
+        {"X-Bad": "1\nX-Smuggled: 2"},
+        {"X-Bad": "1\r2"},
+        {"X-Bad": "1\x002"},
+        {"X-Bad\r\nX-Smuggled": "2"},
+        {"X Bad": "1"},
+        {"": "1"},
+        {"X-Bad": "caf\u00e9"},
+    ],
+    ids=["crlf", "lf", "cr", "nul", "crlf-in-name", "space-in-name", "empty-name", "non-ascii"],
+)
+async def test_bad_request_headers_are_a_protocol_error(
+    open_fetcher: FetcherFactory, server: SiteServer, headers: dict[str, str]
+) -> None:
+    """Issue #9, bug 5: curl raised a bare ValueError (ending the crawl) where
+    httpx gave a ``protocol`` record; both raised UnicodeEncodeError on
+    non-ASCII. Every fetcher now refuses such a request the same way, sends
+    nothing, and stays usable."""
+    with trio.fail_after(10):
+        async with open_fetcher(FetchConfig()) as fetcher:
+            before = server.count("/echo")
+            with pytest.raises(FetchError) as info:
+                await fetcher.fetch(server.url("/echo"), headers)
+            assert info.value.kind == "protocol", info.value
+            assert server.count("/echo") == before
+            good = await fetcher.fetch(server.url("/echo"), {"X-Good": " padded\t"})
+    assert "x-good: padded" in good.body.decode().splitlines()
+
+
+@pytest.mark.parametrize("tail", ["\r\nX-Smuggled: 1", "\x00", "\x7f", "\t"])
+async def test_control_characters_in_the_url_are_a_connect_error(
+    open_fetcher: FetcherFactory, server: SiteServer, tail: str
+) -> None:
+    with trio.fail_after(10):
+        await expect_error(open_fetcher, server.url("/page") + tail, "connect")
 
 
 # -- size caps -------------------------------------------------------------------
@@ -452,7 +499,10 @@ def test_error_kind_maps_each_family_and_leaves_bugs_alone() -> None:
     assert error_kind(disconnected) == "reset"
     assert error_kind(httpx2.DecodingError("x", request=request)) == "decode"
     assert error_kind(zlib.error("bad")) == "decode"
-    assert error_kind(trio.TooSlowError()) == "timeout"
+    assert error_kind(trio.TooSlowError()) is None  # the shared path's business, not ours
+    deadline = to_fetch_error(trio.TooSlowError(), error_kind, 2.5)
+    assert deadline is not None
+    assert str(deadline) == "timeout: no complete answer within the 2.5 s total deadline"
     assert error_kind(ValueError("a bug")) is None
     assert error_kind(httpx2.StreamClosed()) is None  # misuse of httpx is our bug
 

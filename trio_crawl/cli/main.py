@@ -112,6 +112,15 @@ def build_parser(
     )
     p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
     p.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help="verify https peers against the CAs in this PEM file (or hashed directory) "
+        "instead of the system's (default: $SSL_CERT_FILE / $SSL_CERT_DIR if set)",
+    )
+    p.add_argument(
+        "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
+    )
+    p.add_argument(
         "--handler",
         metavar="MODULE:FUNCTION",
         help="async handler for every page (yields items and Requests) instead of link-following",
@@ -161,6 +170,8 @@ def build_config(args: argparse.Namespace, start_urls: Sequence[str]) -> CrawlCo
         "grace": args.grace,
         "backend": args.fetcher,
         "html_only": not args.all_bodies,
+        "ca_bundle": args.ca_bundle,
+        "http2": args.http2,
         "debug": args.debug,
     }
     if args.user_agent is not None:

@@ -8,6 +8,7 @@ prints as they are (exit 2).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +51,10 @@ class CrawlConfig:
     grace: float = 10.0
     max_retry_after: float = 60.0
     backend: str = "curl"
+    #: CA certificates (PEM file or hashed directory) for https; see FetchConfig.
+    ca_bundle: str | None = None
+    #: Offer HTTP/2 on https connections (default: HTTP/1.1 only).
+    http2: bool = False
     #: Bodies larger than this are parsed in a worker thread (lxml releases the GIL).
     thread_parse_bytes: int = 1024 * 1024
     debug: bool = False
@@ -83,6 +88,10 @@ class CrawlConfig:
             (self.max_retry_after >= 0, "--max-retry-after must be >= 0"),
             (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
             (bool(self.user_agent.strip()), "--user-agent must not be empty"),
+            (
+                self.ca_bundle is None or os.path.exists(self.ca_bundle),
+                f"--ca-bundle: no such file or directory: {self.ca_bundle}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -112,4 +121,6 @@ class CrawlConfig:
             max_bytes=self.max_bytes,
             max_connections=self.workers,
             html_only=self.html_only,
+            ca_bundle=self.ca_bundle,
+            http2=self.http2,
         )

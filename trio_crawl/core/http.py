@@ -18,6 +18,12 @@ class FetchConfig:
 
     ``max_connections`` should match the number of crawler tasks, so that the
     pool never makes a crawler wait for a slot another crawler is not using.
+
+    ``ca_bundle`` is a PEM file (or an OpenSSL hashed directory) of the CAs
+    that https peers are verified against, instead of the system's; without
+    it, ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` (and ``CURL_CA_BUNDLE`` for
+    curl) are honoured. ``http2`` offers HTTP/2 (ALPN ``h2``) on https
+    connections; without it every fetcher speaks HTTP/1.1.
     """
 
     user_agent: str = DEFAULT_USER_AGENT
@@ -26,6 +32,8 @@ class FetchConfig:
     max_bytes: int = 10 * 1024 * 1024
     max_connections: int = 16
     html_only: bool = True
+    ca_bundle: str | None = None
+    http2: bool = False
 
 
 def is_html_content_type(content_type: str | None) -> bool:

@@ -16,6 +16,7 @@ ERROR_KINDS: frozenset[str] = frozenset(
     {
         "timeout",  # connect, read or total deadline passed
         "connect",  # DNS failure, refused, unreachable
+        "tls",  # TLS handshake failed: certificate not trusted, wrong host name, ...
         "reset",  # peer closed or reset the connection mid-exchange
         "protocol",  # malformed HTTP, truncated body, bad chunking
         "decode",  # content-encoding could not be decoded
@@ -42,6 +43,8 @@ class FetchResult:
     ``body`` is the decoded (gunzipped, ...) body, or ``b""`` when the fetcher
     skipped it because the content type was not wanted (``body_skipped``).
     ``url`` is the URL that was requested: fetchers never follow redirects.
+    ``http_version`` is the protocol the answer came in (``"HTTP/1.1"``,
+    ``"HTTP/2"``), ``None`` when the fetcher cannot tell.
     """
 
     url: str
@@ -50,6 +53,7 @@ class FetchResult:
     body: bytes
     elapsed: float
     body_skipped: bool = False
+    http_version: str | None = None
 
     @property
     def content_type(self) -> str | None:
@@ -93,6 +97,8 @@ class CrawlRecord:
     had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
     distinct links extracted from the page (0 for non-HTML); ``t`` is when the
     record was made, in seconds since the crawl (this run of it) started.
+    ``protocol`` is the ``FetchResult.http_version`` of the answer; the JSON
+    leaves it out when unknown (no answer, or a fetcher that cannot tell).
     """
 
     url: str
@@ -107,6 +113,7 @@ class CrawlRecord:
     attempts: int = 1
     t: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    protocol: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -122,6 +129,8 @@ class CrawlRecord:
             "attempts": self.attempts,
             "t": self.t,
         }
+        if self.protocol is not None:
+            out["protocol"] = self.protocol
         if self.extra:
             out.update(self.extra)
         return out

@@ -120,4 +120,5 @@ def make_record(
         links=links,
         attempts=entry.attempts,
         t=t,
+        protocol=None if result is None else result.http_version,
     )

@@ -180,6 +180,11 @@ class RobotsCache:
             try:
                 result = await self._fetcher.fetch(url, any_body=True)
             except FetchError as exc:
+                if exc.kind == "too_large":
+                    # An answer too big to read is not an unreachable server:
+                    # RFC 9309 2.3.1.3 "unavailable", so everything is allowed.
+                    reason = f"robots.txt unavailable: {exc.message}"
+                    return RobotsFinal(RobotsPolicy.allow_all(reason), self._max_age)
                 failure = exc
                 status: int | None = None
                 body = b""

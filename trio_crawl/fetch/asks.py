@@ -6,7 +6,8 @@ So this fetcher is an optional extra, ``trio_crawl[asks]``, tested by the nox
 session ``asks`` on the newest trio it runs on. Nothing imports asks until
 ``open_asks_fetcher`` runs; ``import trio_crawl`` never needs it.
 
-Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
+Rules (the ``Fetcher`` rules of ``base.py``, and how this module keeps them;
+what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``):
 
 1. One session for the crawl, ``connections=FetchConfig.max_connections``.
    asks's own semaphore is released once the head has arrived, so a
@@ -20,9 +21,9 @@ Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
    each read without bound (a gzip bomb grows 1000x per read), raises
    ``KeyError`` on codings it does not know (``br``, ``identity``), cannot
    read raw deflate, and lets ``EndOfStream`` escape at the end of a body
-   delimited by the connection closing. ``BodyDecoder`` (shared with the
-   httpx fetcher) decodes in bounded steps; wire and decoded sizes are capped
-   at ``max_bytes``.
+   delimited by the connection closing. ``body.read_capped`` (shared with
+   the httpx fetcher) decodes in bounded steps; wire and decoded sizes are
+   capped at ``max_bytes``.
 4. Keep-alive: asks asks for ``Connection: close`` unless told otherwise and
    never pools the socket of a streamed answer. We send ``keep-alive`` and
    give back (``Session.return_to_pool``) a socket whose answer was read to
@@ -35,19 +36,25 @@ Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
 5. Deadlines: ``connect_timeout`` is asks's ``connection_timeout``;
    ``timeout`` is asks's head ``timeout`` and, with ``trio.fail_after``, the
    total for the whole exchange (slot wait, connect, head and body).
-6. Every foreign exception becomes a ``FetchError`` in exactly one place,
-   ``error_kind``, with the original as ``__cause__``. Anything it does not
-   know is a bug and escapes unchanged.
+6. Every foreign exception becomes a ``FetchError`` on one path,
+   ``errors.translated_errors`` with this module's ``error_kind``, the
+   original as ``__cause__``. Anything it does not know is a bug and
+   escapes unchanged.
 7. A socket that is not given back to the pool is closed in a bounded,
-   shielded scope, whatever ended the fetch (answer read, error, cancel).
-8. What asks cannot do: repeated response headers other than ``Set-Cookie``
+   shielded scope (``body.close_shielded``), whatever ended the fetch
+   (answer read, error, cancel).
+8. TLS: peers are verified against ``FetchConfig.ca_bundle``, else
+   ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else Python's default context (see
+   ``fetch.tls``). asks speaks HTTP/1.1 only: ``FetchConfig.http2`` is
+   ignored.
+9. What asks cannot do: repeated response headers other than ``Set-Cookie``
    keep only their last value (asks stores headers in a dict), and header
    bytes that are not UTF-8 are a ``protocol`` error. We send our own
    ``Host`` header (asks builds a wrong one for IPv6 literals).
-9. One process-wide side effect: loading asks installs a warnings filter for
-   the ``trio.MultiError`` deprecation that anyio 3 triggers on import and
-   whenever an exception leaves one of its task groups (every cancelled
-   connect). It matches only that message from ``anyio._backends._trio``.
+10. One process-wide side effect: loading asks installs a warnings filter
+    for the ``trio.MultiError`` deprecation that anyio 3 triggers on import
+    and whenever an exception leaves one of its task groups (every cancelled
+    connect). It matches only that message from ``anyio._backends._trio``.
 
 asks internals used (pinned: asks 3.0.0 will not change): a streamed
 answer's ``body.h11_connection`` and ``body.sock``, ``Session._conn_pool``
@@ -55,8 +62,10 @@ answer's ``body.h11_connection`` and ``body.sock``, ``Session._conn_pool``
 
 Exceptions and their kinds (see ``error_kind``)::
 
-    trio.TooSlowError, asks RequestTimeout, TimeoutError          -> timeout
-    OSError (refused, DNS, TLS verification), other asks
+    asks RequestTimeout, TimeoutError                                -> timeout
+    ssl.SSLError (handshake, certificate), or one behind a
+        connect failure                                              -> tls
+    OSError (refused, DNS), other asks
         ConnectivityError, unsupported scheme or no host             -> connect
     anyio BrokenResourceError / EndOfStream, ConnectionResetError,
         BrokenPipeError, asks BadHttpResponse from the peer closing
@@ -69,10 +78,10 @@ Exceptions and their kinds (see ``error_kind``)::
 from __future__ import annotations
 
 import importlib
+import os
 import select
 import socket
 import warnings
-import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -84,10 +93,21 @@ import h11
 import trio
 from anyio.abc import SocketAttribute
 
-from ..core.http import FetchConfig, is_html_content_type
+from ..core.http import FetchConfig
 from ..core.models import FetchError, FetchResult
-from .base import translated_errors
-from .httpx import ACCEPT_ENCODING, content_length, read_capped
+from .body import (
+    close_shielded,
+    content_length,
+    declared_too_large,
+    drains,
+    join_header,
+    read_capped,
+    skips_body,
+)
+from .decode import ACCEPT_ENCODING, is_decode_error
+from .errors import translated_errors
+from .request import check_url, request_headers
+from .tls import is_tls_failure, ssl_context
 
 __all__ = [
     "AsksFetcher",
@@ -99,8 +119,6 @@ __all__ = [
 ]
 
 _READ_SIZE = 64 * 1024  # bytes asked of the socket per read while streaming a body
-_DRAIN_LIMIT = 16 * 1024  # skipped bodies this small are read to keep the connection
-_CLOSE_GRACE = 2.0  # seconds a cancelled fetch may spend closing its socket
 
 #: The one deprecation anyio 3 triggers under trio 0.22/0.23, on import and
 #: whenever an exception leaves one of its task groups.
@@ -160,6 +178,9 @@ _KINDS: dict[tuple[str, str], str] = {
     ("builtins", "OSError"): "connect",
     ("builtins", "UnicodeDecodeError"): "protocol",
     ("brotli", "error"): "decode",
+    ("ssl", "SSLEOFError"): "reset",  # the peer closed the TLS stream
+    ("ssl", "SSLZeroReturnError"): "reset",
+    ("ssl", "SSLError"): "tls",
 }
 
 #: What h11 says (wrapped by asks in BadHttpResponse) when the peer closes
@@ -173,9 +194,7 @@ def error_kind(exc: BaseException) -> str | None:
     Classes are matched by module and name along the MRO, so this runs (and
     is tested) without asks installed.
     """
-    if isinstance(exc, trio.TooSlowError):
-        return "timeout"
-    if isinstance(exc, zlib.error):
+    if is_decode_error(exc):
         return "decode"
     for cls in type(exc).__mro__:
         kind = _KINDS.get((cls.__module__.split(".")[0], cls.__name__))
@@ -184,6 +203,8 @@ def error_kind(exc: BaseException) -> str | None:
         cause = str(exc.__cause__ or "")
         if cls.__name__ == "BadHttpResponse" and any(text in cause for text in _NO_HEAD):
             return "reset"  # closed before a complete head: the peer hung up
+        if kind == "connect" and is_tls_failure(exc):
+            return "tls"
         return kind
     return None
 
@@ -208,13 +229,6 @@ def _readable_now(raw: socket.socket) -> bool:
 def _is_stale(sock: Any) -> bool:
     raw = sock.extra(SocketAttribute.raw_socket, None)
     return raw is None or _readable_now(raw)
-
-
-async def _close(sock: Any) -> None:
-    """Close a socket even when the fetch is being cancelled."""
-    with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-        cleanup.shield = True
-        await sock.aclose()
 
 
 class _BodyReader:
@@ -305,11 +319,13 @@ class AsksFetcher:
         """
         if self._closed:
             raise RuntimeError("fetch() on a closed AsksFetcher")
-        host = _host_header(url)
         with translated_errors(error_kind, self.config.timeout):
+            check_url(url)
+            host = _host_header(url)
+            extra = request_headers(headers)
             with trio.fail_after(self.config.timeout):
                 async with self._slots:
-                    return await self._exchange(url, host, headers, any_body)
+                    return await self._exchange(url, host, extra, any_body)
 
     async def _exchange(
         self, url: str, host: str, headers: dict[str, str] | None, any_body: bool
@@ -332,11 +348,7 @@ class AsksFetcher:
         reader = _BodyReader(response.body) if streamed else None
         try:
             joined = _joined_headers(response.headers)
-            skip = (
-                not any_body
-                and self.config.html_only
-                and not is_html_content_type(joined.get("content-type"))
-            )
+            skip = skips_body(self.config.html_only, any_body, joined.get("content-type"))
             body = b""
             if reader is None:
                 body = bytes(response.body)
@@ -345,16 +357,17 @@ class AsksFetcher:
             else:
                 body = await self._read_body(reader, joined, response.status_code)
             elapsed = trio.current_time() - start
-            return FetchResult(url, response.status_code, joined, body, elapsed, skip)
+            version = f"HTTP/{response.http_version}" if response.http_version else None
+            return FetchResult(url, response.status_code, joined, body, elapsed, skip, version)
         finally:
             if reader is not None:
                 await self._release(reader)
 
     async def _read_body(self, reader: _BodyReader, headers: dict[str, str], status: int) -> bytes:
         cap = self.config.max_bytes
-        declared = content_length(headers)
-        if declared is not None and declared > cap and status not in (204, 304):
-            raise FetchError("too_large", f"Content-Length {declared} > max_bytes {cap}")
+        error = declared_too_large(status, content_length(headers), cap)
+        if error is not None:
+            raise error
         return await read_capped(_chunks(reader), headers.get("content-encoding"), cap)
 
     async def _release(self, reader: _BodyReader) -> None:
@@ -365,7 +378,7 @@ class AsksFetcher:
             await self._session.return_to_pool(reader.sock)
             await self._tidy_pool()
         else:
-            await _close(reader.sock)
+            await close_shielded(reader.sock.aclose)
 
     async def _tidy_pool(self) -> None:
         """Drop idle sockets the server has closed, and keep at most
@@ -379,7 +392,7 @@ class AsksFetcher:
         while len(pool) > self.config.max_connections:
             doomed.append(pool.pop())
         for sock in doomed:
-            await _close(sock)
+            await close_shielded(sock.aclose)
 
     async def aclose(self) -> None:
         """Close the session and its idle sockets. Idempotent; a fetch still
@@ -393,8 +406,7 @@ class AsksFetcher:
 async def _maybe_drain(reader: _BodyReader, headers: dict[str, str]) -> None:
     """Read a small unwanted body so its connection stays reusable; a big or
     unsized one is abandoned (closing the connection is cheaper)."""
-    declared = content_length(headers)
-    if declared is None or declared > _DRAIN_LIMIT:
+    if not drains(content_length(headers)):
         return
     while await reader.next_chunk() is not None:
         pass
@@ -404,7 +416,7 @@ def _joined_headers(headers: Any) -> dict[str, str]:
     """Lower-case names; asks keeps ``Set-Cookie`` as a list, joined here."""
     joined: dict[str, str] = {}
     for name, value in headers.lower_items():
-        joined[name] = ", ".join(value) if isinstance(value, list) else value
+        join_header(joined, name, ", ".join(value) if isinstance(value, list) else value)
     return joined
 
 
@@ -427,6 +439,7 @@ def make_session(config: FetchConfig) -> Any:
     when asks cannot run here (see ``load_asks``)."""
     asks = load_asks()
     return asks.Session(
+        ssl_context=ssl_context(config.ca_bundle, os.environ),
         connections=config.max_connections,
         headers={
             "User-Agent": config.user_agent,
@@ -448,6 +461,4 @@ async def open_asks_fetcher(config: FetchConfig) -> AsyncIterator[AsksFetcher]:
     try:
         yield fetcher
     finally:
-        with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-            cleanup.shield = True
-            await fetcher.aclose()
+        await close_shielded(fetcher.aclose)

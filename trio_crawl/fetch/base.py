@@ -15,17 +15,22 @@ Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
    connection or handle.
 5. Deadlines from ``FetchConfig`` are enforced by the fetcher (connect, read
    and total), and surface as ``FetchError("timeout")``.
+6. Failures take one path: the whole exchange runs inside
+   ``errors.translated_errors`` with the fetcher's own classifier; bad
+   request input is refused by ``request`` before any library sees it, so
+   every fetcher gives the same kind for the same fault.
+
+What the fetchers share lives beside this module, one job each: ``errors``
+(translation), ``request`` (URL and request-header checks), ``body`` (limits,
+skipping, draining, header joining, releasing connections) and ``decode``
+(content codings in bounded steps).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from typing import Protocol
 
-import trio
-
-from ..core.models import FetchError, FetchResult
+from ..core.models import FetchResult
 
 
 class Fetcher(Protocol):
@@ -46,33 +51,3 @@ class Fetcher(Protocol):
     async def aclose(self) -> None:
         """Release connections and handles. Idempotent."""
         ...
-
-
-def to_fetch_error(exc: Exception, kind: str | None, total: float) -> FetchError | None:
-    """The ``FetchError`` for a foreign exception that a fetcher's one mapping
-    function classified as ``kind`` (None: not ours to translate, a bug).
-    A trio deadline becomes a message about the total deadline."""
-    if kind is None:
-        return None
-    if isinstance(exc, trio.TooSlowError):
-        return FetchError(kind, f"no complete answer within the {total:g} s total deadline")
-    detail = str(exc) or str(exc.__cause__ or "") or "(no message)"
-    return FetchError(kind, f"{type(exc).__name__}: {detail}")
-
-
-@contextlib.contextmanager
-def translated_errors(
-    error_kind: Callable[[Exception], str | None], total: float
-) -> Iterator[None]:
-    """Re-raise foreign exceptions that ``error_kind`` classifies as
-    ``FetchError`` (original as ``__cause__``); anything else is a bug and
-    passes through unchanged. The one translation point of a fetcher."""
-    try:
-        yield
-    except FetchError:
-        raise
-    except Exception as exc:
-        error = to_fetch_error(exc, error_kind(exc), total)
-        if error is None:
-            raise
-        raise error from exc

@@ -1,34 +1,46 @@
 """The pure-Python fetcher: one shared ``httpx2.AsyncClient``, driven by trio.
 
-Rules (the ``Fetcher`` rules of ``_fetch.py``, and how this module keeps them):
+Rules (the ``Fetcher`` rules of ``base.py``, and how this module keeps them;
+what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``):
 
 1. One client, one pool, for the whole crawl: ``max_connections`` and
    ``max_keepalive_connections`` both equal ``FetchConfig.max_connections``,
    so every crawler task can keep its connection alive between pages.
 2. Redirects are never followed (``follow_redirects=False`` on every request,
    so a user-supplied client cannot turn it on by default).
-3. The body is streamed raw and decoded here, by ``BodyDecoder``, in bounded
-   steps: at most ``_STEP`` decoded bytes exist beyond what has been counted
+3. The body is streamed raw and decoded by ``body.read_capped`` in bounded
+   steps: at most 64 KiB of decoded bytes exist beyond what has been counted
    against ``max_bytes``, so a gzip bomb stops at the cap whatever httpx
    version the client comes from. The wire size is capped as well.
 4. Unknown content codings are passed through undecoded, as browsers do;
    broken gzip/deflate/brotli data is ``FetchError("decode")``.
 5. Deadlines: httpx enforces connect and read timeouts; ``trio.fail_after``
    around the whole exchange enforces the total (pool wait included).
-6. Every foreign exception becomes a ``FetchError`` in exactly one place,
-   ``error_kind``, with the original as ``__cause__``. Anything it does not
-   know is a bug and escapes unchanged.
-7. A response is always closed in a bounded, shielded scope, even when the
-   fetch is cancelled, so a cancelled fetch can never keep its pool slot.
+   (rules 8 and 9 concern only the client ``make_client`` builds; a
+   user-supplied client keeps its own TLS and HTTP/2 settings.)
+6. Every foreign exception becomes a ``FetchError`` on one path,
+   ``errors.translated_errors`` with this module's ``error_kind``, the
+   original as ``__cause__``. Anything it does not know is a bug and
+   escapes unchanged.
+7. A response is always closed in a bounded, shielded scope
+   (``body.close_shielded``), even when the fetch is cancelled, so a
+   cancelled fetch can never keep its pool slot.
    (httpx/httpcore have leaked slots on cancellation under trio: encode/httpx
    #1461, #2139, #2294, encode/httpcore#642. httpx2 2.16 passes the stress test
    in ``tests/test_fetchers.py`` even without this guard; a user-supplied
    client from an older httpx may not.)
+8. TLS: peers are verified against ``FetchConfig.ca_bundle``, else
+   ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else httpcore2's default (OpenSSL's
+   default paths on Linux; see ``fetch.tls``). Proxy variables are still
+   ignored (``trust_env=False``).
+9. HTTP/2 is offered on https connections only with ``FetchConfig.http2``,
+   which needs the ``h2`` package (``pip install 'trio-crawl[http2]'``).
 
 Exceptions and their kinds (see ``error_kind``)::
 
     (httpx = httpx, httpx2, or an httpcore class of the same name)
-    trio.TooSlowError, httpx TimeoutException (connect/read/write/pool)  -> timeout
+    httpx TimeoutException (connect/read/write/pool)                    -> timeout
+    httpx ConnectError caused by an ssl.SSLError (handshake failed)    -> tls
     httpx ConnectError, ProxyError, UnsupportedProtocol, InvalidURL      -> connect
     httpx ReadError, WriteError, CloseError                              -> reset
     httpx RemoteProtocolError "Server disconnected ..." (no answer yet)  -> reset
@@ -39,144 +51,32 @@ Exceptions and their kinds (see ``error_kind``)::
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import AsyncIterator, Iterator
+import importlib.util
+import os
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx2
 import trio
 
-from ..core.http import FetchConfig, is_html_content_type
-from ..core.models import FetchError, FetchResult
-from .base import translated_errors
+from ..core.http import FetchConfig
+from ..core.models import FetchResult
+from .body import (
+    close_shielded,
+    content_length,
+    declared_too_large,
+    drains,
+    joined_headers,
+    read_capped,
+    skips_body,
+    too_large,
+)
+from .decode import ACCEPT_ENCODING, is_decode_error
+from .errors import translated_errors
+from .request import check_url, request_headers
+from .tls import is_tls_failure, ssl_context
 
-try:
-    import brotli as _brotli
-except ImportError:  # pragma: no cover - brotli is an optional extra
-    _brotli = None
-
-__all__ = ["BodyDecoder", "HttpxFetcher", "error_kind", "open_httpx_fetcher"]
-
-_STEP = 64 * 1024  # most decoded bytes produced per decompressor call
-_DRAIN_LIMIT = 16 * 1024  # skipped bodies this small are read to keep the connection
-_CLOSE_GRACE = 2.0  # seconds a cancelled fetch may spend releasing its connection
-
-
-def _brotli_is_bounded() -> bool:
-    """brotli >= 1.2 can cap the output of one call; older versions cannot,
-    so we neither advertise nor decode ``br`` with them."""
-    if _brotli is None:
-        return False
-    try:
-        _brotli.Decompressor().process(b"", output_buffer_limit=1)
-    except TypeError:
-        return False
-    return True
-
-
-_BROTLI = _brotli_is_bounded()
-ACCEPT_ENCODING = "gzip, deflate, br" if _BROTLI else "gzip, deflate"
-
-
-# -- decoding (pure) ----------------------------------------------------------
-
-
-class _Zlib:
-    """gzip or deflate. Deflate is zlib-wrapped per RFC 9110, but some servers
-    send raw deflate: the first two bytes tell which, so deflate holds back
-    input until it has two."""
-
-    def __init__(self, coding: str) -> None:
-        self._d: Any = zlib.decompressobj(zlib.MAX_WBITS | 16) if coding == "gzip" else None
-        self._pending = b""
-
-    def _choose(self) -> bytes:
-        data, self._pending = self._pending, b""
-        head = data[:2]
-        wrapped = len(head) == 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0
-        self._d = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        return data
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if self._d is None:
-            self._pending += data
-            if len(self._pending) < 2:
-                return
-            data = self._choose()
-        out = self._d.decompress(data, _STEP)
-        while out:
-            yield out
-            out = self._d.decompress(self._d.unconsumed_tail, _STEP)
-
-    def finish(self) -> Iterator[bytes]:
-        if self._d is None:
-            if not self._pending:
-                return
-            yield from self.feed(self._choose())
-        yield self._d.flush()
-
-
-class _Brotli:
-    def __init__(self) -> None:
-        assert _brotli is not None
-        self._d = _brotli.Decompressor()
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if not data:
-            return
-        out = self._d.process(data, output_buffer_limit=_STEP)
-        while True:
-            if out:
-                yield out
-            # brotli wants empty input until it has emitted what it holds
-            if self._d.can_accept_more_data() or self._d.is_finished():
-                return
-            out = self._d.process(b"", output_buffer_limit=_STEP)
-
-    def finish(self) -> Iterator[bytes]:
-        yield from ()
-
-
-class BodyDecoder:
-    """Undo ``Content-Encoding`` incrementally, never producing more than
-    64 KiB per step, so the caller can stop as soon as its cap is passed.
-
-    ``feed(chunk)`` and ``finish()`` yield decoded pieces. Codings are undone
-    in reverse order of application; ``identity`` and unknown codings pass
-    through. Raises ``zlib.error`` / ``brotli.error`` on corrupt data.
-    """
-
-    def __init__(self, content_encoding: str | None) -> None:
-        codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-        self._stages: list[_Zlib | _Brotli] = []
-        for coding in reversed(codings):
-            if coding in ("gzip", "x-gzip"):
-                self._stages.append(_Zlib("gzip"))
-            elif coding == "deflate":
-                self._stages.append(_Zlib("deflate"))
-            elif coding == "br" and _BROTLI:
-                self._stages.append(_Brotli())
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        return self._through(0, iter((data,)))
-
-    def finish(self) -> Iterator[bytes]:
-        return self._finish_from(0)
-
-    def _through(self, index: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
-        if index == len(self._stages):
-            yield from pieces
-            return
-        stage = self._stages[index]
-        for piece in pieces:
-            yield from self._through(index + 1, stage.feed(piece))
-
-    def _finish_from(self, index: int) -> Iterator[bytes]:
-        if index == len(self._stages):
-            return
-        yield from self._through(index + 1, self._stages[index].finish())
-        yield from self._finish_from(index + 1)
+__all__ = ["ACCEPT_ENCODING", "HttpxFetcher", "error_kind", "make_client", "open_httpx_fetcher"]
 
 
 # -- the one place foreign exceptions are translated -----------------------------
@@ -209,9 +109,7 @@ def error_kind(exc: BaseException) -> str | None:
     ``httpx`` (same tree, different module) maps just like ``httpx2``, and so
     does an httpcore error that escaped httpx's own translation.
     """
-    if isinstance(exc, trio.TooSlowError):
-        return "timeout"
-    if isinstance(exc, zlib.error) or (_brotli is not None and isinstance(exc, _brotli.error)):
+    if is_decode_error(exc):
         return "decode"
     for cls in type(exc).__mro__:
         if cls.__module__.split(".")[0] not in _HTTPX_MODULES:
@@ -219,6 +117,8 @@ def error_kind(exc: BaseException) -> str | None:
         kind = _HTTPX_KINDS.get(cls.__name__)
         if kind == "protocol" and "disconnected without sending" in str(exc):
             return "reset"  # closed before any answer: the peer hung up, not bad HTTP
+        if kind == "connect" and is_tls_failure(exc):
+            return "tls"
         if kind is not None:
             return kind
     return None
@@ -256,8 +156,10 @@ class HttpxFetcher:
         Raises ``FetchError`` (see the module docstring for the kinds).
         """
         with translated_errors(error_kind, self.config.timeout):
+            check_url(url)
+            extra = request_headers(headers)
             with trio.fail_after(self.config.timeout):
-                return await self._exchange(url, headers, any_body)
+                return await self._exchange(url, extra, any_body)
 
     async def _exchange(
         self, url: str, headers: dict[str, str] | None, any_body: bool
@@ -267,45 +169,37 @@ class HttpxFetcher:
         request = self._client.build_request("GET", url, headers=sent, timeout=self._timeout)
         response = await self._client.send(request, stream=True, follow_redirects=False)
         try:
-            joined: dict[str, str] = {}
-            for name, value in response.headers.multi_items():
-                key = name.lower()
-                joined[key] = f"{joined[key]}, {value}" if key in joined else value
-            skip = (
-                not any_body
-                and self.config.html_only
-                and not is_html_content_type(joined.get("content-type"))
-            )
+            joined = joined_headers(response.headers.multi_items())
+            skip = skips_body(self.config.html_only, any_body, joined.get("content-type"))
             if skip:
                 await self._maybe_drain(response, joined)
                 body = b""
             else:
                 body = await self._read_body(response, joined)
             elapsed = trio.current_time() - start
-            return FetchResult(url, response.status_code, joined, body, elapsed, skip)
+            return FetchResult(
+                url, response.status_code, joined, body, elapsed, skip, response.http_version
+            )
         finally:
-            with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-                cleanup.shield = True  # (the shield= argument needs trio >= 0.27)
-                await response.aclose()
+            await close_shielded(response.aclose)
 
     async def _read_body(self, response: httpx2.Response, headers: dict[str, str]) -> bytes:
         cap = self.config.max_bytes
-        declared = content_length(headers)
-        if declared is not None and declared > cap and response.status_code not in (204, 304):
-            raise FetchError("too_large", f"Content-Length {declared} > max_bytes {cap}")
+        error = declared_too_large(response.status_code, content_length(headers), cap)
+        if error is not None:
+            raise error
         if response.is_stream_consumed:
             # Already in memory (a MockTransport answer, an event hook that read
             # it) and already decoded by httpx: nothing left to bound.
             if len(response.content) > cap:
-                raise FetchError("too_large", f"more than {cap} bytes once decoded")
+                raise too_large(cap)
             return response.content
         return await read_capped(response.aiter_raw(), headers.get("content-encoding"), cap)
 
     async def _maybe_drain(self, response: httpx2.Response, headers: dict[str, str]) -> None:
         """Read a small unwanted body so its connection stays reusable; a big
         or unsized one is abandoned (closing the connection is cheaper)."""
-        declared = content_length(headers)
-        if declared is None or declared > _DRAIN_LIMIT or response.is_stream_consumed:
+        if not drains(content_length(headers)) or response.is_stream_consumed:
             return
         async for _ in response.aiter_raw():
             pass
@@ -319,48 +213,26 @@ class HttpxFetcher:
             await self._client.aclose()
 
 
-def content_length(headers: dict[str, str]) -> int | None:
-    """The declared Content-Length, or None when absent or not a number."""
-    try:
-        return int(headers["content-length"])
-    except (KeyError, ValueError):
-        return None
-
-
-async def read_capped(chunks: AsyncIterator[bytes], encoding: str | None, cap: int) -> bytes:
-    """Decode a raw body stream, stopping with ``FetchError("too_large")`` as
-    soon as more than ``cap`` bytes arrive on the wire or come out of the
-    decoder: a compression bomb is stopped early, never inflated whole.
-    Shared by the httpx and asks fetchers."""
-    decoder = BodyDecoder(encoding)
-    body = bytearray()
-    wire = 0
-    async for raw in chunks:
-        wire += len(raw)
-        if wire > cap:
-            raise FetchError("too_large", f"more than {cap} bytes on the wire")
-        for piece in decoder.feed(raw):
-            body += piece
-            if len(body) > cap:
-                raise FetchError("too_large", f"more than {cap} bytes once decoded")
-    for piece in decoder.finish():
-        body += piece
-        if len(body) > cap:
-            raise FetchError("too_large", f"more than {cap} bytes once decoded")
-    return bytes(body)
-
-
 def make_client(config: FetchConfig) -> httpx2.AsyncClient:
     """The client ``open_httpx_fetcher`` uses when given none.
 
     Environment proxy settings are ignored (``trust_env=False``): pass your own
-    client to crawl through a proxy.
+    client to crawl through a proxy. CA settings are honoured (rule 8).
+    Raises ``ImportError`` for ``http2`` without the ``h2`` package, and
+    ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
     """
     limits = httpx2.Limits(
         max_connections=config.max_connections,
         max_keepalive_connections=config.max_connections,
     )
+    if config.http2 and importlib.util.find_spec("h2") is None:
+        raise ImportError(
+            "HTTP/2 with the httpx fetcher needs the h2 package: pip install 'trio-crawl[http2]'"
+        )
+    context = ssl_context(config.ca_bundle, os.environ)
     return httpx2.AsyncClient(
+        verify=True if context is None else context,
+        http2=config.http2,
         limits=limits,
         timeout=httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None),
         follow_redirects=False,
@@ -386,6 +258,4 @@ async def open_httpx_fetcher(
     try:
         yield fetcher
     finally:
-        with trio.move_on_after(_CLOSE_GRACE) as cleanup:
-            cleanup.shield = True
-            await fetcher.aclose()
+        await close_shielded(fetcher.aclose)

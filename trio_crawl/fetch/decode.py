@@ -1,0 +1,151 @@
+"""Undoing ``Content-Encoding`` in bounded steps, for the fetchers that read
+raw bodies (httpx, asks; libcurl decodes by itself).
+
+Rules:
+
+1. No step yields more than ``STEP`` (64 KiB) decoded bytes, so a caller
+   that counts them can stop a decompression bomb at its cap, having
+   inflated at most one step too many.
+2. ``gzip``/``x-gzip`` and ``deflate`` (zlib-wrapped per RFC 9110, or raw, as
+   some servers send it: the first two bytes tell) always; ``br`` only with
+   brotli >= 1.2, whose decompressor can cap one call's output. Older brotli
+   is neither advertised (``ACCEPT_ENCODING``) nor decoded.
+3. ``identity`` and unknown codings pass through undecoded, as browsers do.
+   Corrupt data raises ``zlib.error`` / ``brotli.error``: each fetcher's
+   ``error_kind`` makes that ``decode``.
+
+Pure: no trio, no HTTP client.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+try:
+    import brotli as _brotli
+except ImportError:  # pragma: no cover - brotli is an optional extra
+    _brotli = None
+
+__all__ = ["ACCEPT_ENCODING", "STEP", "BodyDecoder", "is_decode_error"]
+
+STEP = 64 * 1024  # most decoded bytes produced per decompressor call
+
+
+def _brotli_is_bounded() -> bool:
+    """brotli >= 1.2 can cap the output of one call; older versions cannot,
+    so we neither advertise nor decode ``br`` with them."""
+    if _brotli is None:
+        return False
+    try:
+        _brotli.Decompressor().process(b"", output_buffer_limit=1)
+    except TypeError:
+        return False
+    return True
+
+
+_BROTLI = _brotli_is_bounded()
+ACCEPT_ENCODING = "gzip, deflate, br" if _BROTLI else "gzip, deflate"
+
+
+class _Zlib:
+    """gzip or deflate. Deflate is zlib-wrapped per RFC 9110, but some servers
+    send raw deflate: the first two bytes tell which, so deflate holds back
+    input until it has two."""
+
+    def __init__(self, coding: str) -> None:
+        self._d: Any = zlib.decompressobj(zlib.MAX_WBITS | 16) if coding == "gzip" else None
+        self._pending = b""
+
+    def _choose(self) -> bytes:
+        data, self._pending = self._pending, b""
+        head = data[:2]
+        wrapped = len(head) == 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0
+        self._d = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        return data
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._d is None:
+            self._pending += data
+            if len(self._pending) < 2:
+                return
+            data = self._choose()
+        out = self._d.decompress(data, STEP)
+        while out:
+            yield out
+            out = self._d.decompress(self._d.unconsumed_tail, STEP)
+
+    def finish(self) -> Iterator[bytes]:
+        if self._d is None:
+            if not self._pending:
+                return
+            yield from self.feed(self._choose())
+        yield self._d.flush()
+
+
+class _Brotli:
+    def __init__(self) -> None:
+        assert _brotli is not None
+        self._d = _brotli.Decompressor()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if not data:
+            return
+        out = self._d.process(data, output_buffer_limit=STEP)
+        while True:
+            if out:
+                yield out
+            # brotli wants empty input until it has emitted what it holds
+            if self._d.can_accept_more_data() or self._d.is_finished():
+                return
+            out = self._d.process(b"", output_buffer_limit=STEP)
+
+    def finish(self) -> Iterator[bytes]:
+        yield from ()
+
+
+class BodyDecoder:
+    """Undo ``Content-Encoding`` incrementally, never producing more than
+    64 KiB per step, so the caller can stop as soon as its cap is passed.
+
+    ``feed(chunk)`` and ``finish()`` yield decoded pieces. Codings are undone
+    in reverse order of application; ``identity`` and unknown codings pass
+    through. Raises ``zlib.error`` / ``brotli.error`` on corrupt data.
+    """
+
+    def __init__(self, content_encoding: str | None) -> None:
+        codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
+        self._stages: list[_Zlib | _Brotli] = []
+        for coding in reversed(codings):
+            if coding in ("gzip", "x-gzip"):
+                self._stages.append(_Zlib("gzip"))
+            elif coding == "deflate":
+                self._stages.append(_Zlib("deflate"))
+            elif coding == "br" and _BROTLI:
+                self._stages.append(_Brotli())
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        return self._through(0, iter((data,)))
+
+    def finish(self) -> Iterator[bytes]:
+        return self._finish_from(0)
+
+    def _through(self, index: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        if index == len(self._stages):
+            yield from pieces
+            return
+        stage = self._stages[index]
+        for piece in pieces:
+            yield from self._through(index + 1, stage.feed(piece))
+
+    def _finish_from(self, index: int) -> Iterator[bytes]:
+        if index == len(self._stages):
+            return
+        yield from self._through(index + 1, self._stages[index].finish())
+        yield from self._finish_from(index + 1)
+
+
+def is_decode_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is corrupt compressed data (zlib or brotli)."""
+    return isinstance(exc, zlib.error) or (_brotli is not None and isinstance(exc, _brotli.error))
