@@ -91,7 +91,9 @@ class CrawlRecord:
 
     ``url`` is the canonical URL; ``status`` is ``None`` when no HTTP answer was
     had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
-    distinct links extracted from the page (0 for non-HTML).
+    distinct links extracted from the page (0 for non-HTML); ``size`` is the
+    length of the body as downloaded and decoded (gunzipped...), None when no
+    body was read (an error, or a skipped non-HTML body).
     """
 
     url: str
@@ -104,6 +106,7 @@ class CrawlRecord:
     elapsed_ms: float | None = None
     links: int = 0
     attempts: int = 1
+    size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +121,7 @@ class CrawlRecord:
             "elapsed_ms": self.elapsed_ms,
             "links": self.links,
             "attempts": self.attempts,
+            "size": self.size,
         }
         if self.extra:
             out.update(self.extra)
