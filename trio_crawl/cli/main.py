@@ -484,7 +484,8 @@ async def crawl_with_ui(
                 crawler.abort()  # `-o - | head`: the reader has what it wanted
             elif output.error is not None and failed is None:
                 failed = output.error
-                crawler.stop()
+                if not crawler.stopping:  # a second stop() would cancel at once
+                    crawler.stop()
 
         def on_record(record: CrawlRecord) -> None:
             starts(record)
