@@ -412,3 +412,28 @@ def test_dash_o_dash_on_a_terminal_prints_records_and_no_progress(tmp_path: Path
     assert screen.count('{"url"') == 4
     assert "pages/s  " not in screen.split("trio-crawl summary")[0]  # no progress line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_what_a_crawl_exception_means() -> None:
+    import sqlite3
+
+    from trio_crawl.cli import main
+    from trio_crawl.engine.outputs import OutputError
+
+    watch = main.HandlerWatch()
+    busy = main.StateLockedError("crawl.db is in use by another crawl")
+    assert main.classify(ExceptionGroup("", [busy]), watch, "crawl.db") == main.Ending(
+        75, "crawl.db is in use by another crawl"
+    )
+    full = sqlite3.OperationalError("database or disk is full")
+    assert main.classify(full, watch, "crawl.db") == main.Ending(
+        3, "cannot write to crawl.db: database or disk is full"
+    )
+    nospace = OutputError("out.jsonl", OSError(28, "No space left on device"))
+    assert main.classify(nospace, watch, None).code == 3
+    mine = KeyError("x")
+    assert main.classify(mine, watch, None).code == 70
+    watch.failure = ("http://a.test/", mine)
+    assert main.classify(ExceptionGroup("", [ExceptionGroup("", [mine])]), watch, None) == (
+        main.Ending(1, "handler error at http://a.test/: KeyError: 'x'")
+    )
