@@ -7,13 +7,29 @@ import nox
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
+# A session whose interpreter is not installed fails instead of being skipped
+# (nox's default outside CI is a skip, and a run of skips exits 0).
+nox.options.error_on_missing_interpreters = True
 
-PYTHON = "3.11"
+#: None: the sessions run on the Python that runs nox, whichever supported
+#: version that is (3.11 or newer). Another one: `nox --force-python 3.13 -s tests`.
+PYTHON = None
+CHECK_PYTHON = (
+    "import sys; v = sys.version.split()[0]; "
+    "sys.exit(f'trio-crawl needs Python 3.11 or newer, not {v}') "
+    "if sys.version_info < (3, 11) else None"
+)
+
+
+def check_python(session: nox.Session) -> None:
+    """Fail the session (never skip it) on a Python trio-crawl does not support."""
+    session.run("python", "-c", CHECK_PYTHON, silent=True)
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The test suite (pytest + pytest-trio + hypothesis), servers on 127.0.0.1 only."""
+    check_python(session)
     session.install("-e", ".[test]")
     session.run("pytest", *session.posargs)
 
@@ -21,6 +37,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole tree."""
+    check_python(session)
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -29,13 +46,16 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package, against trio's own inline type hints."""
-    session.install("-e", ".", "mypy>=1.11", "lxml-stubs>=0.5")
+    check_python(session)
+    session.install("-e", ".[report]", "mypy>=1.11", "lxml-stubs>=0.5")
     session.run("mypy", "--strict", "trio_crawl")
 
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """Build the documentation site (mkdocs --strict: any warning fails) into site/."""
+    """Build the documentation site (mkdocs --strict: any warning fails) into site/,
+    then check the HTML: every snippet included, no leftover markup (docs/check_site.py)."""
+    check_python(session)
     session.install(
         "mkdocs>=1.6,<2",
         "mkdocs-material>=9.5,<10",
@@ -43,11 +63,13 @@ def docs(session: nox.Session) -> None:
         "ruff>=0.6",
     )
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("python", "docs/check_site.py", "site")
 
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
+    check_python(session)
     session.install("-e", ".", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
@@ -68,7 +90,6 @@ ASKS_PINS = [
     # the rest of trio-crawl's dependencies and its [test] extra
     "lxml>=5.0",
     "beautifulsoup4>=4.12",
-    "protego>=0.3",
     "ada-url>=1.15",
     "rich>=13.0",
     "pycurl>=7.45",
@@ -89,6 +110,7 @@ def asks(session: nox.Session) -> None:
     session installs httpx2 and the project --no-deps on the pinned set and
     runs the whole suite there, the shared fetcher suite included for asks.
     """
+    check_python(session)
     session.install(*ASKS_PINS)
     session.install("--no-deps", "httpx2==2.16.2")
     session.install("--no-deps", "-e", ".")

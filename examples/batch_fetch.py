@@ -35,8 +35,7 @@ import trio
 
 import trio_crawl
 from trio_crawl import CrawlConfig, Fetcher, FetchError
-from trio_crawl.sites.server import serve_site
-from trio_crawl.sites.site import Response, Site, SiteRequest
+from trio_crawl.testing import Response, Site, SiteRequest, serve_site
 
 
 def urls(base_url: str, count: int) -> Iterator[str]:

@@ -28,8 +28,7 @@ import trio
 
 import trio_crawl
 from trio_crawl import Page, Request
-from trio_crawl.sites.server import LoggedRequest, serve_site
-from trio_crawl.sites.site import Response, Site, SiteRequest
+from trio_crawl.testing import LoggedRequest, Response, Site, SiteRequest, serve_site
 
 PAGE_SIZE = 10
 

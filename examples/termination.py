@@ -22,6 +22,10 @@ idle crawlers wait in a ParkingLot instead of inside ``receive()``. The task
 that returns the last token checks the condition and wakes the supervisor:
 no polling, and the crawl ends the moment the last page is done.
 
+``pool_crawl`` is the same crawl on ``trio_crawl.WorkPool``, which packages
+exactly that mechanism (plus priorities, rooms and a graceful stop) so that
+you do not have to write it again.
+
 Run it: ``python examples/termination.py`` (no network: the "site" is a dict).
 """
 
@@ -32,6 +36,8 @@ import random
 
 import trio
 import trio.lowlevel
+
+from trio_crawl import WorkPool
 
 #: A tiny site: page -> links. 0 links to everything through a few levels.
 SITE: dict[int, list[int]] = {n: [c for c in (2 * n + 1, 2 * n + 2) if c < 63] for n in range(63)}
@@ -128,18 +134,41 @@ async def exact_crawl(workers: int, seed: int) -> set[int]:
     return fetched
 
 
+async def pool_crawl(workers: int, seed: int) -> set[int]:
+    """``exact_crawl`` on ``trio_crawl.WorkPool``: the handler only crawls."""
+    rng = random.Random(seed)
+    seen = {0}
+    fetched: set[int] = set()
+    pool = WorkPool[int](workers)
+
+    async def handle(page: int) -> None:
+        fetched.add(page)
+        for link in await fetch(page, rng):
+            if link not in seen:
+                seen.add(link)
+                pool.publish(link)  # synchronous, before our token goes back
+
+    pool.publish(0)
+    await pool.run(handle)  # returns the moment the last page is done
+    return fetched
+
+
 def main() -> None:
     runs = 50
-    naive_lost = 0
+    lost = dict.fromkeys(("naive", "exact", "WorkPool"), 0)
     for seed in range(runs):
-        for crawl in (naive_crawl, exact_crawl):
+        for name, crawl in (
+            ("naive", naive_crawl),
+            ("exact", exact_crawl),
+            ("WorkPool", pool_crawl),
+        ):
             got = trio.run(crawl, 8, seed)
             if len(got) != len(SITE):
-                if crawl is exact_crawl:
-                    raise SystemExit(f"exact_crawl lost pages with seed {seed}: a bug!")
-                naive_lost += 1
-    print(f"naive supervisor: lost pages in {naive_lost} of {runs} runs")
-    print(f"exact supervisor: lost pages in 0 of {runs} runs")
+                if name != "naive":
+                    raise SystemExit(f"{name} lost pages with seed {seed}: a bug!")
+                lost[name] += 1
+    for name, count in lost.items():
+        print(f"{name} supervisor: lost pages in {count} of {runs} runs")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,7 @@ import trio
 
 import trio_crawl
 from trio_crawl import CrawlRecord, Page, Request
-from trio_crawl.sites.server import serve_site
-from trio_crawl.sites.site import Response, Route, Site, page
+from trio_crawl.testing import Response, Route, Site, page, serve_site
 
 REVIEWS_PER_PAGE = 2
 

@@ -80,7 +80,7 @@ def test_crawl_to_stdout_writes_only_records(fetcher: str) -> None:
     assert urls == sorted([base + "/"] + [f"{base}/p/{i}" for i in range(20)])
     assert set(records[0]) == {
         "url", "status", "depth", "error", "redirect", "referrer",
-        "content_type", "elapsed_ms", "links", "attempts", "size",
+        "content_type", "elapsed_ms", "links", "attempts", "t", "size",
     }  # fmt: skip
     denied = [r for r in records if r["url"].endswith("/p/13")]
     assert denied[0]["error"]["kind"] == "robots" and denied[0]["status"] is None
@@ -207,3 +207,15 @@ def test_bad_handler_spec_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("trio-crawl: error: cannot import handler module")
+
+
+def test_every_option_has_help_text() -> None:
+    from trio_crawl.cli.main import build_parser
+
+    parser = build_parser()
+    missing = [
+        action.option_strings or action.dest for action in parser._actions if not action.help
+    ]
+    assert not missing
+    fetcher = next(a for a in parser._actions if "--fetcher" in a.option_strings)
+    assert fetcher.help is not None and "asks cannot be installed" in fetcher.help

@@ -80,6 +80,7 @@ async def test_records_shape_and_fields(autojump_clock: object) -> None:
         "elapsed_ms": 0.0,
         "links": 2,
         "attempts": 1,
+        "t": 0.0,
         "size": None,  # the engine does not fill it in yet
     }
     assert (failed.url, failed.status, failed.referrer, failed.attempts) == (
@@ -322,12 +323,12 @@ sites = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
         st.lists(st.lists(st.integers(-3, n - 1), max_size=5), min_size=n, max_size=n),
         st.lists(st.sampled_from([200, 200, 200, 404, 500, 503]), min_size=n, max_size=n),
-        st.lists(st.floats(0, 2), min_size=n, max_size=n),
+        st.lists(st.sampled_from([0.0, 0.0, 0.05, 0.5, 2.0, 8.0]), min_size=n, max_size=n),
     )
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     site=sites,
     workers=st.sampled_from([1, 2, 3, 8, 32]),
@@ -364,6 +365,18 @@ def test_random_sites_are_crawled_exactly(
     assert len(records) == len(expected)  # one record per URL, none lost or doubled
     for r in records:  # a URL is fetched once, plus its retries
         assert fetcher.urls.count(r.url) == r.attempts
+    # Each record's depth is its BFS depth, and its referrer is a page one link
+    # closer to the start that links to it (issues #9 and #12).
+    depths = bfs_depths(graph, max_depth)
+    for r in records:
+        node = int(r.url.rsplit("/", 1)[1])
+        assert r.depth == depths[node], r
+        if node == 0:
+            assert r.referrer is None
+        else:
+            assert r.referrer is not None
+            parent = int(r.referrer.rsplit("/", 1)[1])
+            assert depths[parent] == r.depth - 1 and node in graph[parent], r
 
 
 async def test_unreachable_robots_parks_its_urls_for_one_refetch(autojump_clock: object) -> None:
@@ -408,3 +421,23 @@ async def test_sitemaps_seed_the_crawl(autojump_clock: object) -> None:
     assert set(by_url) == {url(0), url("orphan")}
     assert by_url[url("orphan")].depth == 0 and by_url[url("orphan")].referrer == nested
     assert "http://else.test/x" not in fetcher.urls
+
+
+async def test_a_record_has_its_shortest_depth_and_a_referrer_one_link_closer(
+    autojump_clock: object,
+) -> None:
+    """Regression (issues #9 and #12): the long way to X (0 -> b -> c -> x) is
+    fast, the short one (0 -> a -> x) slow. X's record must still say depth 2
+    with referrer a, not depth 3 with referrer c."""
+    pages = {
+        url(0): FakePage(links=[url("a"), url("b")]),
+        url("a"): FakePage(links=[url("x")], delay=5.0),
+        url("b"): FakePage(links=[url("c")]),
+        url("c"): FakePage(links=[url("x")]),
+        url("x"): FakePage(),
+    }
+    _, records = await crawl(FakeFetcher(pages), workers=4)
+    by_url = {r.url: r for r in records}
+    assert (by_url[url("x")].depth, by_url[url("x")].referrer) == (2, url("a"))
+    assert (by_url[url("c")].depth, by_url[url("c")].referrer) == (2, url("b"))
+    assert len(records) == 5

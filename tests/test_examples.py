@@ -23,8 +23,7 @@ import pytest
 import trio
 
 import trio_crawl
-from trio_crawl.sites.server import serve_site
-from trio_crawl.sites.site import Response, Site, SiteRequest
+from trio_crawl.testing import Response, Site, SiteRequest, serve_site
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 

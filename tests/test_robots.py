@@ -7,12 +7,16 @@ exact virtual times.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import pytest
 import trio
 import trio.testing
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from trio_crawl.core.models import FetchError, FetchResult
 from trio_crawl.core.robots import (
@@ -25,6 +29,7 @@ from trio_crawl.core.robots import (
     product_token,
     robots_url,
 )
+from trio_crawl.core.robots_txt import RobotsTxt
 from trio_crawl.engine.robots_gate import RobotsCache
 
 UA = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
@@ -131,10 +136,16 @@ def test_user_agent_groups() -> None:
     assert not allowed(robots, "/private/x", UA)
     # Another crawler falls back to "*".
     assert not allowed(robots, "/shop/", "otherbot/1.0")
-    # protego: a group name that starts our token at a boundary applies too.
+    # Failing an exact match, a name our token extends with "-" or "_" applies...
     assert not allowed("User-agent: trio\nDisallow: /\n", "/a", UA)
-    # ... but not one in the middle of a word.
+    assert allowed("User-agent: trio\nDisallow: /\n\nUser-agent: trio-crawl\n", "/a", UA)
+    # ... but not one in the middle of a word, nor a mere prefix.
     assert allowed("User-agent: crawl\nDisallow: /\n", "/a", UA)
+    assert allowed("User-agent: tri\nDisallow: /\n", "/a", UA)
+    # A name is the value up to the first character not in [A-Za-z0-9_-].
+    assert not allowed("User-agent: trio-crawl/2 (beta)\nDisallow: /\n", "/a", UA)
+    assert not allowed("User-agent: MyBot2\nDisallow: /\n", "/a", "MyBot2/1.0")
+    assert allowed("User-agent: MyBot2\nDisallow: /\n", "/a", "MyBot/1.0")
 
 
 def test_group_merging_over_several_user_agent_lines() -> None:
@@ -142,6 +153,130 @@ def test_group_merging_over_several_user_agent_lines() -> None:
     assert not allowed(robots, "/both/x")
     assert not allowed(robots, "/both/x", "a-bot")
     assert allowed(robots, "/both/x", "c-bot")
+
+
+def test_line_syntax() -> None:
+    assert not allowed("user-agent trio-crawl\ndisallow /x\n", "/x")  # no colons
+    assert not allowed("User-agent: *\nDisalow: /x\n", "/x")  # a common typo
+    assert allowed("User-agent: *\nDisallow /x /y\n", "/x")  # three words: no directive
+    assert allowed("User-agent: *\nDisallow: /x\n", "/y#/x")  # the fragment is not matched
+    sitemap = "https://example.com/s.xml"
+    assert RobotsTxt.parse(f"Sitemap {sitemap}\nSITEMAP:{sitemap}\n").sitemaps == [sitemap] * 2
+
+
+def test_only_rules_end_a_group() -> None:
+    """RFC 9309 2.2.4: sitemap, crawl-delay and unknown lines never end a group."""
+    for line in ("Sitemap: https://example.com/s.xml", "Crawl-delay: 5", "Foo: bar", "", "# hi"):
+        robots = f"User-agent: a-bot\n{line}\nUser-agent: trio-crawl\nDisallow: /x\n"
+        assert not allowed(robots, "/x", "a-bot"), line
+        assert not allowed(robots, "/x"), line
+    assert allowed("Disallow: /x\nUser-agent: *\n", "/x")  # rules before any group: ignored
+
+
+def test_crawl_delay_belongs_to_the_user_agent_lines_before_it() -> None:
+    robots = "User-agent: a-bot\nCrawl-delay: 5\nUser-agent: b-bot\nDisallow: /x\n"
+    assert RobotsPolicy.parse(robots, "a-bot").crawl_delay == 5.0
+    assert RobotsPolicy.parse(robots, "b-bot").crawl_delay is None
+    assert not RobotsPolicy.parse(robots, "a-bot").allows("http://example.com/x")
+    # Several for one agent, merged groups included: the largest.
+    robots = "User-agent: *\nCrawl-delay: 1\nCrawl-delay: 3\n\nUser-agent: *\nCrawl-delay: 2\n"
+    assert RobotsPolicy.parse(robots, UA).crawl_delay == 3.0
+    for bad in ("-1", "nan", "inf", ""):
+        assert RobotsPolicy.parse(f"User-agent: *\nCrawl-delay: {bad}\n", UA).crawl_delay is None
+
+
+def test_percent_encoding() -> None:
+    # Non-ASCII in patterns is compared UTF-8-encoded; escapes are case-insensitive.
+    assert not allowed("User-agent: *\nDisallow: /café\n", "/caf%C3%A9/menu")
+    assert not allowed("User-agent: *\nDisallow: /caf%c3%a9\n", "/caf%C3%A9/menu")
+    assert not allowed("User-agent: *\nDisallow: /caf%C3%A9\n", "/caf%c3%a9/menu")
+    # RFC 9309 2.2.2: an encoded unreserved character in the URL compares decoded...
+    assert not allowed("User-agent: *\nDisallow: /baz\n", "/%62az")
+    assert not allowed("User-agent: *\nDisallow: /%7Euser/\n", "/~user/x")
+    # ... so does one in a Disallow pattern, while an Allow pattern is taken as
+    # written (Google's suite pins that; when in doubt, we do not fetch).
+    assert not allowed("User-agent: *\nDisallow: /%62az\n", "/baz")
+    assert not allowed("User-agent: *\nDisallow: /\nAllow: /%62az\n", "/baz")
+    assert allowed("User-agent: *\nDisallow: /\nAllow: /%62az\n", "/%62az")
+    assert allowed("User-agent: *\nDisallow: /\nAllow: /baz\n", "/%62az")
+    # Reserved characters stay encoded: "/a%2Fb" is not "/a/b".
+    assert allowed("User-agent: *\nDisallow: /a/b\n", "/a%2Fb")
+    assert not allowed("User-agent: *\nDisallow: /a%2fb\n", "/a%2Fb")
+
+
+def test_robots_txt_itself_and_long_lines() -> None:
+    assert allowed("User-agent: *\nDisallow: /\n", "/robots.txt")  # RFC 9309 2.2.2
+    assert not allowed("User-agent: *\nDisallow: /\n", "/robots.txt?x")
+    # Google's cut at 8 * 2083 - 1 bytes counts UTF-8 bytes, not characters.
+    robots = "User-agent: *\nDisallow: /" + "é" * 9000 + "\n"
+    cut = "/" + "é" * ((8 * 2083 - 1 - len("Disallow: /")) // 2)
+    assert not allowed(robots, quote(cut))
+    assert allowed(robots, quote(cut[:-1]))
+
+
+# Small alphabets so that patterns and paths often meet. No "%", digits or
+# capitals in patterns: they could match the inside of an escape.
+PATTERN = st.text("/ab-.~?=*$", max_size=8)
+PATH = st.text("/ab-.~?=", max_size=10).map(lambda path: "/" + path)
+RULES = st.lists(st.tuples(st.booleans(), PATTERN), max_size=6)
+
+
+def robots_of(rules: list[tuple[bool, str]]) -> str:
+    lines = [f"{'Allow' if allow else 'Disallow'}: {pattern}" for allow, pattern in rules]
+    return "User-agent: *\n" + "".join(line + "\n" for line in lines)
+
+
+def reference_allows(rules: list[tuple[bool, str]], path: str) -> bool:
+    """RFC 9309 longest match, by brute force with regular expressions."""
+    best: dict[bool, int] = {True: -1, False: -1}
+    for allow, pattern in rules:
+        anchored = pattern.endswith("$")
+        body = pattern[:-1] if anchored else pattern
+        regex = "".join(".*" if char == "*" else re.escape(char) for char in body)
+        if pattern and re.fullmatch(regex + ("" if anchored else ".*"), path, re.DOTALL):
+            best[allow] = max(best[allow], len(pattern))
+    return best[False] <= best[True]
+
+
+@settings(max_examples=400, deadline=None)
+@given(RULES, PATH)
+def test_decision_is_the_longest_match(rules: list[tuple[bool, str]], path: str) -> None:
+    assert allowed(robots_of(rules), path) is reference_allows(rules, path)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text("/ab*$", max_size=7), st.text("/ab", max_size=8))
+@example("/a*a", "a")  # a part may not match inside the text before it
+@example("/a*a$", "a")
+@example("/*a*b", "aba")  # each part is taken at its leftmost place
+def test_one_pattern_matches_as_a_regular_expression_would(pattern: str, tail: str) -> None:
+    path = "/" + tail
+    for allow in (False, True):
+        rules = [(allow, pattern), (not allow, "/")]  # "/" decides when the pattern misses
+        assert allowed(robots_of(rules), path) is reference_allows(rules, path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(RULES, PATH, st.data())
+def test_encoding_an_unreserved_character_never_changes_the_decision(
+    rules: list[tuple[bool, str]], path: str, data: st.DataObject
+) -> None:
+    encode = data.draw(st.lists(st.booleans(), min_size=len(path), max_size=len(path)))
+    encoded = "".join(
+        f"%{ord(char):02{data.draw(st.sampled_from('Xx'))}}"
+        if flip and char not in "/?="
+        else char
+        for char, flip in zip(path, encode, strict=True)
+    )
+    robots = robots_of(rules)
+    assert allowed(robots, encoded) is allowed(robots, path), encoded
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=40), st.text(max_size=40))
+def test_any_file_agent_and_url_gives_a_decision(robots: str, agent: str, url: str) -> None:
+    assert RobotsTxt.parse(robots).allowed(agent, url) in (True, False)
+    assert RobotsTxt.parse(robots).allowed(agent, "http://example.com/" + url) in (True, False)
 
 
 def test_allow_all_and_disallow_all() -> None:
@@ -156,6 +291,10 @@ def test_allow_all_and_disallow_all() -> None:
 
 def test_decode_robots_drops_bom_and_replaces_bad_bytes() -> None:
     assert decode_robots(b"\xef\xbb\xbfUser-agent: *\n") == "User-agent: *\n"
+    assert decode_robots(b"\xef\xbbUser-agent: *\n") == "User-agent: *\n"  # partial
+    assert decode_robots(b"\xefUser-agent: *\n") == "User-agent: *\n"
+    assert decode_robots(b"\xef\x11User-agent: *\n") == "\x11User-agent: *\n"
+    assert decode_robots(b"\n\xef\xbb\xbf") == "\n\ufeff"  # only at the start
     assert decode_robots(b"Disallow: /caf\xe9\n") == "Disallow: /caf\ufffd\n"
     policy = RobotsPolicy.parse(decode_robots(b"\xef\xbb\xbfUser-agent: *\nDisallow: /x\n"), UA)
     assert not policy.allows("http://example.com/x")

@@ -143,3 +143,22 @@ def test_random_runs_respect_rate_and_cap_and_start_everything(
         for times in starts.values():
             for earlier, later in itertools.pairwise(times):
                 assert later - earlier >= 1 / rate - 1e-9
+
+
+def test_remove_where_takes_parked_and_deferred_jobs_and_keeps_the_rest() -> None:
+    s = PoliteSchedule[str](rate=1.0)
+    assert s.try_start("a1", "a", 0.0)
+    assert not s.try_start("a2", "a", 0.0)  # parked behind the rate
+    assert not s.try_start("retry-a3", "a", 0.0)
+    s.defer("b1", "b", 5.0)
+    s.defer("retry-b2", "b", 6.0)
+    assert s.waiting == 4
+    removed = s.remove_where(lambda job: not job.startswith("retry"))
+    assert sorted(removed) == ["a2", "b1"]
+    assert s.waiting == 2
+    s.release("a")
+    interval = 1.0 * (1 + RATE_SLACK)
+    assert s.next_deadline() == interval
+    assert s.pop_ready(interval) == ["retry-a3"]
+    assert s.pop_ready(6.0) == ["retry-b2"]
+    assert s.waiting == 0

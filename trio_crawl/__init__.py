@@ -1,6 +1,16 @@
 """trio_crawl: a Trio-native web crawler.
 
-The public surface is this module; everything in ``_*`` modules may change.
+The public surface is this module (and ``trio_crawl.testing``). The
+subpackages are the implementation, laid out by layer, and may change:
+
+    core/       pure decisions and bookkeeping: URLs, frontier, schedule,
+                retry, robots, outcome, parsing, models (no trio, no I/O)
+    workpool.py the termination core: WorkPool (trio only)
+    fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)
+    frontiers/  FrontierBackend: in memory, or in a SQLite file
+    engine/     the crawl on WorkPool: robots gate, politeness, pages, delivery
+    cli/        the command line (nothing imports it)
+    sites/      local sites served on 127.0.0.1 (the demo, tests)
 """
 
 __version__ = "0.1.0"
@@ -13,6 +23,10 @@ from .core.stats import CrawlSummary
 from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher
+from .frontiers.base import FrontierBackend
+from .frontiers.memory import MemoryFrontier
+from .frontiers.sqlite import SqliteFrontier
+from .workpool import Room, WorkPool, WorkPoolStatistics
 
 __all__ = [
     "ConfigError",
@@ -27,10 +41,16 @@ __all__ = [
     "FetchError",
     "FetchResult",
     "Fetcher",
+    "FrontierBackend",
     "Handler",
+    "MemoryFrontier",
     "Page",
     "Request",
+    "Room",
     "RunningCrawl",
+    "SqliteFrontier",
+    "WorkPool",
+    "WorkPoolStatistics",
     "open_crawler",
     "open_fetcher",
     "run_crawl",

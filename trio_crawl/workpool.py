@@ -256,17 +256,20 @@ class WorkPool(Generic[T]):
         self._running = True
         # The original ends stay open until every task is done: ``publish``
         # sends on the original send end, from workers and rooms alike.
-        async with self._send, self._receive:
-            async with trio.open_nursery(strict_exception_groups=True) as nursery:
-                self._cancel_scope = nursery.cancel_scope
-                if self._aborted:
-                    nursery.cancel_scope.cancel()
-                nursery.start_soon(self._supervise, nursery.cancel_scope)
-                for helper in helpers:
-                    nursery.start_soon(helper)
-                for _ in range(self.workers):
-                    nursery.start_soon(self._work, handle, self._receive.clone())
-                self.check_idle()  # nothing published: done at once
+        async with (
+            self._send,
+            self._receive,
+            trio.open_nursery(strict_exception_groups=True) as nursery,
+        ):
+            self._cancel_scope = nursery.cancel_scope
+            if self._aborted:
+                nursery.cancel_scope.cancel()
+            nursery.start_soon(self._supervise, nursery.cancel_scope)
+            for helper in helpers:
+                nursery.start_soon(helper)
+            for _ in range(self.workers):
+                nursery.start_soon(self._work, handle, self._receive.clone())
+            self.check_idle()  # nothing published: done at once
 
     async def _work(
         self, handle: Callable[[T], Awaitable[None]], receive: trio.MemoryReceiveChannel[T]

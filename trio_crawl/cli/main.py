@@ -106,7 +106,8 @@ def build_parser(
     p = _Parser(
         prog=prog,
         description="Crawl web sites and write one JSON line per URL tried.",
-        epilog="Run `trio-crawl demo` to crawl a built-in local site.",
+        epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
+        "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
     )
     if with_urls:
         p.add_argument(
@@ -143,9 +144,21 @@ def build_parser(
     )
     p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
     p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
-    p.add_argument("--max-retry-after", type=_positive_float, default=60.0)
+    p.add_argument(
+        "--max-retry-after",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait a Retry-After header can ask for before a retry (default 60)",
+    )
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
-    p.add_argument("--fetcher", choices=FETCHERS, default="curl", help="HTTP backend")
+    p.add_argument(
+        "--fetcher",
+        choices=FETCHERS,
+        default="curl",
+        help="HTTP backend (default curl). asks cannot be installed beside the current trio"
+        " (it needs trio < 0.24 and anyio 3): see README, Fetchers, and `nox -s asks`",
+    )
     p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
     p.add_argument(
         "--handler",
@@ -466,6 +479,7 @@ async def crawl_with_ui(
     show: bool,
     quiet: bool,
     frontier: SqliteFrontier | None = None,
+    output: str | None = None,
 ) -> Ending:
     """Run one crawl with signal handling and (optionally) the live display."""
     signalled = EXIT_OK
@@ -528,7 +542,7 @@ async def crawl_with_ui(
             summary = await crawler.run()
             nursery.cancel_scope.cancel()
     if not quiet:
-        print_summary(summary, sys.stderr)
+        print_summary(summary, sys.stderr, None if failed is not None else output)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:
@@ -575,6 +589,10 @@ def run_cli(argv: Sequence[str]) -> int:
         from .demo import run_demo
 
         return run_demo(list(argv[1:]))
+    if argv and argv[0] == "report":
+        from .report import run_report
+
+        return run_report(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
         if args.status:
@@ -662,7 +680,13 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             for note in frontier.notes:
                 _say(note)
         show = not args.quiet and sys.stderr.isatty() and not outputs.to_terminal
-        run = functools.partial(crawl_with_ui, show=show, quiet=args.quiet, frontier=frontier)
+        run = functools.partial(
+            crawl_with_ui,
+            show=show,
+            quiet=args.quiet,
+            frontier=frontier,
+            output=None if records.is_stdout else records.path,
+        )
         ending = trio.run(run, config, outputs)
     except Exception as exc:
         ending = classify(exc, watch, getattr(args, "state", None))

@@ -6,6 +6,7 @@ loop here is a display tick, not part of termination (the engine never polls).
 
 from __future__ import annotations
 
+import shlex
 from typing import TextIO
 
 import trio
@@ -91,5 +92,10 @@ def summary_table(summary: CrawlSummary) -> Table:
     return table
 
 
-def print_summary(summary: CrawlSummary, stream: TextIO) -> None:
-    Console(file=stream, highlight=False).print(summary_table(summary))
+def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = None) -> None:
+    """The summary table; with ``output`` (the JSON Lines file), how to report on it."""
+    console = Console(file=stream, highlight=False)
+    console.print(summary_table(summary))
+    if output is not None:
+        hint = f"HTML report: trio-crawl report {shlex.quote(output)} -o report.html"
+        console.print(hint, markup=False, soft_wrap=True)

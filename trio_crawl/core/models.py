@@ -91,9 +91,11 @@ class CrawlRecord:
 
     ``url`` is the canonical URL; ``status`` is ``None`` when no HTTP answer was
     had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
-    distinct links extracted from the page (0 for non-HTML); ``size`` is the
-    length of the body as downloaded and decoded (gunzipped...), None when no
-    body was read (an error, or a skipped non-HTML body).
+    distinct links extracted from the page (0 for non-HTML); ``t`` is when the
+    record was made, in seconds since the crawl (this run of it) started;
+    ``size`` is the length of the body as downloaded and decoded
+    (gunzipped...), None when no body was read (an error, or a skipped
+    non-HTML body).
     """
 
     url: str
@@ -106,6 +108,7 @@ class CrawlRecord:
     elapsed_ms: float | None = None
     links: int = 0
     attempts: int = 1
+    t: float | None = None
     size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -121,6 +124,7 @@ class CrawlRecord:
             "elapsed_ms": self.elapsed_ms,
             "links": self.links,
             "attempts": self.attempts,
+            "t": self.t,
             "size": self.size,
         }
         if self.extra:

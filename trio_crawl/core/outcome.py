@@ -21,7 +21,8 @@ import enum
 import random
 from dataclasses import dataclass
 
-from .models import FetchError, FetchResult
+from .frontier import Entry
+from .models import CrawlRecord, ErrorInfo, FetchError, FetchResult
 from .retry import RetryPolicy
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -91,3 +92,32 @@ def decide(
     if error is not None:
         return Outcome(Step.RECORD, error=error)
     return Outcome(Step.PAGE)
+
+
+def make_record(
+    entry: Entry,
+    error: tuple[str, str] | None,
+    result: FetchResult | None = None,
+    elapsed_ms: float | None = None,
+    *,
+    redirect: str | None = None,
+    links: int = 0,
+    tb: str | None = None,
+    t: float | None = None,
+) -> CrawlRecord:
+    """The record of ``entry``'s last attempt: its response (if any), the
+    error ``(kind, message)`` (if any), what was followed from it, and ``t``,
+    when it was written (seconds since the crawl started)."""
+    return CrawlRecord(
+        url=entry.url,
+        status=None if result is None else result.status,
+        depth=entry.depth,
+        error=None if error is None else ErrorInfo(error[0], error[1], tb),
+        redirect=redirect,
+        referrer=entry.referrer,
+        content_type=None if result is None else result.content_type,
+        elapsed_ms=elapsed_ms,
+        links=links,
+        attempts=entry.attempts,
+        t=t,
+    )

@@ -1,4 +1,4 @@
-"""robots.txt as a pure policy: RFC 9309 decisions around the ``protego`` parser.
+"""robots.txt as a pure policy: RFC 9309 decisions for one origin and one crawler.
 
 Rules (RFC 9309 section numbers in brackets):
 
@@ -8,7 +8,9 @@ Rules (RFC 9309 section numbers in brackets):
 2. 2xx: parse the body [2.3.1.1]. At most ``MAX_ROBOTS_BYTES`` (500 KiB) are
    read [2.5]; a line cut by that limit is dropped whole, so a truncated
    ``Disallow: /private`` never becomes a broader ``Disallow: /pr``. Bytes are
-   decoded as UTF-8 with replacement and a leading BOM is ignored.
+   decoded as UTF-8 with replacement, after skipping a UTF-8 byte order mark
+   at the start, whole or partial (``EF BB BF``, ``EF BB`` or ``EF``), as
+   Google's reference parser does.
 3. 3xx: follow ``Location`` (the fetcher never does) for up to
    ``MAX_ROBOTS_REDIRECTS`` (5) hops, even to another origin, and apply the
    file found there to the *original* origin [2.3.1.2]. Beyond 5 hops, or
@@ -21,18 +23,17 @@ Rules (RFC 9309 section numbers in brackets):
    ``retry_period`` seconds, after which the file is fetched again.
 6. A parsed file is used for at most ``max_age`` seconds (24 h) [2.4].
 
-Group matching follows protego, not the letter of the RFC. We hand protego our
-*product token*, the user agent up to the first ``/`` or space (so
-``"trio-crawl/0.1 (+https://...)"`` becomes ``"trio-crawl"``), because matching
-the whole header would let a group named after a word in our contact URL
-apply to us. Protego then scores each ``User-agent`` line case-insensitively:
-a group applies when its name occurs in our token *starting at a token
-boundary* (start of string or after a character other than a letter, digit,
-``-`` or ``_``), so ``User-agent: trio`` also applies to ``trio-crawl``; the
-longest applying name wins, and ``*`` is the fallback. Rule precedence is the
-RFC's: the longest matching path pattern wins, and on a tie Allow beats
-Disallow; ``*`` matches any run of characters and a trailing ``$`` anchors the
-pattern to the end of the path (query included).
+Parsing and matching live in ``robots_txt`` (see its docstring): RFC 9309,
+read as Google's reference parser reads it, whose public test suite passes.
+We match the file against our *product token*, the user agent up to the
+first ``/`` or space (so ``"trio-crawl/0.1 (+https://...)"`` becomes
+``"trio-crawl"``), because matching the whole header would let a group named
+after a word in our contact URL apply to us. A group applies when its name is
+our token, case-insensitively; failing that, the group whose name our token
+extends with ``-`` or ``_`` (``User-agent: trio`` applies to ``trio-crawl``);
+failing that, ``*``. The longest matching path pattern wins, and on a tie
+Allow beats Disallow; ``*`` matches any run of characters and a trailing
+``$`` anchors the pattern to the end of the path (query included).
 
 This module never imports trio: ``_robots_cache.RobotsCache`` does the I/O.
 """
@@ -44,7 +45,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from protego import Protego
+from .robots_txt import RobotsRules, RobotsTxt
 
 #: RFC 9309 section 2.5: crawlers must parse at least 500 KiB.
 MAX_ROBOTS_BYTES = 500 * 1024
@@ -123,13 +124,12 @@ class RobotsPolicy:
     the refetch rather than give up on the URLs it blocks.
     """
 
-    __slots__ = ("_allowed", "_parser", "_token", "crawl_delay", "reason", "sitemaps", "temporary")
+    __slots__ = ("_allowed", "_rules", "crawl_delay", "reason", "sitemaps", "temporary")
 
     def __init__(
         self,
         *,
-        parser: Protego | None,
-        token: str,
+        rules: RobotsRules | None,
         allowed: bool,
         crawl_delay: float | None,
         sitemaps: list[str],
@@ -137,8 +137,7 @@ class RobotsPolicy:
         temporary: bool,
     ) -> None:
         # Private: use the constructors below.
-        self._parser = parser
-        self._token = token
+        self._rules = rules
         self._allowed = allowed
         self.crawl_delay = crawl_delay
         self.sitemaps = sitemaps
@@ -153,13 +152,12 @@ class RobotsPolicy:
         is matched against the file's groups (see the module docstring).
         """
         token = product_token(user_agent)
-        parser = Protego.parse(text)
+        robots = RobotsTxt.parse(text)
         return cls(
-            parser=parser,
-            token=token,
+            rules=robots.rules_for(token),
             allowed=True,
-            crawl_delay=parser.crawl_delay(token),
-            sitemaps=list(parser.sitemaps),
+            crawl_delay=robots.crawl_delay(token),
+            sitemaps=robots.sitemaps,
             reason="parsed",
             temporary=False,
         )
@@ -168,8 +166,7 @@ class RobotsPolicy:
     def allow_all(cls, reason: str = "allow all") -> RobotsPolicy:
         """Everything allowed: no file (4xx), or too many redirects."""
         return cls(
-            parser=None,
-            token="",
+            rules=None,
             allowed=True,
             crawl_delay=None,
             sitemaps=[],
@@ -183,8 +180,7 @@ class RobotsPolicy:
     ) -> RobotsPolicy:
         """Nothing allowed; ``temporary`` when it stands in for an unreachable file."""
         return cls(
-            parser=None,
-            token="",
+            rules=None,
             allowed=False,
             crawl_delay=None,
             sitemaps=[],
@@ -195,12 +191,15 @@ class RobotsPolicy:
     def allows(self, url: str) -> bool:
         """True when we may fetch ``url`` (an absolute URL on this policy's origin).
 
-        Only the path and query are matched; the caller picks the policy for
-        the right origin (``robots_url(url)``).
+        Only the path, params and query are matched. ``url`` should be
+        percent-encoded, as canonical URLs are (see ``robots_txt`` on
+        percent-encoding). The caller picks the policy for the right origin
+        (``robots_url(url)``).
         """
-        if self._parser is None:
+        rules = self._rules
+        if rules is None:
             return self._allowed
-        return bool(self._parser.can_fetch(url, self._token))
+        return rules.allows(url)
 
     def __repr__(self) -> str:
         delay = f", crawl_delay={self.crawl_delay}" if self.crawl_delay is not None else ""
@@ -225,13 +224,26 @@ class RobotsFinal:
 RobotsDecision = RobotsFollow | RobotsFinal
 
 
+#: A UTF-8 byte order mark; files may start with all of it or with its first bytes.
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_robots(body: bytes) -> str:
-    """``body`` as text: the first ``MAX_ROBOTS_BYTES``, cut back to a whole line."""
+    """``body`` as text: the first ``MAX_ROBOTS_BYTES``, cut back to a whole line.
+
+    A byte order mark at the start is skipped, even a partial one (``EF BB``
+    or ``EF``), as Google's reference parser does; it is never decoded into
+    U+FFFD, which would spoil the first line.
+    """
     if len(body) > MAX_ROBOTS_BYTES:
         cut = body[:MAX_ROBOTS_BYTES]
         end = max(cut.rfind(b"\n"), cut.rfind(b"\r"))
         body = cut[: end + 1] if end >= 0 else b""
-    return body.decode("utf-8-sig", errors="replace")
+    for size in (3, 2, 1):
+        if body[:size] == _BOM[:size]:
+            body = body[size:]
+            break
+    return body.decode("utf-8", errors="replace")
 
 
 def interpret_robots_response(

@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -198,6 +198,23 @@ class PoliteSchedule(Generic[J]):
                 ready.append(job)
             self._arm(host, state)
         return ready
+
+    def remove_where(self, predicate: Callable[[J], bool]) -> list[J]:
+        """Remove and return the parked jobs ``predicate`` picks (a spent page
+        budget: jobs that never started will not start). Reserved jobs are
+        not parked: ``unreserve`` those as they come up."""
+        removed = [item[2] for item in self._deferred if predicate(item[2])]
+        if removed:
+            self._deferred = [item for item in self._deferred if not predicate(item[2])]
+            heapq.heapify(self._deferred)
+        for host, state in self._hosts.items():
+            gone = [job for job in state.queue if predicate(job)]
+            if gone:
+                state.queue = deque(job for job in state.queue if not predicate(job))
+                self._queued -= len(gone)
+                removed.extend(gone)
+                self._arm(host, state)
+        return removed
 
     def drain(self) -> list[J]:
         """Remove and return every parked job (a graceful stop)."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import random
 import time
-import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -40,9 +39,8 @@ import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry, RedirectOutcome
-from ..core.http import is_html_content_type
-from ..core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
-from ..core.outcome import Step, decide
+from ..core.models import CrawlRecord, FetchError, FetchResult
+from ..core.outcome import Step, decide, make_record
 from ..core.retry import RetryPolicy
 from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
@@ -123,9 +121,7 @@ class Crawler:
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.stats = CrawlStats()
         self._delivery = Delivery(self.stats, on_record=on_record, on_item=on_item)
-        self._pages = PageReader(
-            self.frontier, self._delivery, scope, thread_parse_bytes=config.thread_parse_bytes
-        )
+        self._pages = PageReader(self.frontier, self._delivery, scope, config)
         self._started_at: float | None = None
         self._finished_at: float | None = None
 
@@ -204,6 +200,10 @@ class Crawler:
         request = entry.payload
         self._pool.publish(entry, request.priority if isinstance(request, Request) else 0)
 
+    def _elapsed(self) -> float:
+        """Seconds since this run of the crawl started (a record's ``t``)."""
+        return round(trio.current_time() - (self._started_at or 0.0), 3)
+
     def _drop(self, entry: Entry, host: str) -> None:
         self.schedule.unreserve(entry, host)
         self.frontier.abandon(entry)
@@ -220,13 +220,19 @@ class Crawler:
                 return self.schedule.defer(entry, host, ROBOTS_RETRY_PERIOD)
             if verdict is not Verdict.ALLOW:
                 self.schedule.unreserve(entry, host)
-                return await self._finish(entry, self._record(entry, (verdict.value, reason)))
+                record = make_record(entry, (verdict.value, reason), t=self._elapsed())
+                return await self._finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
         if not self.schedule.try_start(entry, host):
             return  # parked in the schedule; our token goes back to the pool
         if not self.frontier.start(entry):
             return self.schedule.release(host)
+        if entry.attempts == 1 and self.frontier.budget_spent:
+            # That was the last page of the budget: what waits for a first
+            # start will never get one, so it stops counting as work now.
+            for parked in self.schedule.remove_unstarted():
+                self.frontier.abandon(parked)
         t0 = trio.current_time()
         result: FetchResult | None = None
         failure: FetchError | None = None
@@ -249,7 +255,7 @@ class Crawler:
         if outcome.step is Step.RETRY:
             return self.schedule.defer(entry, host, outcome.delay)
         if outcome.step is Step.RECORD:
-            record = self._record(entry, outcome.error, result, elapsed_ms)
+            record = make_record(entry, outcome.error, result, elapsed_ms, t=self._elapsed())
             return await self._finish(entry, record)
         assert result is not None
         if outcome.step is Step.REDIRECT:
@@ -266,27 +272,17 @@ class Crawler:
         return await self._fetcher.fetch(entry.url)
 
     async def _read_page(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
-        handler = self._handler_for(entry)
-        links: list[str] | None = None
-        followed = 0
-        error: tuple[str, str] | None = None
-        tb: str | None = None
-        try:
-            if handler is not None:
-                followed = await self._pages.run_handler(handler, entry, result)
-            elif not result.body_skipped and is_html_content_type(result.content_type):
-                links = await self._pages.links(result, entry.url)
-                followed = len(links)
-        except Exception as exc:
-            if handler is not None and self.config.fail_fast:
-                raise
-            if handler is not None:
-                error = ("handler", f"{type(exc).__name__}: {exc}")
-            else:  # a page that breaks the parser is a record
-                error = ("internal", f"link extraction failed: {exc!r}")
-            tb = traceback.format_exc() if self.config.debug else None
-        record = self._record(entry, error, result, elapsed_ms, links=followed, tb=tb)
-        await self._finish(entry, record, links)
+        page = await self._pages.read(entry, result, self._handler_for(entry))
+        record = make_record(
+            entry,
+            page.error,
+            result,
+            elapsed_ms,
+            links=page.followed,
+            tb=page.traceback,
+            t=self._elapsed(),
+        )
+        await self._finish(entry, record, page.links)
 
     def _handler_for(self, entry: Entry) -> Handler | None:
         request = entry.payload
@@ -304,7 +300,7 @@ class Crawler:
             outcome = await self.frontier.admit_redirect(entry, target)
             if outcome in _FAILED_REDIRECTS:
                 error = (outcome.value, f"redirect to {target}")
-        record = self._record(entry, error, result, elapsed_ms, redirect=target)
+        record = make_record(entry, error, result, elapsed_ms, redirect=target, t=self._elapsed())
         await self._finish(entry, record)
 
     async def _seed_from_sitemaps(self, page_url: str, listed: list[str]) -> None:
@@ -313,30 +309,6 @@ class Crawler:
         found = await sitemap_page_urls(self._fetcher, page_url, listed)
         for sitemap in dict.fromkeys(s for _, s in found):
             await self.frontier.admit_seeds([u for u, s in found if s == sitemap], sitemap)
-
-    def _record(
-        self,
-        entry: Entry,
-        error: tuple[str, str] | None,
-        result: FetchResult | None = None,
-        elapsed_ms: float | None = None,
-        *,
-        redirect: str | None = None,
-        links: int = 0,
-        tb: str | None = None,
-    ) -> CrawlRecord:
-        return CrawlRecord(
-            url=entry.url,
-            status=None if result is None else result.status,
-            depth=entry.depth,
-            error=None if error is None else ErrorInfo(error[0], error[1], tb),
-            redirect=redirect,
-            referrer=entry.referrer,
-            content_type=None if result is None else result.content_type,
-            elapsed_ms=elapsed_ms,
-            links=links,
-            attempts=entry.attempts,
-        )
 
     async def _finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None

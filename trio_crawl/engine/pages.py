@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import trio
 
+from ..core.config import CrawlConfig
 from ..core.frontier import Entry
+from ..core.http import is_html_content_type
 from ..core.models import FetchResult
 from ..core.parse import extract_links
 from ..core.scrape import Handler, Page, Request
@@ -25,6 +29,18 @@ from .delivery import Delivery
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class PageOutcome:
+    """What reading a page gave: its links (None: nothing to follow), how
+    many links or requests were followed, and an error ``(kind, message)``
+    with its traceback (``--debug``) if reading it failed."""
+
+    links: list[str] | None = None
+    followed: int = 0
+    error: tuple[str, str] | None = None
+    traceback: str | None = None
+
+
 class PageReader:
     """Turns a fetched page into links (to admit) or a handler's outputs."""
 
@@ -33,15 +49,39 @@ class PageReader:
         frontier: FrontierBackend,
         delivery: Delivery,
         scope: Scope,
+        config: CrawlConfig,
         *,
-        thread_parse_bytes: int,
         parse_threads: int = 2,
     ) -> None:
         self._frontier = frontier
         self._delivery = delivery
         self._scope = scope
-        self._thread_parse_bytes = thread_parse_bytes
+        self._config = config
         self._parse_limiter = trio.CapacityLimiter(parse_threads)
+
+    async def read(
+        self, entry: Entry, result: FetchResult, handler: Handler | None
+    ) -> PageOutcome:
+        """Run ``handler`` on the page, or extract its links when there is
+        none and it is HTML. An exception becomes the outcome's error (kind
+        ``handler``, or ``internal`` for the link extractor), except a
+        handler's under ``fail_fast``, which propagates."""
+        try:
+            if handler is not None:
+                return PageOutcome(followed=await self.run_handler(handler, entry, result))
+            if result.body_skipped or not is_html_content_type(result.content_type):
+                return PageOutcome()
+            links = await self.links(result, entry.url)
+            return PageOutcome(links=links, followed=len(links))
+        except Exception as exc:
+            if handler is not None and self._config.fail_fast:
+                raise
+            if handler is not None:
+                error = ("handler", f"{type(exc).__name__}: {exc}")
+            else:  # a page that breaks the parser is a record
+                error = ("internal", f"link extraction failed: {exc!r}")
+            tb = traceback.format_exc() if self._config.debug else None
+            return PageOutcome(error=error, traceback=tb)
 
     async def run_in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in one of the crawl's parse threads (``Page.run_sync``)."""
@@ -50,7 +90,7 @@ class PageReader:
     async def links(self, result: FetchResult, url: str) -> list[str]:
         """The page's links; big bodies are parsed in a thread, so one huge
         page does not stall every other crawler."""
-        if len(result.body) >= self._thread_parse_bytes:
+        if len(result.body) >= self._config.thread_parse_bytes:
             return await self.run_in_thread(extract_links, result.body, url, result.content_type)
         return extract_links(result.body, url, result.content_type)
 

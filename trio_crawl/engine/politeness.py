@@ -53,13 +53,26 @@ class ScheduleRoom:
             self._changed.set()
 
     def unreserve(self, entry: Entry, host: str) -> None:
-        """``entry`` will not be fetched after all (robots, budget, stop)."""
+        """``entry`` will not be fetched after all (robots, budget, stop).
+
+        Its host's reserved slot frees a URL parked behind it, at a time the
+        timer task must hear about: without this wake-up a crawl whose page
+        budget ran out while URLs waited for ``--rate`` never ended (#13)."""
         self.schedule.unreserve(entry, host)
+        if self.schedule.waiting:
+            self._changed.set()
 
     def defer(self, entry: Entry, host: str, delay: float) -> None:
         """Park ``entry`` (a retry) for ``delay`` seconds."""
         self.schedule.defer(entry, host, trio.current_time() + delay)
         self._changed.set()
+
+    def remove_unstarted(self) -> list[Entry]:
+        """Take the parked URLs that never started off the schedule (the page
+        budget is spent: they will not start), leaving retries parked."""
+        removed = self.schedule.remove_where(lambda entry: entry.attempts == 0)
+        self._changed.set()
+        return removed
 
     def drain(self) -> list[Entry]:
         """Take every parked URL off the schedule (a stopping crawl)."""

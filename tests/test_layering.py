@@ -1,0 +1,146 @@
+"""The package's layering, checked on every import statement of every module.
+
+Dependencies point down; nothing imports upward:
+
+    cli/        the command line           -> anything below; nothing imports it
+    engine/     the crawl on WorkPool      -> workpool, frontiers, fetch, core
+    frontiers/  where URLs live            -> core (never the engine, never HTTP)
+    fetch/      HTTP clients               -> core (the only HTTP importers)
+    workpool.py the termination core       -> trio only
+    core/       pure decisions             -> the standard library, parsers
+                                              (no trio, HTTP client, rich, sqlite3)
+
+and no module imports the face (``trio_crawl/__init__.py``) or the CLI. Every
+``import`` counts, inside functions and ``TYPE_CHECKING`` blocks too: a lazy
+import is still a dependency. The rules are data (``RULES``); a test below
+proves the checker catches a violating import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[1] / "trio_crawl"
+
+HTTP_CLIENTS = {"httpx2", "httpx", "httpcore2", "httpcore", "h11", "pycurl", "asks", "anyio"}
+ASYNC = {"trio", "anyio"}
+INTERNAL = {"engine", "fetch", "frontiers", "cli", "sites", "workpool", "testing", "report"}
+
+#: layer -> what its modules must not import (top-level names, and
+#: ``trio_crawl.X`` for the package's own layers; ``trio_crawl`` alone is the face).
+RULES: dict[str, set[str]] = {
+    "core": ASYNC | HTTP_CLIENTS | {"rich", "sqlite3"} | {f"trio_crawl.{x}" for x in INTERNAL},
+    "workpool": HTTP_CLIENTS
+    | {"rich", "sqlite3", "trio_crawl.core"}
+    | {f"trio_crawl.{x}" for x in INTERNAL - {"workpool"}},
+    "fetch": {"rich", "sqlite3"} | {f"trio_crawl.{x}" for x in INTERNAL - {"fetch"}},
+    "frontiers": HTTP_CLIENTS
+    | {"rich"}
+    | {f"trio_crawl.{x}" for x in INTERNAL - {"frontiers"}}
+    | {"trio_crawl.fetch"},
+    "engine": HTTP_CLIENTS | {"rich", "trio_crawl.cli", "trio_crawl.sites", "trio_crawl.testing"},
+    "sites": HTTP_CLIENTS | {f"trio_crawl.{x}" for x in INTERNAL - {"sites"}},
+    "cli": HTTP_CLIENTS,
+    "report": ASYNC
+    | HTTP_CLIENTS
+    | {"sqlite3"}
+    | {f"trio_crawl.{x}" for x in INTERNAL}
+    | {"trio_crawl.frontiers"},
+}
+#: Modules no other module may import: the face and the command line.
+FACE = {"trio_crawl", "trio_crawl.cli"}
+FACE_IMPORTERS = {"trio_crawl.__main__", "trio_crawl.testing"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """Absolute names imported by ``source`` (relative imports resolved)."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target))
+            # ``from . import x`` may import a submodule x
+            found.extend((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+    return found
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RULES else None
+
+
+def matches(name: str, forbidden: str) -> bool:
+    return name == forbidden or name.startswith(forbidden + ".")
+
+
+def violations(module: str, source: str, is_package: bool) -> list[str]:
+    found = []
+    layer = layer_of(module)
+    for line, name in imports_of(source, module, is_package):
+        if layer is not None:
+            for forbidden in RULES[layer]:
+                if matches(name, forbidden) and not matches(module, forbidden):
+                    found.append(f"{module}:{line} imports {name} ({layer} must not)")
+        if module not in FACE_IMPORTERS and not module.startswith("trio_crawl.cli"):
+            if name == "trio_crawl" and module != "trio_crawl":
+                found.append(f"{module}:{line} imports the package face")
+            if matches(name, "trio_crawl.cli"):
+                found.append(f"{module}:{line} imports the command line")
+    return found
+
+
+def all_modules() -> list[tuple[str, Path]]:
+    return sorted((module_name(p), p) for p in PACKAGE.rglob("*.py"))
+
+
+def test_every_module_keeps_its_layer() -> None:
+    problems = []
+    for module, path in all_modules():
+        problems += violations(module, path.read_text(), path.name == "__init__.py")
+    assert problems == []
+
+
+def test_every_layer_exists() -> None:
+    layers = {layer_of(module) for module, _ in all_modules()}
+    assert set(RULES) <= layers
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("trio_crawl.core.frontier", "import trio\n"),
+        ("trio_crawl.core.url", "def f():\n    from ..engine import crawler\n"),
+        ("trio_crawl.frontiers.sqlite", "from ..engine.crawler import Crawler\n"),
+        ("trio_crawl.engine.crawler", "import httpx2\n"),
+        ("trio_crawl.engine.crawler", "from ..cli.main import main\n"),
+        ("trio_crawl.fetch.curl", "from .. import __version__\n"),
+        ("trio_crawl.workpool", "from .core.frontier import Entry\n"),
+    ],
+)
+def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:
+    assert violations(module, source, is_package=False)
+
+
+def test_the_checker_allows_downward_imports() -> None:
+    assert (
+        violations("trio_crawl.engine.crawler", "from ..core.frontier import Entry\n", False) == []
+    )
+    assert violations("trio_crawl.frontiers.sqlite", "import trio\nimport sqlite3\n", False) == []
