@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 
-from trio_crawl.testing import serve_site
-from trio_crawl.testing import Response, Site, page
 from trio_crawl.cli.report import MISSING_EXTRA
 from trio_crawl.report.aggregate import (
     FIRST_BIN_SECONDS,
@@ -27,6 +25,7 @@ from trio_crawl.report.aggregate import (
     aggregate_file,
     read_records,
 )
+from trio_crawl.testing import Response, Site, page, serve_site
 
 TIMEOUT = 60
 

@@ -1,4 +1,5 @@
-"""The on-disk crawl state (``_state``) and its prefilters (``_bloom``).
+"""The on-disk crawl state (``frontiers/sqlite_state.py``) and its prefilters
+(``core/bloom.py``).
 
 Rules of this suite: synchronous, no trio, no network; every test uses real SQLite
 files under ``tmp_path`` (hypothesis examples use their own temporary directory).
@@ -9,6 +10,7 @@ and the ``counts`` table against a recount of the rows.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import sqlite3
@@ -33,13 +35,13 @@ from hypothesis.stateful import (
 )
 
 from trio_crawl.core.bloom import BloomFilter, GrowingBloom, RecentSet
+from trio_crawl.core.config import CrawlConfig
+from trio_crawl.frontiers.resume import crawl_settings, prepare_state
 from trio_crawl.frontiers.sqlite_state import (
     APPLICATION_ID,
     Admit,
     CrawlState,
-    Drop,
     Finish,
-    Improve,
     Op,
     Row,
     Start,
@@ -181,6 +183,94 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
         CrawlState.open(tmp_path)
 
 
+#: The schema before issue #9, as trio-crawl wrote it: one more column, never used.
+OLD_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE counts (state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL UNIQUE,
+    depth INTEGER NOT NULL,
+    referrer TEXT,
+    state INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before REAL
+);
+CREATE INDEX urls_disk_queue ON urls (id) WHERE state = 0;
+"""
+
+
+def _old_schema_file(path: Path, settings: dict[str, object]) -> None:
+    """A state file as the version before issue #9 left it, mid-crawl."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")
+    for statement in OLD_SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [
+            ("schema_version", "1"),
+            ("format", "trio-crawl state"),
+            ("settings", json.dumps(settings)),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO urls (url, depth, referrer, state, attempts) VALUES (?, ?, ?, ?, ?)",
+        [
+            (u(0), 0, None, State.DONE, 1),
+            (u(1), 1, u(0), State.FETCHING, 1),
+            (u(2), 1, u(0), State.QUEUED_MEM, 0),
+            (u(3), 1, u(0), State.QUEUED_DISK, 0),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO counts (state, n) VALUES (?, ?)",
+        [(0, 1), (1, 1), (2, 1), (3, 1), (4, 0)],
+    )
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_file_of_the_old_schema_resumes_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    config = CrawlConfig(start_urls=[u(0)])
+    _old_schema_file(path, {**crawl_settings(config, None), "scope_origins": ["http://a.test/"]})
+    prepared = prepare_state(config, state_path=str(path), seeds=None, output=None, force=False)
+    try:
+        state = prepared.state
+        assert prepared.resumed and prepared.refetched == [u(1)]
+        assert prepared.already_started == 1
+        assert [(r.url, r.attempts) for r in state.take_queued(10)] == [
+            (u(1), 1),
+            (u(2), 0),
+            (u(3), 0),
+        ]
+        assert state.filter_unseen([u(2), u(4)]) == [u(4)]
+        state.apply([Admit(u(4), 2, u(2)), Start(u(1)), Finish(u(1)), Finish(u(2))])
+        assert state.progress() == recount(path) == stored_counts(path)
+    finally:
+        prepared.close()
+    assert rows(path)[u(4)] == (State.QUEUED_DISK, 2, u(2), 0)
+    with sqlite3.connect(path) as conn:
+        columns = [name for _, name, *_ in conn.execute("PRAGMA table_info(urls)")]
+        assert columns[-1] == "not_before"  # left as it was, never written
+        assert (
+            conn.execute("SELECT count(*) FROM urls WHERE not_before IS NOT NULL").fetchone()[0]
+            == 0
+        )
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_new_file_has_no_unused_column(tmp_path: Path) -> None:
+    CrawlState.open(tmp_path / "c.db").close()
+    with sqlite3.connect(tmp_path / "c.db") as conn:
+        columns = [name for _, name, *_ in conn.execute("PRAGMA table_info(urls)")]
+    assert columns == ["id", "url", "depth", "referrer", "state", "attempts"]
+
+
 def test_settings_round_trip_and_replace(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     settings = {"start_urls": ["http://a.test/"], "max_depth": 3, "max_pages": None}
@@ -228,7 +318,7 @@ def test_admit_on_disk_or_in_memory_and_ignore_known(tmp_path: Path) -> None:
     }
 
 
-def test_start_finish_drop_improve(tmp_path: Path) -> None:
+def test_start_and_finish(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     with CrawlState.open(path) as state:
         state.apply([Admit(u(i), 4, in_memory=True) for i in range(6)])
@@ -236,17 +326,15 @@ def test_start_finish_drop_improve(tmp_path: Path) -> None:
         state.apply([Start(u(0)), Start(u(1)), Start(u(1)), Start(u(2))])
         state.apply([Start(u(2))])  # a retry in a later batch
         state.apply([Finish(u(0)), Finish(u(3))])  # from FETCHING, from QUEUED_MEM
-        state.apply([Drop(u(1)), Drop(u(4)), Drop(u(9)), Drop(u(0)), Drop(u(77))])
-        state.apply([Improve(u(5), 2), Improve(u(5), 3), Improve(u(2), 9), Improve(u(77), 1)])
         assert state.progress() == recount(path) == stored_counts(path)
     assert rows(path) == {
         u(0): (State.DONE, 4, None, 1),
-        u(1): (State.DROPPED, 4, None, 2),
+        u(1): (State.FETCHING, 4, None, 2),
         u(2): (State.FETCHING, 4, None, 2),
         u(3): (State.DONE, 4, None, 0),
-        u(4): (State.DROPPED, 4, None, 0),
-        u(5): (State.QUEUED_MEM, 2, None, 0),
-        u(9): (State.DROPPED, 4, None, 0),
+        u(4): (State.QUEUED_MEM, 4, None, 0),
+        u(5): (State.QUEUED_MEM, 4, None, 0),
+        u(9): (State.QUEUED_DISK, 4, None, 0),
     }
 
 
@@ -257,16 +345,17 @@ def test_ops_apply_in_order_within_one_batch(tmp_path: Path) -> None:
             [
                 Admit(u(1), 3, in_memory=True),
                 Start(u(1)),
-                Improve(u(1), 1),
                 Start(u(1)),
                 Finish(u(1)),
                 Admit(u(2), 2, u(1)),
-                Drop(u(2)),
+                Admit(u(3), 2, u(1), in_memory=True),
+                Start(u(3)),
             ]
         )
     assert rows(path) == {
-        u(1): (State.DONE, 1, None, 2),
-        u(2): (State.DROPPED, 2, u(1), 0),
+        u(1): (State.DONE, 3, None, 2),
+        u(2): (State.QUEUED_DISK, 2, u(1), 0),
+        u(3): (State.FETCHING, 2, u(1), 1),
     }
 
 
@@ -593,21 +682,6 @@ class StateModel(RuleBasedStateMachine):
             url = data.draw(st.sampled_from(candidates))
             self.pending.append(Finish(url))
             self.model[url].state = State.DONE
-
-    @rule(data=st.data())
-    def drop(self, data: st.DataObject) -> None:
-        if self.model:
-            url = data.draw(st.sampled_from(list(self.model)))
-            self.pending.append(Drop(url))
-            if self.model[url].state in (State.QUEUED_DISK, State.QUEUED_MEM, State.FETCHING):
-                self.model[url].state = State.DROPPED
-
-    @rule(data=st.data(), depth=st.integers(0, 5))
-    def improve(self, data: st.DataObject, depth: int) -> None:
-        if self.model:
-            url = data.draw(st.sampled_from(list(self.model)))
-            self.pending.append(Improve(url, depth))
-            self.model[url].depth = min(depth, self.model[url].depth)
 
     @rule()
     def flush(self) -> None:

@@ -1,6 +1,6 @@
 """The trio side of ``--state``: the disk backlog the engine feeds from.
 
-``CrawlState`` (``_state.py``) is synchronous SQLite; this wraps it for the
+``CrawlState`` (``sqlite_state.py``) is synchronous SQLite; this wraps it for the
 engine. Every call runs in a worker thread, one at a time (a limiter of one:
 the connection is never used by two threads at once), so the event loop
 never waits on the disk.
@@ -15,9 +15,12 @@ What the engine relies on
 2. ``queued_on_disk`` changes only synchronously, right after a thread call
    returns, in the same step in which the engine publishes what came back:
    the termination invariant counts it as a fourth place (docs/termination.md).
-3. Start and Finish are written behind (``note``), in batches: losing the
-   last ones in a crash only means a URL looks in flight on resume, and the
-   output file, which is reconciled first, says whether it was recorded.
+3. Start and Finish are written behind: ``note`` keeps them in a list, and
+   they are applied, in order and in one transaction, before the next disk
+   call (``admit``, ``take``) or by ``flush``, which the frontier calls every
+   ``FLUSH_INTERVAL`` (0.5 s). Losing the last ones in a crash only means a URL
+   looks in flight on resume, and the output file, which is reconciled first,
+   says whether it was recorded.
 """
 
 from __future__ import annotations
@@ -32,10 +35,8 @@ from .sqlite_state import Admit, CrawlState, Op, Row
 
 T = TypeVar("T")
 
-#: How often noted Start/Finish ops are written when nothing else writes.
+#: How often the frontier writes the noted Start/Finish ops (``flush``).
 FLUSH_INTERVAL = 0.5
-#: Noted ops that trigger a write on the next disk call.
-FLUSH_OPS = 2_000
 
 
 class DiskBacklog:
@@ -47,8 +48,8 @@ class DiskBacklog:
         self._limiter = trio.CapacityLimiter(1)
         self._pending: list[Op] = []
 
-    async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
 
     def _apply_pending(self) -> None:
         """In the worker thread: write the noted ops first (keeps their order)."""
@@ -57,12 +58,9 @@ class DiskBacklog:
             self.state.apply(ops)
 
     def note(self, op: Op) -> None:
-        """Record a Start/Finish to be written with the next batch. Not a checkpoint."""
+        """Keep a Start/Finish to be written before the next disk call or by
+        ``flush``. Not a checkpoint."""
         self._pending.append(op)
-
-    @property
-    def flush_due(self) -> bool:
-        return len(self._pending) >= FLUSH_OPS
 
     async def admit(
         self, urls: Sequence[str], depth: int, referrer: str | None, room: int
@@ -97,6 +95,7 @@ class DiskBacklog:
         return rows
 
     async def flush(self) -> None:
+        """Write the noted ops now."""
         await self._run(self._apply_pending)
 
 

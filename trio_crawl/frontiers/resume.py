@@ -12,6 +12,11 @@ Resuming is "run the same command again". In order:
    the in-flight ones are fetched again and their records marked
    ``"refetched": true`` (the server may have seen them twice);
 4. start URLs and seeds are (re)queued: idempotent, known URLs are left alone.
+
+One crawl per state file: ``prepare_state`` opens it locked (``CrawlState.open``
+with ``lock=True``; see sqlite_state's "One crawl per file") for as long as the
+crawl runs, and a second crawl on the same file gets ``StateLockedError`` at
+once. ``status_text`` and ``stored_start_urls`` only read, and take no lock.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 from ..core.config import CrawlConfig
 from ..core.url import Scope, canonicalize
 from .disk_backlog import DiskBacklog, seed_lines
-from .sqlite_state import CrawlState
+from .sqlite_state import CrawlState, StateInUseError
 
 #: Settings that define "the same crawl".
 CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds")
@@ -35,6 +40,11 @@ CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seed
 
 class StateUsageError(Exception):
     """A one-line message for the user (exit 2)."""
+
+
+class StateLockedError(StateUsageError):
+    """The state file is in use by another crawl (its lock is held): a one-line
+    message naming the file and, when known, the other crawl's pid."""
 
 
 @dataclass
@@ -66,9 +76,13 @@ def crawl_settings(config: CrawlConfig, seeds: str | None) -> dict[str, Any]:
     }
 
 
-def open_state_file(path: str, *, create: bool) -> CrawlState:
+def open_state_file(path: str, *, create: bool, lock: bool) -> CrawlState:
+    """``CrawlState.open``, its errors as ``StateUsageError`` (``StateLockedError``
+    when ``lock`` and another crawl holds the file)."""
     try:
-        return CrawlState.open(path, create=create)
+        return CrawlState.open(path, create=create, lock=lock)
+    except StateInUseError as exc:
+        raise StateLockedError(str(exc)) from None
     except (ValueError, FileNotFoundError) as exc:
         raise StateUsageError(str(exc)) from None
 
@@ -77,7 +91,7 @@ def stored_start_urls(path: str) -> list[str] | None:
     """The start URLs a state file was made with (to resume with no URL given)."""
     if not os.path.exists(path):
         return None
-    state = open_state_file(path, create=False)
+    state = open_state_file(path, create=False, lock=False)
     try:
         settings = state.load_settings()
     finally:
@@ -86,7 +100,8 @@ def stored_start_urls(path: str) -> list[str] | None:
 
 
 def status_text(path: str) -> str:
-    state = open_state_file(path, create=False)
+    """Progress of the crawl in a state file; works while that crawl runs."""
+    state = open_state_file(path, create=False, lock=False)
     try:
         settings = state.load_settings() or {}
         progress = state.progress()
@@ -158,14 +173,17 @@ def prepare_state(
     output: str | None,
     force: bool,
 ) -> PreparedState:
-    """Open (or create) the state, check it is this crawl, reconcile, queue seeds."""
+    """Open (or create) the state, check it is this crawl, reconcile, queue seeds.
+
+    The state stays locked until ``PreparedState.close``; raises StateLockedError
+    if another crawl holds it, StateUsageError for the other one-line problems."""
     temporary_dir = None
     if state_path is None:
         temporary_dir = tempfile.mkdtemp(prefix="trio-crawl-")
         state_path = os.path.join(temporary_dir, "frontier.db")
     if seeds is not None and not os.path.isfile(seeds):
         raise StateUsageError(f"cannot read seeds file {seeds!r}")
-    state = open_state_file(state_path, create=True)
+    state = open_state_file(state_path, create=True, lock=True)
     try:
         return _prepare(config, state, seeds, output, force, temporary_dir)
     except BaseException:

@@ -1,7 +1,8 @@
 """The crawl's state on disk: one SQLite file from which a stopped crawl resumes.
 
-Pure and synchronous: stdlib ``sqlite3`` only, no trio, no clock. The engine calls it
-from one worker thread (``trio.to_thread.run_sync``) and owns the memory window.
+Pure and synchronous: the standard library only (``sqlite3``, ``fcntl``), no trio,
+no clock. The engine calls it from one worker thread (``trio.to_thread.run_sync``)
+and owns the memory window.
 
 Rules
 -----
@@ -15,7 +16,10 @@ Rules
             |                      |    +--Finish-----|--|-----------> DONE
             +---- recover() -------+------------------+  +-- Start (a retry)
 
-       Drop: QUEUED_DISK, QUEUED_MEM or FETCHING -> DROPPED. DONE, DROPPED are final.
+   ``mark_recorded()``, on resume, moves any unfinished row to DONE. DONE is final.
+   (DROPPED, 4, is reserved: no operation makes it. It keeps its row in ``counts``
+   and its key in ``progress()``, so files and ``--status`` keep their shape across
+   versions.)
 
    ``Admit`` creates a QUEUED_DISK row, or with ``in_memory=True`` a QUEUED_MEM one
    (a URL the engine keeps in its window at once). ``recover()``, on resume, returns
@@ -24,16 +28,16 @@ Rules
 2. Every mutation is one transaction: a batch of ops (``apply``), one chunk of seeds,
    one take. A crash loses at most the transaction being written, never half of it.
 3. Start or Finish of a row that is not QUEUED_MEM or FETCHING (unknown, still on
-   disk, done, dropped) is the caller's bug: the whole batch is rolled back and
-   RuntimeError raised. Drop, like ``Frontier.abandon``, leaves finished rows alone.
-   Admit of a known URL is ignored (INSERT OR IGNORE); Improve only lowers a depth.
+   disk, done) is the caller's bug: the whole batch is rolled back and RuntimeError
+   raised. Admit of a known URL is ignored (INSERT OR IGNORE): its depth stays the
+   depth at which it was first found.
 4. The number of rows in each state is kept in the ``counts`` table, written in the
    same transactions as the rows, so ``progress()`` is O(1) and exact after a crash.
 5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
    QUEUED_DISK rows, so taking the oldest ones costs O(taken), however many rows
    are done.
-6. ``filter_unseen`` answers from memory when it can (``_bloom``): an exact set of
-   recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
+6. ``filter_unseen`` answers from memory when it can (``core/bloom.py``): an exact
+   set of recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
    filter's "no" says "unseen", and only its "maybe" is checked in the database, in
    one query per 256 "maybe"s. The Bloom filter is built from the table on first use
    (16 bits per URL) and fed by every Admit and seed.
@@ -41,15 +45,16 @@ Rules
 How the engine uses it
 ----------------------
 1. ``open``; ``load_settings()`` is None for a new crawl (``save_settings``), else
-   this is a resume: ``recover()`` first, and mark the records of the URLs it
-   returns (they may have been fetched already).
+   this is a resume: ``mark_recorded`` the URLs the output file has records for,
+   then ``recover()``, whose URLs may have been fetched already (their new records
+   say so).
 2. ``add_seeds(stream)``: idempotent, so a resume passes the same seeds again.
 3. Per page: ``filter_unseen(links)`` gives the new ones; the engine remembers what
    it decided to admit until its batch of ``Admit`` ops has been applied.
 4. ``take_queued(room)`` refills the memory window as it drains; ``apply`` a batch
-   of Start / Finish / Drop / Improve / Admit ops every so often.
-5. A graceful stop does not Drop what is queued in memory: it closes, and the next
-   ``recover()`` puts those rows back on the disk queue.
+   of Admit / Start / Finish ops every so often.
+5. A graceful stop leaves what is queued in memory as it is: it closes, and the
+   next ``recover()`` puts those rows back on the disk queue.
 
 Durability
 ----------
@@ -62,6 +67,21 @@ lose the last commits, and even then the file stays consistent (WAL frames are
 checksummed). That trade is right for a crawl: the cost of losing a few seconds of
 state is re-fetching a few pages, and an fsync per batch would cost more than the
 batch.
+
+One crawl per file
+------------------
+``open`` (with ``lock=True``, the default) takes an exclusive advisory lock,
+``flock(LOCK_EX | LOCK_NB)`` on ``PATH.lock`` beside the file (beside the file a
+symlink names, if ``PATH`` is one), and holds it until
+``close``; it writes its pid into that file for the message of the next opener, which
+fails at once with ``StateInUseError``. flock locks belong to an open file, not a
+process, so a second ``open`` in the same process is refused too. The kernel drops
+the lock when the process dies, however it dies (``kill -9`` included), so a lock is
+never stale; ``close`` removes ``PATH.lock`` while still holding it, and an opener
+that locked a file removed under it tries again. Readers (``--status``) open with
+``lock=False`` and take no lock: WAL lets them read while the crawl writes. Needs
+``fcntl`` (Linux, macOS, the BSDs) and a local file system; on Windows nothing is
+locked.
 
 Threads
 -------
@@ -76,9 +96,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import io
 import itertools
 import json
+import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -86,6 +109,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.bloom import GrowingBloom, RecentSet
+
+if sys.platform != "win32":
+    import fcntl
 
 SCHEMA_VERSION = 1
 #: Written in the SQLite header (``PRAGMA application_id``): "tcrl".
@@ -102,11 +128,13 @@ CREATE TABLE urls (
     depth INTEGER NOT NULL,
     referrer TEXT,
     state INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    not_before REAL
+    attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX urls_disk_queue ON urls (id) WHERE state = 0;
 """
+# Files made before issue #9 have one more column, ``urls.not_before REAL``, that no
+# version ever read or wrote. Every statement names its columns, so those files open
+# and resume as they are, and new files open in those versions: both are version 1.
 
 
 class State(enum.IntEnum):
@@ -116,10 +144,11 @@ class State(enum.IntEnum):
     QUEUED_MEM = 1
     FETCHING = 2
     DONE = 3
+    #: Reserved: no operation makes it (rule 1).
     DROPPED = 4
 
 
-_QD, _QM, _FE, _DN, _DR = (s.value for s in State)
+_QD, _QM, _FE, _DN = (s.value for s in State if s is not State.DROPPED)
 
 
 # -- operations ---------------------------------------------------------------
@@ -151,22 +180,7 @@ class Finish:
     url: str
 
 
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """The URL will not be fetched (any unfinished state -> DROPPED)."""
-
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
-class Improve:
-    """A shorter path to the URL was found: lower its depth (never raises it)."""
-
-    url: str
-    depth: int
-
-
-Op = Admit | Start | Finish | Drop | Improve
+Op = Admit | Start | Finish
 
 
 class Row(NamedTuple):
@@ -199,6 +213,92 @@ class StateStatistics:
     false_positives: int
 
 
+# -- the lock -----------------------------------------------------------------
+
+
+class StateInUseError(Exception):
+    """The state file is open for crawling by another ``CrawlState`` (in another
+    process, or this one). The message is one line; ``pid`` is the holder's, when
+    it could be read."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        holder = "" if pid is None else f" (pid {pid})"
+        super().__init__(
+            f"{path} is in use by another trio-crawl{holder}; wait for it to end,"
+            " or use another --state file"
+        )
+        self.path = path
+        self.pid = pid
+
+
+class _StateLock:
+    """An exclusive ``flock`` on ``PATH.lock`` (see "One crawl per file")."""
+
+    def __init__(self, file: io.FileIO, path: Path) -> None:
+        self._file: io.FileIO | None = file
+        self.path = path
+
+    @classmethod
+    def acquire(cls, db: Path) -> _StateLock | None:
+        """Lock ``db`` for this object, or raise StateInUseError (ValueError if the
+        lock file cannot be made). None where there is no ``fcntl``."""
+        if sys.platform == "win32":
+            return None
+        real = Path(os.path.realpath(db))  # one lock, whatever symlink names the file
+        path = real.with_name(real.name + ".lock")
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
+            file = io.FileIO(fd, "r+", closefd=True)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(fd)
+                file.close()
+                raise StateInUseError(db, pid) from None
+            except OSError as exc:
+                file.close()
+                raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
+            if _is_at(fd, path):
+                break
+            # The holder we waited for removed the file after we opened it: nobody
+            # else will open this one, so this lock means nothing. Again.
+            file.close()
+        data = f"{os.getpid()}\n".encode()
+        try:
+            os.pwrite(fd, data, 0)  # over the pid of a killed holder, then cut to size
+            os.ftruncate(fd, len(data))
+        except OSError as exc:
+            file.close()
+            raise ValueError(f"{db}: cannot lock the state file ({exc})") from None
+        return cls(file, path)
+
+    def release(self) -> None:
+        """Remove the lock file, then unlock (idempotent)."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        if _is_at(file.fileno(), self.path):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        file.close()
+
+
+def _read_pid(fd: int) -> int | None:
+    text = os.pread(fd, 32, 0).split(b"\n", 1)[0]
+    return int(text) if text.isdigit() else None
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the open file ``fd``."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
 # -- the store ----------------------------------------------------------------
 
 
@@ -216,9 +316,11 @@ class CrawlState:
         expected_urls: int,
         bits_per_url: int,
         recent_urls: int,
+        lock: _StateLock | None = None,
     ) -> None:
         """Use ``CrawlState.open``; this takes a connection already checked."""
         self._conn: sqlite3.Connection | None = conn
+        self._lock = lock
         self.path = path
         self._guard = threading.Lock()
         self._counts = [0] * len(State)
@@ -239,12 +341,16 @@ class CrawlState:
         path: str | Path,
         *,
         create: bool = True,
+        lock: bool = True,
         expected_urls: int = 100_000,
         bits_per_url: int = 16,
         recent_urls: int = 32_768,
     ) -> CrawlState:
         """Open the state file at ``path``, creating it (if ``create``) when missing.
 
+        With ``lock`` (the default), hold the file's lock until ``close``: no other
+        ``CrawlState`` opened with ``lock=True``, in this process or another, can
+        open it meanwhile. Pass ``lock=False`` only to read (``--status``).
         ``expected_urls`` sizes the Bloom filter (it grows past that, a little less
         accurate); ``bits_per_url`` is its memory per URL; ``recent_urls`` bounds the
         exact recent-URL set (it holds up to twice that).
@@ -254,6 +360,8 @@ class CrawlState:
             ValueError: the file is not a trio-crawl state file (another program's
                 database, not a database at all, a newer schema, or damaged); the
                 message is one line and names the file. The file is not modified.
+                Also raised if the lock file cannot be created.
+            StateInUseError: ``lock`` is True and the file is open with a lock.
         """
         path = Path(path)
         if not create and not path.exists():
@@ -266,7 +374,10 @@ class CrawlState:
             )
         except sqlite3.Error as exc:
             raise ValueError(f"{path}: cannot open the state file ({exc})") from None
+        held: _StateLock | None = None
         try:
+            # Locked before the first read: a second crawl never sees the counts.
+            held = _StateLock.acquire(path) if lock else None
             _check_or_create(conn, path)
             return cls(
                 conn,
@@ -274,17 +385,24 @@ class CrawlState:
                 expected_urls=expected_urls,
                 bits_per_url=bits_per_url,
                 recent_urls=recent_urls,
+                lock=held,
             )
         except BaseException:
             conn.close()
+            if held is not None:
+                held.release()
             raise
 
     def close(self) -> None:
-        """Close the connection (idempotent). Everything applied is already committed."""
+        """Close the connection, then release the lock (idempotent). Everything
+        applied is already committed."""
         with self._guard_only():
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> CrawlState:
         return self
@@ -453,8 +571,8 @@ class CrawlState:
         """Mark DONE the URLs the output file already has records for (call on
         resume, *before* ``recover()``); return how many changed.
 
-        Lenient, unlike Finish: rows already DONE or DROPPED, and unknown URLs,
-        are left alone. This is what makes a resume exact: a page whose record
+        Lenient, unlike Finish: rows already DONE, and unknown URLs, are left
+        alone. This is what makes a resume exact: a page whose record
         was written just before a kill, but whose Finish was not yet
         committed, is not fetched again.
         """
@@ -686,7 +804,7 @@ def _lookup_sql(size: int) -> str:
 def _runs(ops: Sequence[Op]) -> Iterator[tuple[type[Op], list[Op]]]:
     """Split ``ops`` into maximal runs of one kind, kept in order.
 
-    Admits split further by ``in_memory``; Start/Finish/Drop runs also split where a
+    Admits split further by ``in_memory``; Start and Finish runs also split where a
     URL repeats, because each is applied as several passes (one per source state)
     that must see every URL once."""
     run: list[Op] = []
@@ -697,14 +815,15 @@ def _runs(ops: Sequence[Op]) -> Iterator[tuple[type[Op], list[Op]]]:
         kind = type(op)
         if kind not in _APPLY:
             raise TypeError(f"not a crawl state operation: {op!r}")
+        admit = isinstance(op, Admit)
         key = (kind, op.in_memory) if isinstance(op, Admit) else kind
-        if key != run_key or (kind in _MULTI_PASS and op.url in urls):
+        if key != run_key or (not admit and op.url in urls):
             if run:
                 yield run_kind, run
             run, run_key, run_kind = [], key, kind
             urls.clear()
         run.append(op)
-        if kind in _MULTI_PASS:
+        if not admit:
             urls.add(op.url)
     if run:
         yield run_kind, run
@@ -716,13 +835,6 @@ def _apply_admit(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> N
     delta[state] += conn.executemany(
         "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)", params
     ).rowcount
-
-
-def _apply_improve(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
-    conn.executemany(
-        "UPDATE urls SET depth = ?1 WHERE url = ?2 AND depth > ?1",
-        [(op.depth, op.url) for op in run if isinstance(op, Improve)],
-    )
 
 
 def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
@@ -754,16 +866,6 @@ def _apply_finish(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> 
         _broken(conn, "Finish", run, State.DONE)
 
 
-def _apply_drop(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
-    params = [(op.url,) for op in run]
-    for source in (_QD, _QM, _FE):
-        n = conn.executemany(
-            f"UPDATE urls SET state = 4 WHERE url = ? AND state = {source}", params
-        ).rowcount
-        delta[source] -= n
-        delta[_DR] += n
-
-
 def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -> None:
     """Raise for a Start/Finish whose row was not in memory (rule 3), naming one."""
     found: dict[str, int] = {}
@@ -784,11 +886,8 @@ def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -
     )
 
 
-_MULTI_PASS: frozenset[type[Op]] = frozenset({Start, Finish, Drop})
 _APPLY = {
     Admit: _apply_admit,
-    Improve: _apply_improve,
     Start: _apply_start,
     Finish: _apply_finish,
-    Drop: _apply_drop,
 }
