@@ -277,17 +277,6 @@ def test_one_reachable_start_url_is_enough() -> None:
 # -- 75: two crawls on one state file -------------------------------------------
 
 
-def _has_state_lock() -> bool:
-    from trio_crawl.frontiers import resume, sqlite_state
-
-    return hasattr(resume, "StateLockedError") or hasattr(sqlite_state, "StateLockedError")
-
-
-@pytest.mark.xfail(
-    not _has_state_lock(),
-    reason="needs the state-file lock (StateLockedError) from the engine branch",
-    strict=False,
-)
 def test_a_second_crawl_on_a_busy_state_file_exits_75(tmp_path: Path) -> None:
     state = tmp_path / "crawl.db"
     with serve_site(small_site(n=200, delay=0.2)) as server:

@@ -52,10 +52,13 @@ from ..engine.outputs import (
     OutputError,
     OutputFile,
 )
-from ..frontiers import resume as _resume
-from ..frontiers import sqlite_state as _sqlite_state
 from ..frontiers.disk_backlog import seed_lines
-from ..frontiers.resume import StateUsageError, status_text, stored_start_urls
+from ..frontiers.resume import (
+    StateLockedError,
+    StateUsageError,
+    status_text,
+    stored_start_urls,
+)
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from .progress import print_summary, show_progress
 
@@ -71,16 +74,6 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: Error kinds of a start URL that mean "could not connect" (DNS failures,
 #: refused and unreachable hosts are all ``connect``).
 UNREACHABLE_KINDS = frozenset({"connect"})
-
-
-class _NotRaised(StateUsageError):
-    """Stands in for an error class that this version does not have yet."""
-
-
-#: Raised when a second crawl opens a state file in use (the engine's lock).
-StateLockedError: type[StateUsageError] = getattr(
-    _resume, "StateLockedError", getattr(_sqlite_state, "StateLockedError", _NotRaised)
-)
 
 
 class UsageError(Exception):
