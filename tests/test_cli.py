@@ -80,7 +80,7 @@ def test_crawl_to_stdout_writes_only_records(fetcher: str) -> None:
     assert urls == sorted([base + "/"] + [f"{base}/p/{i}" for i in range(20)])
     assert set(records[0]) == {
         "url", "status", "depth", "error", "redirect", "referrer",
-        "content_type", "elapsed_ms", "links", "attempts", "t", "protocol",
+        "content_type", "elapsed_ms", "links", "attempts", "t", "size", "protocol",
     }  # fmt: skip
     denied = [r for r in records if r["url"].endswith("/p/13")]
     assert denied[0]["error"]["kind"] == "robots" and denied[0]["status"] is None
@@ -202,7 +202,9 @@ def test_handler_and_items_file(tmp_path: Path, suffix: str) -> None:
 
 
 def test_bad_handler_spec_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli("http://127.0.0.1:1/", "--handler", "no_such_module_xyz:run")
+    result = run_cli(
+        "http://127.0.0.1:1/", "--handler", "no_such_module_xyz:run", "--items", os.devnull
+    )
     assert result.returncode == 2
     assert result.stderr.startswith("trio-crawl: error: cannot import handler module")
 

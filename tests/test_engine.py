@@ -81,6 +81,7 @@ async def test_records_shape_and_fields(autojump_clock: object) -> None:
         "links": 2,
         "attempts": 1,
         "t": 0.0,
+        "size": len(pages[url(0)].body()),
     }
     assert (failed.url, failed.status, failed.referrer, failed.attempts) == (
         url(1),

@@ -116,3 +116,31 @@ def test_random_sites_with_a_disk_backlog(
     )
     assert sorted(r.url for r in records) == sorted(url(i) for i in reachable)
     assert len(fetcher.urls) == len(set(fetcher.urls)) == len(reachable)
+
+
+async def test_a_record_whose_write_stopped_the_crawl_is_not_marked_done(tmp_path: Path) -> None:
+    """A sink that cannot write (disk full) stops the crawl from its record
+    callback. The URL of that record must not be stored as done: a resume
+    fetches it again, and the output file (reconciled on resume) is the truth
+    for what did land."""
+    n = 30
+    pages = {url(i): FakePage(links=[url((i + 1) % n)]) for i in range(n)}
+    state = CrawlState.open(tmp_path / "s.db")
+    try:
+        state.add_seeds([url(0)])
+        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=1)
+        frontier = SqliteFrontier(DiskBacklog(state), scope=Scope([url(0)]), window=4)
+        kept: list[str] = []
+
+        def sink(record: CrawlRecord) -> None:
+            if len(kept) == 5:
+                crawler.stop()  # the sixth write failed: nothing kept
+            else:
+                kept.append(record.url)
+
+        crawler = Crawler(config, FakeFetcher(pages), frontier=frontier, on_record=[sink])
+        with trio.fail_after(30):
+            await crawler.run()
+        assert state.progress()["done"] == len(kept) == 5
+    finally:
+        state.close()

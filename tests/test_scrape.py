@@ -278,3 +278,91 @@ async def test_a_config_handler_gets_non_html_bodies_and_relative_requests(
     )
     assert items == [1, 2]
     assert [(r.url, r.links) for r in records] == [(f"{SITE}/api/1", 1), (f"{SITE}/api/2", 0)]
+
+
+async def test_a_late_reader_of_items_still_gets_every_item(autojump_clock: object) -> None:
+    async def forty_one(page: Page) -> AsyncIterator[object]:
+        for i in range(41):
+            yield (page.url, i)
+
+    pages = {f"{SITE}/{n}": FakePage() for n in range(4)}
+    starts = [f"{SITE}/{n}" for n in range(4)]
+    with trio.fail_after(100):
+        async with trio_crawl.open_crawler(
+            starts, fetcher=FakeFetcher(pages), handler=forty_one, ignore_robots=True, buffer=8
+        ) as crawl:
+            await trio.sleep(5)  # the crawl runs (and waits for us) meanwhile
+            items = [i async for i in crawl.items()]
+    assert len(items) == len(set(items)) == 164
+    assert crawl.summary.items == 164
+
+
+async def test_items_nobody_reads_pause_the_crawl_and_say_so(autojump_clock: object) -> None:
+    async def many(page: Page) -> AsyncIterator[object]:
+        for i in range(10):
+            yield i
+
+    with pytest.warns(RuntimeWarning, match="items wait for a reader"):
+        async with trio_crawl.open_crawler(
+            f"{SITE}/0", fetcher=FakeFetcher({f"{SITE}/0": FakePage()}), handler=many,
+            ignore_robots=True, buffer=2,
+        ) as crawl:  # fmt: skip
+            records = []
+            with trio.move_on_after(60) as waited:
+                async for record in crawl.records():
+                    records.append(record)
+    assert waited.cancelled_caught and records == []  # paused before its record
+    assert crawl.summary.stopped and crawl.summary.items < 10
+
+
+async def test_on_item_callers_are_not_held_up_by_an_unread_stream(
+    autojump_clock: object,
+) -> None:
+    async def many(page: Page) -> AsyncIterator[object]:
+        for i in range(10):
+            yield i
+
+    got: list[object] = []
+    async with trio_crawl.open_crawler(
+        f"{SITE}/0", fetcher=FakeFetcher({f"{SITE}/0": FakePage()}), handler=many,
+        ignore_robots=True, buffer=2, on_item=got.append,
+    ) as crawl:  # fmt: skip
+        records = [r async for r in crawl]
+    assert len(records) == 1 and got == list(range(10))
+
+
+async def test_the_summary_is_there_after_the_block_and_not_before(
+    autojump_clock: object,
+) -> None:
+    async with trio_crawl.open_crawler(
+        f"{SITE}/0", fetcher=FakeFetcher({f"{SITE}/0": FakePage()}), ignore_robots=True
+    ) as crawl:
+        with pytest.raises(RuntimeError, match="has not ended"):
+            crawl.summary  # noqa: B018
+        urls = [r.url async for r in crawl]
+    assert urls == [f"{SITE}/0"]
+    assert crawl.summary.records == 1
+
+
+async def test_one_start_url_may_be_a_plain_string(autojump_clock: object) -> None:
+    fetcher = FakeFetcher({f"{SITE}/0": FakePage(links=["/1"]), f"{SITE}/1": FakePage()})
+    summary = await trio_crawl.run_crawl(f"{SITE}/0", fetcher=fetcher, ignore_robots=True)
+    assert summary.records == 2
+    summary = await trio_crawl.run_crawl(
+        Request(f"{SITE}/1"), fetcher=FakeFetcher({f"{SITE}/1": FakePage()}), ignore_robots=True
+    )
+    assert summary.records == 1
+
+
+async def test_pages_support_css_selectors(autojump_clock: object) -> None:
+    found: list[str] = []
+
+    async def css(page: Page) -> None:
+        assert page.tree is not None
+        found.extend(a.get("href") or "" for a in page.tree.cssselect("a"))
+
+    pages = {f"{SITE}/0": FakePage(links=["/a", "/b"])}
+    await trio_crawl.run_crawl(
+        [f"{SITE}/0"], fetcher=FakeFetcher(pages), handler=css, ignore_robots=True
+    )
+    assert found == ["/a", "/b"]

@@ -20,7 +20,7 @@ from .core.http import FetchConfig
 from .core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
 from .core.scrape import Handler, Page, Request
 from .core.stats import CrawlSummary
-from .engine.api import RunningCrawl, open_crawler, open_fetcher, run_crawl
+from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
@@ -31,6 +31,7 @@ from .workpool import Room, WorkPool, WorkPoolStatistics
 __all__ = [
     "ConfigError",
     "CrawlConfig",
+    "CrawlOptions",
     "CrawlRecord",
     "CrawlSummary",
     "Crawler",

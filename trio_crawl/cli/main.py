@@ -1,35 +1,60 @@
 """``trio-crawl``: the command line, a thin layer over the library.
 
-Exit codes: 0 the crawl completed (even if some pages failed); 2 bad
-arguments (one line on stderr, no traceback); 130 / 143 stopped by SIGINT /
-SIGTERM (records written so far are complete lines); 70 an internal error
-(a bug: the message asks for a report, ``--debug`` shows the traceback).
+Exit codes (the README's table):
+
+====  ==================================================================
+0     the crawl completed, even if some pages failed
+1     a handler raised under ``--fail-fast`` (``handler error at URL: ...``)
+2     bad arguments or input, found before anything is written or fetched
+3     an output could not be written (disk full, I/O error): the crawl
+      stopped; what was written is complete lines
+4     no start URL could be connected to (wget exits 4 for this too)
+70    an internal error: a bug (``--debug`` shows the traceback)
+75    the ``--state`` file is in use by another crawl (try again later)
+130   stopped by SIGINT (143: SIGTERM); the output holds complete lines
+====  ==================================================================
+
+Every failure is one line on stderr, ``trio-crawl: error: ...``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import signal
+import sqlite3
 import sys
+import time
 import traceback
-from collections.abc import Iterator, Sequence
-from typing import NoReturn, TextIO, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, cast
 
 import trio
 from rich.console import Console
 
 from .. import __version__
 from ..core.config import FETCHERS, ConfigError, CrawlConfig
-from ..core.scrape import Handler
-from ..core.url import parse_start_url
+from ..core.models import CrawlRecord
+from ..core.scrape import Handler, Page, Request
+from ..core.url import canonicalize, host_port, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
-from ..engine.outputs import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
+from ..engine.outputs import (
+    ItemCsvWriter,
+    ItemJsonLinesWriter,
+    JsonLinesWriter,
+    OutputError,
+    OutputFile,
+)
+from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.resume import (
+    StateLockedError,
     StateUsageError,
     status_text,
     stored_start_urls,
@@ -38,9 +63,17 @@ from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from .progress import print_summary, show_progress
 
 EXIT_OK = 0
+EXIT_HANDLER = 1
 EXIT_USAGE = 2
+EXIT_OUTPUT = 3
+EXIT_UNREACHABLE = 4
 EXIT_SOFTWARE = 70
+EXIT_STATE_BUSY = 75
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+#: Error kinds of a start URL that mean "could not connect" (DNS failures,
+#: refused and unreachable hosts are all ``connect``).
+UNREACHABLE_KINDS = frozenset({"connect"})
 
 
 class UsageError(Exception):
@@ -61,7 +94,7 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser(
-    prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str = "-"
+    prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str | None = None
 ) -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
@@ -77,7 +110,16 @@ def build_parser(
     p.add_argument("--max-depth", type=int, help="follow links at most D hops from a start URL")
     p.add_argument("--max-pages", type=int, help="fetch at most P pages")
     p.add_argument(
-        "-o", "--output", default=default_output, help="JSON Lines output file ('-' = stdout)"
+        "-o",
+        "--output",
+        default=default_output,
+        metavar="FILE",
+        help="JSON Lines output file ('-' = stdout; default: "
+        + (
+            "stdout, or crawl-DATE-TIME.jsonl when stdout is a terminal)"
+            if default_output is None
+            else f"{default_output})"
+        ),
     )
     p.add_argument("--append", action="store_true", help="append to the output file")
     p.add_argument("--timeout", type=_positive_float, default=30.0, help="seconds per request")
@@ -128,9 +170,12 @@ def build_parser(
     p.add_argument(
         "--items",
         metavar="FILE",
-        help="write handlers' items here (.csv for CSV, else JSON Lines)",
+        help="write handlers' items here ('-' = stdout; .csv for CSV, else JSON Lines); "
+        "required with --handler",
     )
-    p.add_argument("--fail-fast", action="store_true", help="stop at the first handler error")
+    p.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first handler error (exit 1)"
+    )
     p.add_argument(
         "--state",
         metavar="FILE",
@@ -152,7 +197,14 @@ def build_parser(
     return p
 
 
-def build_config(args: argparse.Namespace, start_urls: Sequence[str]) -> CrawlConfig:
+# -- checks before anything is opened ---------------------------------------
+
+
+def build_config(
+    args: argparse.Namespace,
+    start_urls: Sequence[str],
+    watch: HandlerWatch | None = None,
+) -> CrawlConfig:
     options = {
         "start_urls": list(start_urls),
         "workers": args.workers,
@@ -177,7 +229,8 @@ def build_config(args: argparse.Namespace, start_urls: Sequence[str]) -> CrawlCo
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
     if getattr(args, "handler", None):
-        options["handler"] = load_handler(args.handler)
+        handler = load_handler(args.handler)
+        options["handler"] = watch.wrap(handler) if watch is not None else handler
         options["fail_fast"] = args.fail_fast
     try:
         return CrawlConfig(**options)
@@ -202,53 +255,282 @@ def load_handler(spec: str) -> Handler:
     return cast(Handler, handler)
 
 
-@contextlib.contextmanager
-def open_output(path: str, append: bool) -> Iterator[TextIO]:
-    if path == "-":
-        yield sys.stdout
-        return
+def check_combinations(args: argparse.Namespace) -> None:
+    """Options that only make sense together (no silent no-ops)."""
+    handler = getattr(args, "handler", None)
+    items = getattr(args, "items", None)
+    if handler and not items:
+        raise UsageError(
+            "--handler needs --items FILE (or -) to keep the items it produces "
+            "(--items /dev/null to drop them)"
+        )
+    if items and not handler:
+        raise UsageError("--items needs --handler MODULE:FUNCTION: only handlers produce items")
+    if getattr(args, "fail_fast", False) and not handler:
+        raise UsageError("--fail-fast needs --handler: it stops at the first handler error")
+    if (
+        items == "-"
+        and args.output in ("-", None)
+        and not (args.output is None and sys.stdout.isatty())
+    ):
+        raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
+    if getattr(args, "state", None) and args.output in ("-", None):
+        raise UsageError("--state needs an output file (-o FILE) to resume into")
+    max_queue = getattr(args, "max_queue", None)
+    if max_queue is not None and max_queue < 1:
+        raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
+
+
+def check_fetcher(backend: str) -> None:
+    """The fetcher's library must import here (asks often cannot: README)."""
     try:
-        stream = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+        if backend == "asks":
+            from ..fetch.asks import load_asks
+
+            load_asks()
+        else:
+            importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
+    except ImportError as exc:
+        raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def check_seeds(path: str, *, other_urls: bool) -> str | None:
+    """Read the seeds file once: it must be readable and hold an http(s) URL
+    (unless start URLs are given too). Returns a warning about skipped lines."""
+    bad = 0
+    first: list[tuple[int, str]] = []
+
+    def on_bad_line(number: int, text: str) -> None:
+        nonlocal bad
+        bad += 1
+        if not first:
+            first.append((number, text))
+
+    try:
+        good = sum(1 for _ in seed_lines(Path(path), canonicalize, on_bad_line=on_bad_line))
+    except OSError as exc:
+        raise UsageError(f"cannot read seeds file {path!r}: {exc.strerror or exc}") from None
+    if not good and not other_urls:
+        raise UsageError(f"no http(s) URLs in seeds file {path!r}")
+    if not bad:
+        return None
+    number, text = first[0]
+    lines = "1 line" if bad == 1 else f"{bad:,} lines"
+    return (
+        f"skipped {lines} of {path} that are not http(s) URLs "
+        f"(first: line {number}: {text[:200]!r})"
+    )
+
+
+def open_output(path: str) -> OutputFile:
+    """Open an output without truncating it (``OutputFile.begin`` does that)."""
+    try:
+        return OutputFile.open(path)
     except OSError as exc:
         raise UsageError(f"cannot write output file {path!r}: {exc.strerror or exc}") from None
-    with stream:
-        yield stream
+
+
+def new_default_output() -> OutputFile:
+    """``crawl-YYYYmmdd-HHMMSS.jsonl`` in the current directory, never an
+    existing file (``-2``, ``-3``... when one is there)."""
+    stem = time.strftime("crawl-%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        path = f"{stem}.jsonl" if n == 1 else f"{stem}-{n}.jsonl"
+        try:
+            return OutputFile.create_new(path)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create output file {path!r} here: {exc.strerror or exc} "
+                "(give one with -o FILE)"
+            ) from None
+    raise UsageError("too many crawl-*.jsonl files here; give an output with -o FILE")
+
+
+# -- a handler's error is not our bug ----------------------------------------------
+
+
+class HandlerWatch:
+    """Under ``--fail-fast``, wraps the handlers (and those their Requests
+    name) to remember the exception a handler raised and its page's URL: the
+    CLI then tells a handler's error (exit 1) from a bug of ours (exit 70).
+    The exception itself goes on unchanged."""
+
+    def __init__(self) -> None:
+        self.failure: tuple[str, BaseException] | None = None
+        self._wrapped: dict[Handler, Handler] = {}
+
+    def message(self, exc: BaseException) -> str | None:
+        """``handler error at URL: Type: message`` if ``exc`` is the handler's."""
+        if self.failure is None or self.failure[1] is not exc:
+            return None
+        return f"handler error at {self.failure[0]}: {type(exc).__name__}: {exc}"
+
+    def wrap(self, handler: Handler) -> Handler:
+        known = self._wrapped.get(handler)
+        if known is not None:
+            return known
+
+        def watched(page: Page, /) -> AsyncIterator[object] | Awaitable[Iterable[object] | None]:
+            try:
+                produced = handler(page)
+            except Exception as exc:
+                self._note(page.url, exc)
+                raise
+            if inspect.isasyncgen(produced):
+                return self._generator(produced, page.url)
+            return self._awaitable(cast(Awaitable[Iterable[object] | None], produced), page.url)
+
+        self._wrapped[handler] = self._wrapped[watched] = watched
+        return watched
+
+    def _note(self, url: str, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = (url, exc)
+
+    def _output(self, output: object) -> object:
+        if isinstance(output, Request) and output.handler is not None:
+            return dataclasses.replace(output, handler=self.wrap(output.handler))
+        return output
+
+    async def _generator(
+        self, produced: AsyncGenerator[object, Any], url: str
+    ) -> AsyncIterator[object]:
+        async with contextlib.aclosing(produced):
+            try:
+                async for output in produced:
+                    yield self._output(output)
+            except Exception as exc:
+                self._note(url, exc)
+                raise
+
+    async def _awaitable(
+        self, produced: Awaitable[Iterable[object] | None], url: str
+    ) -> Iterable[object] | None:
+        try:
+            outputs = await produced
+            return None if outputs is None else [self._output(o) for o in outputs]
+        except Exception as exc:
+            self._note(url, exc)
+            raise
+
+
+# -- the crawl -------------------------------------------------------------------
+
+
+class StartWatch:
+    """Watches the records of start URLs (depth 0, no referrer): did any of
+    them connect?"""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.unreachable = 0
+        self.first_failure: str | None = None
+
+    def __call__(self, record: CrawlRecord) -> None:
+        if record.depth != 0 or record.referrer is not None:
+            return
+        self.seen += 1
+        if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
+            self.unreachable += 1
+            if self.first_failure is None:
+                self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+
+    @property
+    def none_reachable(self) -> bool:
+        return self.seen > 0 and self.unreachable == self.seen
+
+
+@dataclasses.dataclass
+class Outputs:
+    """The crawl's open outputs; emptied only when the crawl starts."""
+
+    records: OutputFile
+    append: bool = False
+    items: OutputFile | None = None
+    items_csv: bool = False
+
+    def all(self) -> list[OutputFile]:
+        return [self.records] if self.items is None else [self.records, self.items]
+
+    def begin(self) -> None:
+        for output in self.all():
+            output.begin(append=self.append)
+
+    def close(self) -> None:
+        for output in self.all():
+            if output.begun:
+                output.close()
+            else:
+                output.discard()
+
+    @property
+    def to_terminal(self) -> bool:
+        return any(o.is_stdout for o in self.all()) and sys.stdout.isatty()
+
+
+@dataclasses.dataclass
+class Ending:
+    code: int = EXIT_OK
+    message: str | None = None
 
 
 async def crawl_with_ui(
     config: CrawlConfig,
-    writer: JsonLinesWriter,
+    outputs: Outputs,
     *,
     show: bool,
     quiet: bool,
-    item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
     frontier: SqliteFrontier | None = None,
     output: str | None = None,
-) -> int:
+) -> Ending:
     """Run one crawl with signal handling and (optionally) the live display."""
-    exit_code = EXIT_OK
+    signalled = EXIT_OK
+    failed: OutputError | None = None
     console = Console(file=sys.stderr)
+    writer = JsonLinesWriter(outputs.records)
+    item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
+    if outputs.items is not None:
+        item_writer = (ItemCsvWriter if outputs.items_csv else ItemJsonLinesWriter)(outputs.items)
+    starts = StartWatch()
     async with open_fetcher(config) as fetcher:
 
-        def on_record(_record: object) -> None:
-            if writer.broken:
-                crawler.abort()
+        def check(output: OutputFile) -> None:
+            nonlocal failed
+            if output.broken_pipe:
+                crawler.abort()  # `-o - | head`: the reader has what it wanted
+            elif output.error is not None and failed is None:
+                failed = output.error
+                if not crawler.stopping:  # a second stop() would cancel at once
+                    crawler.stop()
+
+        def on_record(record: CrawlRecord) -> None:
+            starts(record)
+            if writer.output.failed:
+                check(writer.output)
+
+        def on_item(item: object) -> None:
+            assert item_writer is not None
+            item_writer.write(item)
+            if item_writer.output.failed:
+                check(item_writer.output)
 
         crawler = Crawler(
             config,
             fetcher,
             frontier=frontier,
             on_record=[writer.write, on_record],
-            on_item=[item_writer.write] if item_writer is not None else [],
+            on_item=[on_item] if item_writer is not None else [],
         )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
-            nonlocal exit_code
+            nonlocal signalled
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 task_status.started()
                 async for signum in signals:
-                    if exit_code == EXIT_OK:
-                        exit_code = SIGNAL_EXIT.get(signal.Signals(signum), 130)
+                    if signalled == EXIT_OK:
+                        signalled = SIGNAL_EXIT.get(signal.Signals(signum), 130)
                         if not quiet:
                             console.print(
                                 "[yellow]stopping: finishing in-flight pages "
@@ -258,33 +540,40 @@ async def crawl_with_ui(
 
         async with trio.open_nursery() as nursery:
             await nursery.start(watch_signals)
+            outputs.begin()  # the crawl starts: only now are outputs emptied
             if show:
                 nursery.start_soon(show_progress, crawler, console)
             summary = await crawler.run()
             nursery.cancel_scope.cancel()
     if not quiet:
-        print_summary(summary, sys.stderr, output)
-    return exit_code
+        print_summary(summary, sys.stderr, None if failed is not None else output)
+    if failed is not None:
+        return Ending(EXIT_OUTPUT, str(failed))
+    if signalled != EXIT_OK:
+        return Ending(signalled)
+    if starts.none_reachable and not summary.stopped:
+        return Ending(
+            EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
+        )
+    return Ending()
 
 
-def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> SqliteFrontier | None:
+def prepare_disk_frontier(
+    args: argparse.Namespace, config: CrawlConfig, output: str
+) -> SqliteFrontier | None:
     """The SQLite frontier for --state, --seeds or --max-queue (else None)."""
     state = getattr(args, "state", None)
     seeds = getattr(args, "seeds", None)
     max_queue = getattr(args, "max_queue", None)
     if not (state or seeds or max_queue is not None):
         return None
-    if max_queue is not None and max_queue < 1:
-        raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
     if config.handler is not None:
         raise UsageError("--handler cannot be combined with --state, --seeds or --max-queue")
-    if state and args.output == "-":
-        raise UsageError("--state needs an output file (-o FILE) to resume into")
     return SqliteFrontier.open(
         config,
         state,
         seeds=seeds,
-        output=None if args.output == "-" else args.output,
+        output=None if output == "-" else output,
         force=args.force,
         window=max_queue or DEFAULT_WINDOW,
     )
@@ -293,6 +582,10 @@ def prepare_disk_frontier(args: argparse.Namespace, config: CrawlConfig) -> Sqli
 def _fail(message: str, code: int) -> int:
     print(f"trio-crawl: error: {message}", file=sys.stderr)
     return code
+
+
+def _say(message: str) -> None:
+    print(f"trio-crawl: {message}", file=sys.stderr)
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -321,48 +614,96 @@ def run_cli(argv: Sequence[str]) -> int:
     return run_crawl_command(args, start_urls)
 
 
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, and what they were
+    raised while handling."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+        return
+    yield exc
+    if exc.__context__ is not None and not exc.__suppress_context__:
+        yield from _leaves(exc.__context__)
+
+
+def classify(exc: BaseException, watch: HandlerWatch, state: str | None) -> Ending:
+    """What an exception out of a crawl means for the user: usually not a bug."""
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        message = watch.message(leaf)
+        if message is not None:
+            return Ending(EXIT_HANDLER, message)
+    for leaf in leaves:
+        if isinstance(leaf, StateLockedError):
+            return Ending(EXIT_STATE_BUSY, str(leaf))
+        if isinstance(leaf, (UsageError, StateUsageError, ConfigError)):
+            return Ending(EXIT_USAGE, str(leaf))
+        if isinstance(leaf, OutputError):
+            return Ending(EXIT_OUTPUT, str(leaf))
+        if isinstance(leaf, sqlite3.OperationalError) and (
+            "full" in str(leaf) or "disk I/O" in str(leaf)
+        ):
+            where = state or "the temporary state file"
+            return Ending(EXIT_OUTPUT, f"cannot write to {where}: {leaf}")
+    first = leaves[0]
+    return Ending(
+        EXIT_SOFTWARE,
+        f"internal error (a bug; please report it): {type(first).__name__}: {first}",
+    )
+
+
 def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> int:
-    """Validate, open the output, crawl; shared by ``trio-crawl`` and ``demo``."""
+    """Check everything, open the outputs (emptied only when the crawl
+    starts), crawl; shared by ``trio-crawl`` and ``demo``."""
     debug = bool(getattr(args, "debug", False))
+    watch = HandlerWatch()
+    outputs: Outputs | None = None
+    frontier: SqliteFrontier | None = None
     try:
-        config = build_config(args, start_urls)
+        check_combinations(args)
+        config = build_config(args, start_urls, watch if args.fail_fast else None)
+        check_fetcher(config.backend)
+        seeds = getattr(args, "seeds", None)
+        if seeds:
+            warning = check_seeds(seeds, other_urls=bool(start_urls))
+            if warning:
+                _say(f"warning: {warning}")
+        if args.output is None and sys.stdout.isatty():
+            records = new_default_output()
+            _say(f"records go to {records.path} (-o FILE to choose, -o - for the terminal)")
+        else:
+            records = open_output(args.output or "-")
+        outputs = Outputs(records)
         items_path = getattr(args, "items", None)
-        with contextlib.ExitStack() as stack:
-            frontier = prepare_disk_frontier(args, config)
-            append = args.append
-            if frontier is not None:
-                stack.callback(frontier.close)
-                append = append or frontier.resumed
-                if not args.quiet:
-                    for note in frontier.notes:
-                        print(f"trio-crawl: {note}", file=sys.stderr)
-            writer = JsonLinesWriter(stack.enter_context(open_output(args.output, append)))
-            item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
-            if items_path:
-                items_stream = stack.enter_context(open_output(items_path, append))
-                csv_out = items_path.lower().endswith(".csv")
-                item_writer = (ItemCsvWriter if csv_out else ItemJsonLinesWriter)(items_stream)
-            show = not args.quiet and sys.stderr.isatty()
-            run = functools.partial(
-                crawl_with_ui,
-                show=show,
-                quiet=args.quiet,
-                item_writer=item_writer,
-                frontier=frontier,
-                output=None if args.output == "-" else args.output,
-            )
-            return trio.run(run, config, writer)
-    except (UsageError, StateUsageError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        return _fail(
-            f"internal error (a bug; please report it): {type(exc).__name__}: {exc}",
-            EXIT_SOFTWARE,
+        if items_path:
+            outputs.items = open_output(items_path)
+            outputs.items_csv = items_path.lower().endswith(".csv")
+        frontier = prepare_disk_frontier(args, config, args.output or "-")
+        outputs.append = args.append or (frontier is not None and frontier.resumed)
+        if frontier is not None and not args.quiet:
+            for note in frontier.notes:
+                _say(note)
+        show = not args.quiet and sys.stderr.isatty() and not outputs.to_terminal
+        run = functools.partial(
+            crawl_with_ui,
+            show=show,
+            quiet=args.quiet,
+            frontier=frontier,
+            output=None if records.is_stdout else records.path,
         )
+        ending = trio.run(run, config, outputs)
+    except Exception as exc:
+        ending = classify(exc, watch, getattr(args, "state", None))
+        if debug and ending.code in (EXIT_SOFTWARE, EXIT_HANDLER):
+            traceback.print_exc()
+    finally:
+        if frontier is not None:
+            frontier.close()
+        if outputs is not None:
+            outputs.close()
+    if ending.message is not None:
+        return _fail(ending.message, ending.code)
+    return ending.code
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

@@ -49,11 +49,30 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} ms"
 
 
+def human_bytes(count: int) -> str:
+    """``1234567`` -> ``1.2 MB`` (decimal units: 1 kB is 1,000 bytes)."""
+    if count < 1000:
+        return f"{count:,} bytes"
+    value = float(count)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if round(value, 1) < 1000:
+            return f"{value:,.1f} {unit}"
+    return f"{value / 1000:,.1f} TB"
+
+
+def status_counts(statuses: dict[int, int]) -> str:
+    """``{200: 300, 404: 2}`` -> ``200 × 300, 404 × 2``."""
+    return ", ".join(f"{status} × {count:,}" for status, count in sorted(statuses.items()))
+
+
 def summary_table(summary: CrawlSummary) -> Table:
     table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     table.add_row("pages", f"{summary.records:,} ({summary.pages_ok:,} ok)")
+    table.add_row("status codes", status_counts(summary.statuses) or "-")
+    table.add_row("downloaded", human_bytes(summary.bytes))
     table.add_row("failed", f"{summary.failed:,}")
     for kind, count in summary.failures.items():
         table.add_row(f"  {kind}", f"{count:,}")

@@ -96,9 +96,12 @@ class CrawlRecord:
     ``url`` is the canonical URL; ``status`` is ``None`` when no HTTP answer was
     had; ``redirect`` is the canonical target of a 3xx; ``links`` counts the
     distinct links extracted from the page (0 for non-HTML); ``t`` is when the
-    record was made, in seconds since the crawl (this run of it) started.
-    ``protocol`` is the ``FetchResult.http_version`` of the answer; the JSON
-    leaves it out when unknown (no answer, or a fetcher that cannot tell).
+    record was made, in seconds since the crawl (this run of it) started;
+    ``size`` is the length of the body as downloaded and decoded
+    (gunzipped...), None when no body was read (an error, or a skipped
+    non-HTML body). ``protocol`` is the ``FetchResult.http_version`` of the
+    answer; the JSON leaves it out when unknown (no answer, or a fetcher that
+    cannot tell).
     """
 
     url: str
@@ -112,6 +115,7 @@ class CrawlRecord:
     links: int = 0
     attempts: int = 1
     t: float | None = None
+    size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     protocol: str | None = None
 
@@ -128,6 +132,7 @@ class CrawlRecord:
             "links": self.links,
             "attempts": self.attempts,
             "t": self.t,
+            "size": self.size,
         }
         if self.protocol is not None:
             out["protocol"] = self.protocol

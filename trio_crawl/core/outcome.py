@@ -121,4 +121,5 @@ def make_record(
         attempts=entry.attempts,
         t=t,
         protocol=None if result is None else result.http_version,
+        size=None if result is None or result.body_skipped else len(result.body),
     )

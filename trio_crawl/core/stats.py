@@ -19,7 +19,9 @@ def percentile(sorted_values: list[float], fraction: float) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class CrawlSummary:
-    """What a finished (or stopped) crawl did. ``failures`` counts by error kind."""
+    """What a finished (or stopped) crawl did. ``failures`` counts records by
+    error kind, ``statuses`` by HTTP status code; ``bytes`` adds up the
+    records' ``size`` (bodies as downloaded and decoded)."""
 
     records: int
     pages_ok: int
@@ -32,6 +34,7 @@ class CrawlSummary:
     stopped: bool
     unfinished: int
     items: int = 0
+    bytes: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -51,6 +54,7 @@ class CrawlStats:
         self.failures: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.items = 0
+        self.bytes = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
 
@@ -62,6 +66,8 @@ class CrawlStats:
             self.failures[record.error.kind] += 1
         else:
             self.pages_ok += 1
+        if record.size is not None:
+            self.bytes += record.size
         if record.elapsed_ms is not None:
             self._latencies_ms.append(record.elapsed_ms)
 
@@ -79,4 +85,5 @@ class CrawlStats:
             stopped=stopped,
             unfinished=unfinished,
             items=self.items,
+            bytes=self.bytes,
         )

@@ -9,21 +9,65 @@ A single error is raised bare, never wrapped in an ExceptionGroup.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+import warnings
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import TypedDict, TypeVar, Unpack
 
 import trio
 
 from ..core.config import FETCHERS, ConfigError, CrawlConfig
 from ..core.http import FetchConfig
 from ..core.models import CrawlRecord
-from ..core.scrape import Request
+from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
 from .crawler import Crawler, EngineStatistics
-from .delivery import RecordCallback
+from .delivery import ItemCallback, RecordCallback
 
 T = TypeVar("T")
+
+#: Seconds a crawl waits for an items() reader before it warns that nobody reads.
+UNREAD_ITEMS_WARNING = 10.0
+
+#: One start URL or Request, or several.
+StartURLs = str | Request | Iterable[str | Request]
+
+
+class CrawlOptions(TypedDict, total=False):
+    """The keyword options of ``open_crawler`` and ``run_crawl``: the fields
+    of ``CrawlConfig`` except ``start_urls`` (a test keeps the two in step),
+    so that mypy catches a misspelt or mistyped option."""
+
+    workers: int
+    max_depth: int | None
+    max_pages: int | None
+    timeout: float
+    connect_timeout: float
+    retries: int
+    rate: float | None
+    per_host_concurrency: int | None
+    ignore_robots: bool
+    sitemaps: bool
+    allow_domains: Sequence[str]
+    user_agent: str
+    max_bytes: int
+    html_only: bool
+    grace: float
+    max_retry_after: float
+    backend: str
+    thread_parse_bytes: int
+    debug: bool
+    handler: Handler | None
+    fail_fast: bool
+    ca_bundle: str | None
+    http2: bool
+
+
+def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
+    """``CrawlConfig`` from a URL (or Request), or several, and the options."""
+    if isinstance(start_urls, str | Request):
+        start_urls = [start_urls]
+    return CrawlConfig(start_urls=list(start_urls), **options)
 
 
 @contextlib.asynccontextmanager
@@ -87,7 +131,7 @@ async def _crawler(
     stack: contextlib.AsyncExitStack,
     fetcher: Fetcher | None,
     on_record: RecordCallback | None,
-    on_item: Callable[[object], None] | None,
+    on_item: ItemCallback | None,
 ) -> Crawler:
     """A Crawler with the caller's fetcher, or one the ``stack`` owns."""
     if fetcher is None:
@@ -101,23 +145,32 @@ async def _crawler(
 
 
 async def run_crawl(
-    start_urls: Sequence[str | Request],
+    start_urls: StartURLs,
     *,
     on_record: RecordCallback | None = None,
-    on_item: Callable[[object], None] | None = None,
+    on_item: ItemCallback | None = None,
     fetcher: Fetcher | None = None,
-    **options: Any,
+    **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
 
-    ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...).
-    ``on_record`` is called synchronously for each record as it is final,
-    ``on_item`` for each item a handler yields.
+    ``start_urls`` is a URL, a ``Request``, or an iterable of them;
+    ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...:
+    ``CrawlOptions``). ``on_record`` is called synchronously for each record
+    as it is final, ``on_item`` for each item a handler yields.
     """
-    config = CrawlConfig(start_urls=start_urls, **options)
+    config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
         crawler = await _crawler(config, stack, fetcher, on_record, on_item)
         return await crawler.run()
+
+
+def _may_yield_items(config: CrawlConfig) -> bool:
+    """Only handlers make items: the crawl's own, or one a start Request names
+    (a handler's Requests can name others, but only once a handler runs)."""
+    return config.handler is not None or any(
+        isinstance(start, Request) and start.handler is not None for start in config.start_urls
+    )
 
 
 class RunningCrawl:
@@ -125,24 +178,42 @@ class RunningCrawl:
 
     Two output streams: ``records()`` (one ``CrawlRecord`` per URL tried; also
     what iterating the crawl itself gives) and ``items()`` (what handlers
-    yield). A stream is delivered only once you start reading it: call
-    ``records()`` / ``items()`` right after entering the block (the crawl
-    starts at your first checkpoint); outputs produced before you subscribe
-    are not kept for you. A subscribed stream has ``buffer`` slots: a reader
-    that falls behind slows the handlers down (backpressure), and a reader
-    that stops reading pauses the crawl until it reads again or leaves the
-    block, which cancels the crawl. ``await wait()`` drains whatever you
-    subscribed to and returns the summary.
+    yield).
+
+    * Items are kept for you from the start, whenever you subscribe: a
+      crawl with a handler waits for its items to be read (backpressure), so
+      read ``items()``, or ``await wait()``, which drops them. A crawl whose
+      items nobody reads pauses once ``buffer`` of them wait, with a
+      ``RuntimeWarning``. With ``on_item=``, the callback gets every item and
+      ``items()`` only those after you subscribe.
+    * Records are delivered from when you subscribe: call ``records()`` (or
+      iterate the crawl) before your first checkpoint in the block (the
+      crawl starts there), or pass ``on_record=``. Subscribing later misses
+      the records made before, with a ``RuntimeWarning`` that says so.
+
+    A subscribed stream has ``buffer`` slots: a reader that falls behind
+    slows the crawl down, and a reader that stops reading pauses it until it
+    reads again or leaves the block, which cancels the crawl. ``await
+    wait()`` drains both streams and returns the summary; after the block,
+    ``summary`` has it too.
     """
 
-    def __init__(self, crawler: Crawler, buffer: int) -> None:
+    def __init__(self, crawler: Crawler, buffer: int, *, keep_items: bool = False) -> None:
         self.crawler = crawler
+        self._buffer = buffer
         self._record_send, self._record_receive = trio.open_memory_channel[CrawlRecord](buffer)
         self._item_send, self._item_receive = trio.open_memory_channel[object](buffer)
         self._records_wanted = False
         self._items_wanted = False
         self._done = trio.Event()
         self._summary: CrawlSummary | None = None
+        # Items kept from the start pass through a relay, which notices
+        # when the crawl is waiting for a reader that never came.
+        self._relay: tuple[trio.MemorySendChannel[object], trio.MemoryReceiveChannel[object]]
+        self._relay = trio.open_memory_channel[object](0)
+        self._keep_items = keep_items
+        if keep_items:
+            crawler.attach_items(self._relay[0])
 
     def __aiter__(self) -> AsyncIterator[CrawlRecord]:
         return self.records()
@@ -151,6 +222,7 @@ class RunningCrawl:
         """Subscribe to the records; the iterator ends with the crawl."""
         if not self._records_wanted:
             self._records_wanted = True
+            self._warn_if_missed("records", self.crawler.stats.records, "on_record=")
             self.crawler.attach_records(self._record_send)
         return self._drain(self._record_receive)
 
@@ -158,8 +230,20 @@ class RunningCrawl:
         """Subscribe to the handlers' items; the iterator ends with the crawl."""
         if not self._items_wanted:
             self._items_wanted = True
-            self.crawler.attach_items(self._item_send)
+            if not self._keep_items:
+                self._warn_if_missed("items", self.crawler.stats.items, "on_item=")
+                self.crawler.attach_items(self._item_send)
         return self._drain(self._item_receive)
+
+    def _warn_if_missed(self, what: str, made: int, callback: str) -> None:
+        if made and self._summary is None:
+            warnings.warn(
+                f"{made:,} {what} were made before {what}() was called and are not in "
+                f"its stream: call {what}() before the crawl's first checkpoint, or pass "
+                f"{callback}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     @staticmethod
     async def _drain(receive: trio.MemoryReceiveChannel[T]) -> AsyncIterator[T]:
@@ -168,21 +252,21 @@ class RunningCrawl:
                 yield value
 
     async def wait(self) -> CrawlSummary:
-        """Wait for the end of the crawl (reading and dropping subscribed
-        outputs nobody else reads); return its summary."""
+        """Wait for the end of the crawl (reading and dropping the outputs
+        nobody else reads); return its summary."""
         async with trio.open_nursery() as nursery:
             if self._records_wanted:
                 nursery.start_soon(self._discard, self._record_receive)
-            if self._items_wanted:
+            if self._items_wanted or self._keep_items:
                 nursery.start_soon(self._discard, self._item_receive)
             await self._done.wait()
-        assert self._summary is not None
-        return self._summary
+        return self.summary
 
     @staticmethod
     async def _discard(receive: trio.MemoryReceiveChannel[T]) -> None:
-        async for _ in receive:
-            pass
+        with contextlib.suppress(trio.ClosedResourceError):
+            async for _ in receive:
+                pass
 
     def stop(self) -> None:
         """Graceful stop (see ``Crawler.stop``)."""
@@ -192,47 +276,94 @@ class RunningCrawl:
         return self.crawler.statistics()
 
     @property
-    def summary(self) -> CrawlSummary | None:
-        """The summary once the crawl has ended, else None."""
+    def ended(self) -> bool:
+        return self._summary is not None
+
+    @property
+    def summary(self) -> CrawlSummary:
+        """The crawl's summary, once it has ended (after the ``async with``
+        block, or after ``await wait()``). Raises RuntimeError before that."""
+        if self._summary is None:
+            raise RuntimeError(
+                "the crawl has not ended yet: read crawl.summary after the async with "
+                "block, or get it from await crawl.wait()"
+            )
         return self._summary
 
     async def _run(self) -> None:
-        async with self._record_send, self._item_send:
+        async with self._record_send, self._relay[0] if self._keep_items else self._item_send:
             self._summary = await self.crawler.run()
         self._done.set()
+
+    async def _relay_items(self) -> None:
+        """Pass kept items on to the reader's channel, and say so (once) when
+        the crawl has to wait for a reader that has not subscribed."""
+        warned = False
+        async with self._relay[1], self._item_send:
+            async for item in self._relay[1]:
+                try:
+                    self._item_send.send_nowait(item)
+                    continue
+                except trio.WouldBlock:
+                    pass
+                except trio.BrokenResourceError:
+                    return
+                try:
+                    if not self._items_wanted and not warned:
+                        with trio.move_on_after(UNREAD_ITEMS_WARNING):
+                            await self._item_send.send(item)
+                            continue
+                        warned = True
+                        if not self._items_wanted:
+                            warnings.warn(
+                                f"the crawl is paused: {self._buffer + 1:,} items wait for a "
+                                "reader; read crawl.items(), pass on_item=, or await "
+                                "crawl.wait()",
+                                RuntimeWarning,
+                                stacklevel=1,
+                            )
+                    await self._item_send.send(item)
+                except trio.BrokenResourceError:
+                    return
 
 
 @contextlib.asynccontextmanager
 async def open_crawler(
-    start_urls: Sequence[str | Request],
+    start_urls: StartURLs,
     *,
     fetcher: Fetcher | None = None,
     buffer: int = 256,
     on_record: RecordCallback | None = None,
-    on_item: Callable[[object], None] | None = None,
-    **options: Any,
+    on_item: ItemCallback | None = None,
+    **options: Unpack[CrawlOptions],
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
 
     Example::
 
-        async with trio_crawl.open_crawler(["http://127.0.0.1:8000/"], workers=8) as crawl:
+        async with trio_crawl.open_crawler("http://127.0.0.1:8000/", workers=8) as crawl:
             async for record in crawl:
                 print(record.url, record.status)
+        print(crawl.summary.records)
 
-    ``options`` are ``CrawlConfig`` fields. Leaving the block before the crawl
-    has ended cancels it. See ``RunningCrawl`` for the output streams.
+    ``start_urls`` is a URL, a ``Request``, or an iterable of them;
+    ``options`` are ``CrawlConfig`` fields (``CrawlOptions``). Leaving the
+    block before the crawl has ended cancels it. See ``RunningCrawl`` for
+    the output streams.
     """
-    config = CrawlConfig(start_urls=start_urls, **options)
+    config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
         crawler = await _crawler(config, stack, fetcher, on_record, on_item)
-        running = RunningCrawl(crawler, buffer)
+        keep_items = on_item is None and _may_yield_items(config)
+        running = RunningCrawl(crawler, buffer, keep_items=keep_items)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(running._run)
+            if keep_items:
+                nursery.start_soon(running._relay_items)
             try:
                 yield running
             finally:
-                if running.summary is None:
+                if not running.ended:
                     crawler.abort()
                 # Readers that left must not block the crawl's last sends.
                 running._record_receive.close()

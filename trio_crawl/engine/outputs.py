@@ -1,39 +1,164 @@
-"""Where records go: JSON Lines files (or stdout), one flushed line per record."""
+"""Where records and items go: JSON Lines (or CSV) files, or stdout.
+
+An output is opened in two steps, so that a command that fails before its
+crawl starts leaves an existing file exactly as it was:
+
+1. ``OutputFile.open(path)`` checks that the file can be written, and
+   opens it *without* truncating it (a new file is created, and removed
+   again by ``discard()`` if the crawl never starts);
+2. ``begin(append=...)`` empties it (unless appending), when the crawl starts.
+
+Each record is written with ``os.write`` as one complete line, at once: a
+crawl killed at any moment leaves only complete lines behind. A write that
+fails (disk full, I/O error, file size limit) is cut back to the end of the
+last complete line when the output is a regular file, and the output stops:
+``error`` says why, and the caller stops the crawl. Nothing here raises
+during a crawl.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import io
 import json
+import os
+import stat
+import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 from ..core.models import CrawlRecord
 
 
-class JsonLinesWriter:
-    """Writes each record as one JSON line and flushes it at once, so a crawl
-    killed at any moment leaves only complete lines behind (at most the line
-    being written is lost, never one already returned from ``write``)."""
+class OutputError(Exception):
+    """An output that cannot be written; ``str()`` is one line for the user."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, path: str, error: OSError) -> None:
+        reason = error.strerror or str(error)
+        super().__init__(f"cannot write to {path}: {reason}")
+        self.path = path
+        self.errno = error.errno
+
+
+class OutputFile:
+    """A file (or stdout, ``-``) that takes whole lines."""
+
+    def __init__(self, path: str, fd: int, *, created: bool, owned: bool) -> None:
+        self.path = path
+        self._fd = fd
+        self._created = created
+        self._owned = owned
+        self._regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        self._end = 0  # offset just after the last complete line
+        self.begun = False
+        #: Set when a write failed; the output takes nothing more after that.
+        self.error: OutputError | None = None
+        #: The reader of a pipe went away (``-o - | head``): not an error.
+        self.broken_pipe = False
+
+    @classmethod
+    def open(cls, path: str) -> OutputFile:
+        """Open ``path`` for writing without truncating it. Raises ``OSError``."""
+        if path == "-":
+            return cls("<stdout>", sys.stdout.fileno(), created=False, owned=False)
+        flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags)
+            created = False
+        except FileNotFoundError:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+            created = True
+        return cls(path, fd, created=created, owned=True)
+
+    @classmethod
+    def create_new(cls, path: str) -> OutputFile:
+        """Create ``path``, which must not exist yet. Raises ``OSError``."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0))
+        return cls(path, fd, created=True, owned=True)
+
+    @property
+    def is_stdout(self) -> bool:
+        return not self._owned
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or self.broken_pipe
+
+    def begin(self, *, append: bool) -> None:
+        """The crawl starts: empty the file unless ``append``; write at its end."""
+        if self.is_stdout:
+            sys.stdout.flush()
+        elif self._regular:
+            if not append:
+                os.ftruncate(self._fd, 0)
+            self._end = os.lseek(self._fd, 0, os.SEEK_END)
+        self.begun = True
+
+    def write(self, data: bytes) -> bool:
+        """Write ``data`` (whole lines) at once; False if the output has failed."""
+        if self.failed:
+            return False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except BrokenPipeError:
+            self.broken_pipe = True
+            return False
+        except OSError as exc:
+            self.error = OutputError(self.path, exc)
+            self._cut_torn_line()
+            return False
+        self._end += len(data)
+        return True
+
+    def _cut_torn_line(self) -> None:
+        """After a failed write: drop what reached the file of the failed line."""
+        if not self._regular:
+            return  # a pipe or a device: what was written is gone
+        with contextlib.suppress(OSError):  # a disk in a bad way: keep what is there
+            os.ftruncate(self._fd, self._end)
+
+    def discard(self) -> None:
+        """The crawl never started: close, and remove the file if we made it."""
+        self.close()
+        if self._created and not self.begun:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+    def close(self) -> None:
+        if self._owned and self._fd >= 0:
+            os.close(self._fd)
+        self._fd = -1
+
+
+def _encode(line: str) -> bytes:
+    # Lone surrogates (from odd pages or handlers) stay valid JSON escapes.
+    return (line + "\n").encode("utf-8", "backslashreplace")
+
+
+class JsonLinesWriter:
+    """Each record as one JSON line, written at once (``OutputFile.write``)."""
+
+    def __init__(self, output: OutputFile) -> None:
+        self.output = output
         self.written = 0
-        self.broken = False
+
+    @property
+    def broken(self) -> bool:
+        """Stdout's reader went away (``trio-crawl URL -o - | head``)."""
+        return self.output.broken_pipe
+
+    @property
+    def error(self) -> OutputError | None:
+        return self.output.error
 
     def write(self, record: CrawlRecord) -> None:
-        if self.broken:
-            return
         line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
-        try:
-            self._stream.write(line + "\n")
-            self._stream.flush()
-        except BrokenPipeError:
-            # `trio-crawl URL -o - | head`: the reader is gone; keep crawling
-            # quietly is pointless, the CLI stops the crawl when it sees this.
-            self.broken = True
-            return
-        self.written += 1
+        if self.output.write(_encode(line)):
+            self.written += 1
 
 
 def item_as_dict(item: object) -> dict[str, Any]:
@@ -47,17 +172,16 @@ def item_as_dict(item: object) -> dict[str, Any]:
 
 
 class ItemJsonLinesWriter:
-    """Items as JSON Lines, flushed per item; non-JSON values become strings."""
+    """Items as JSON Lines, one write per item; non-JSON values become strings."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, output: OutputFile) -> None:
+        self.output = output
         self.written = 0
 
     def write(self, item: object) -> None:
         line = json.dumps(item_as_dict(item), ensure_ascii=False, default=str)
-        self._stream.write(line + "\n")
-        self._stream.flush()
-        self.written += 1
+        if self.output.write(_encode(line)):
+            self.written += 1
 
 
 class ItemCsvWriter:
@@ -65,8 +189,9 @@ class ItemCsvWriter:
     later items add are dropped (CSV cannot grow columns), missing ones are
     left empty. Use JSON Lines for items of varying shape."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, output: OutputFile) -> None:
+        self.output = output
+        self._buffer = io.StringIO()
         self._writer: csv.DictWriter[str] | None = None
         self.written = 0
 
@@ -74,9 +199,12 @@ class ItemCsvWriter:
         row = item_as_dict(item)
         if self._writer is None:
             self._writer = csv.DictWriter(
-                self._stream, fieldnames=list(row), extrasaction="ignore"
+                self._buffer, fieldnames=list(row), extrasaction="ignore"
             )
             self._writer.writeheader()
         self._writer.writerow(row)
-        self._stream.flush()
-        self.written += 1
+        data = self._buffer.getvalue().encode("utf-8", "backslashreplace")
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        if self.output.write(data):
+            self.written += 1

@@ -185,7 +185,12 @@ class SqliteFrontier:
         self.core.finish(entry)
 
     def recorded(self, entry: Entry) -> None:
-        self._backlog.note(Finish(entry.url))
+        # A stopping crawl notes no more Finish marks: the stop may be there
+        # because the output could not be written (disk full), and a URL
+        # marked done without its record would never be fetched again. The
+        # output file, reconciled on resume, says which records did land.
+        if not self._stopping:
+            self._backlog.note(Finish(entry.url))
 
     def abandon(self, entry: Entry) -> None:
         self.core.abandon(entry)

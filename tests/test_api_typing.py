@@ -1,0 +1,85 @@
+"""The library's signatures: options are typed, so mypy catches mistakes."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+
+import trio_crawl
+from trio_crawl import CrawlConfig
+from trio_crawl.engine.api import CrawlOptions
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_crawl_options_mirror_crawl_config() -> None:
+    fields = {f.name: f for f in dataclasses.fields(CrawlConfig)}
+    del fields["start_urls"]
+    options = typing.get_type_hints(CrawlOptions)
+    config = typing.get_type_hints(CrawlConfig)
+    assert set(options) == set(fields)
+    for name, hint in options.items():
+        assert hint == config[name], name
+    assert not CrawlOptions.__required_keys__  # every option has a default
+
+
+GOOD = """
+import trio_crawl
+from trio_crawl import Page, Request
+
+
+async def handler(page: Page) -> None:
+    return None
+
+
+async def main() -> None:
+    async with trio_crawl.open_crawler("http://127.0.0.1:1/", max_depth=2) as crawl:
+        async for record in crawl:
+            print(record.url)
+    print(crawl.summary.records + 1)  # not Optional after the block
+    s = await trio_crawl.run_crawl(["http://127.0.0.1:1/", Request("http://127.0.0.1:1/x")],
+                                   workers=2, handler=handler, allow_domains=["a.test"])
+    print(s.records)
+"""
+
+BAD = """
+import trio_crawl
+
+
+def not_a_handler(x: int) -> int:
+    return x
+
+
+async def main() -> None:
+    await trio_crawl.run_crawl("http://127.0.0.1:1/", max_dpeth=2)
+    await trio_crawl.run_crawl("http://127.0.0.1:1/", workers="8")
+    await trio_crawl.run_crawl("http://127.0.0.1:1/", handler=not_a_handler)
+    async with trio_crawl.open_crawler(["http://127.0.0.1:1/"], max_pagse=1):
+        pass
+"""
+
+
+@pytest.mark.timeout(600)
+def test_mypy_rejects_misspelt_and_mistyped_options(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text(textwrap.dedent(GOOD))
+    (tmp_path / "bad.py").write_text(textwrap.dedent(BAD))
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
+         "--cache-dir", str(REPO / ".mypy_cache"), "good.py", "bad.py"],
+        capture_output=True, text=True, timeout=540, cwd=tmp_path,
+    )  # fmt: skip
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert not [e for e in errors if e.startswith("good.py")], result.stdout
+    bad_lines = sorted({int(e.split(":")[1]) for e in errors if e.startswith("bad.py")})
+    assert bad_lines == [10, 11, 12, 13], result.stdout
+    assert "max_dpeth" in result.stdout and "max_pagse" in result.stdout
+
+
+def test_the_public_names_are_exported() -> None:
+    assert trio_crawl.CrawlOptions is CrawlOptions
