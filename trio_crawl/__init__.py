@@ -25,6 +25,7 @@ from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
 from .frontiers.memory import MemoryFrontier
+from .frontiers.resume import StateLockedError, StateUsageError
 from .frontiers.sqlite import SqliteFrontier
 from .workpool import Room, WorkPool, WorkPoolStatistics
 
@@ -49,6 +50,8 @@ __all__ = [
     "Room",
     "RunningCrawl",
     "SqliteFrontier",
+    "StateLockedError",
+    "StateUsageError",
     "WorkPool",
     "WorkPoolStatistics",
     "open_crawler",

@@ -9,6 +9,7 @@ A single error is raised bare, never wrapped in an ExceptionGroup.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TypedDict, TypeVar, Unpack
@@ -21,6 +22,7 @@ from ..core.models import CrawlRecord
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
+from ..frontiers.sqlite import SqliteFrontier
 from .crawler import Crawler, EngineStatistics
 from .delivery import ItemCallback, RecordCallback
 
@@ -132,13 +134,23 @@ async def _crawler(
     fetcher: Fetcher | None,
     on_record: RecordCallback | None,
     on_item: ItemCallback | None,
+    state: str | None = None,
 ) -> Crawler:
-    """A Crawler with the caller's fetcher, or one the ``stack`` owns."""
+    """A Crawler with the caller's fetcher, or one the ``stack`` owns; with
+    ``state``, on a ``SqliteFrontier`` in that file (created, or resumed)."""
+    frontier: SqliteFrontier | None = None
+    if state is not None:
+        # Opening reads and may repair the file: blocking, so in a thread.
+        frontier = await trio.to_thread.run_sync(
+            functools.partial(SqliteFrontier.open, config, state)
+        )
+        stack.callback(frontier.close)
     if fetcher is None:
         fetcher = await stack.enter_async_context(open_fetcher(config))
     return Crawler(
         config,
         fetcher,
+        frontier=frontier,
         on_record=[on_record] if on_record is not None else [],
         on_item=[on_item] if on_item is not None else [],
     )
@@ -150,6 +162,7 @@ async def run_crawl(
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
     fetcher: Fetcher | None = None,
+    state: str | None = None,
     **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
@@ -157,11 +170,13 @@ async def run_crawl(
     ``start_urls`` is a URL, a ``Request``, or an iterable of them;
     ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...:
     ``CrawlOptions``). ``on_record`` is called synchronously for each record
-    as it is final, ``on_item`` for each item a handler yields.
+    as it is final, ``on_item`` for each item a handler yields. ``state``
+    names a SQLite file that keeps the crawl's frontier: the same call again
+    resumes it (see ``open_crawler``).
     """
     config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item)
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
         return await crawler.run()
 
 
@@ -335,6 +350,7 @@ async def open_crawler(
     buffer: int = 256,
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
+    state: str | None = None,
     **options: Unpack[CrawlOptions],
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
@@ -350,12 +366,23 @@ async def open_crawler(
     ``options`` are ``CrawlConfig`` fields (``CrawlOptions``). Leaving the
     block before the crawl has ended cancels it. See ``RunningCrawl`` for
     the output streams.
+
+    ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
+    memory; depth is the depth at first discovery), and the same call again
+    resumes it: what was done is not fetched again, what was queued or in
+    flight is (records of in-flight URLs say ``"refetched": true``). A
+    different crawl in the file raises ``StateUsageError``; a file another
+    crawl is using, ``StateLockedError``. Handlers cannot be combined with a
+    state file.
     """
     config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item)
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
         keep_items = on_item is None and _may_yield_items(config)
-        running = RunningCrawl(crawler, buffer, keep_items=keep_items)
+        # With a state file, a record counts as delivered when the reader has
+        # taken it (no buffer), so a reader that stops early loses nothing on
+        # resume: what it did not take is fetched again.
+        running = RunningCrawl(crawler, 0 if state else buffer, keep_items=keep_items)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(running._run)
             if keep_items:

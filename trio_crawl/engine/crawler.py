@@ -313,12 +313,14 @@ class Crawler:
     async def _finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None
     ) -> None:
-        """Admit the children, write the record, then let the frontier store
+        """Admit the children, deliver the record, then let the frontier store
         the URL as done: all before the token is released (rule 2). Awaiting
         a slow record reader is safe: the entry is still held."""
         await self.frontier.finish(entry, links)
         if self.frontier.was_refetched(entry):
             record.extra["refetched"] = True
         self._delivery.write_record(record)
-        self.frontier.recorded(entry)
         await self._delivery.send_record(record)
+        # Only now is the record out of our hands (a file sink has written it,
+        # a stream reader has taken it): a durable frontier may store it done.
+        self.frontier.recorded(entry)
