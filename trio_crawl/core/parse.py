@@ -10,7 +10,12 @@ Rules:
 
 1. Links are the ``href`` of ``<a>`` and ``<area>`` elements, resolved as a
    browser resolves them and canonicalized (``_url.resolve_many``): http(s)
-   only, fragments dropped, de-duplicated, first-seen order.
+   only, fragments dropped, de-duplicated, first-seen order. The fragment is
+   cut from each raw href before resolution (``_cut_fragment``): in the WHATWG
+   parser the first ``#`` ends whatever precedes it in every state, so the
+   result is the same (unless whitespace precedes the ``#``: then it is kept),
+   and the repeats this makes (``os.html#a``, ``os.html#b``) are skipped before
+   they are parsed (9x fewer URL parses on the Python docs' API pages).
 2. The first ``<base href>`` in document order, wherever it sits, is the base of
    every link, earlier ones included; it is itself resolved against the
    document URL, and if that fails or yields a ``data:``/``javascript:`` URL
@@ -34,14 +39,16 @@ Rules:
    past its nesting limit (2048 open elements even with ``huge_tree``) libxml2
    stops parsing; then the whole page is re-read with the stdlib's streaming
    tokenizer (no tree, no depth limit; slow, but only for such pages).
-6. Bodies of 512 KiB and more are parsed incrementally (libxml2's push parser,
-   64 KiB at a time), each element freed as soon as it ends: a 2.6 MB page
-   then costs ~8 MB of memory instead of ~32 MB for its whole tree, for
-   ~15-30 % more time on such pages (none below 1 MB). The links are the
+6. Bodies of 1 MiB and more are parsed incrementally (libxml2's push parser,
+   256 KiB at a time; smaller chunks cost libxml2 more), only the tags that
+   matter raising events, and every finished element deleted after each
+   chunk: a 2.6 MB page then costs ~8 MB of memory instead of ~32 MB for its
+   whole tree, for ~40 % more CPU time on such pages. The links are the
    same as from the whole tree (checked on every page of the Python docs and
    by the tests with every body streamed, in chunks down to 3 bytes). The push
-   parser stops silently where the tree parser reports the nesting limit: it
-   has then opened 2049 elements, which sends the page to the tokenizer too.
+   parser stops silently where the tree parser reports the nesting limit; the
+   element it stopped in is then 2048 deep, which sends the page to the
+   tokenizer too (as it does a page whose last element is that deep).
 
 Speed (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``; no parser option changed it measurably.
@@ -59,7 +66,7 @@ from __future__ import annotations
 import codecs
 import re
 from html.parser import HTMLParser as _Tokenizer
-from typing import Final
+from typing import Final, Literal
 
 import lxml.html
 from lxml import etree
@@ -267,6 +274,19 @@ def _tokenize_links(
     return tokenizer.base, tokenizer.hrefs
 
 
+def _cut_fragment(href: str) -> str:
+    """Rule 1: ``href`` without its fragment, when that cannot change what it
+    resolves to: not when C0 controls or spaces precede the ``#`` (``"a #"``
+    is ``a%20``, but ``"a "`` would lose the space to stripping). Inlined in
+    the hot loops."""
+    cut = href.find("#")
+    if cut == 0:
+        return ""
+    if cut > 0 and href[cut - 1] > " ":
+        return href[:cut]
+    return href
+
+
 def _frozen_base(href: str, document_url: str) -> str:
     """Rule 2: the base URL that a ``<base href>`` sets."""
     base = join(href, document_url)
@@ -275,71 +295,98 @@ def _frozen_base(href: str, document_url: str) -> str:
     return base
 
 
-#: Rule 6: bodies from this size up are parsed incrementally.
-_STREAM_BYTES: Final = 512 * 1024
-_STREAM_CHUNK: Final = 64 * 1024
-#: Past this many open elements libxml2 stops: the tree parser with a fatal
-#: error, the push parser silently, after opening one more element.
+#: Rule 6: bodies from this size up are parsed incrementally (the engine's
+#: default ``thread_parse_bytes``: such pages are parsed in threads, two at once).
+_STREAM_BYTES: Final = 1024 * 1024
+_STREAM_CHUNK: Final = 256 * 1024
+
+
+_STYLE_ATTRIBUTE: Final = re.compile(rb"style\s*=", re.I)
+#: libxml2's nesting limit: the depth of the last element when it stops.
 _LIBXML2_MAX_DEPTH: Final = 2048
 
 
 def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], list[str]] | None:
     """Rule 6: (base, hrefs, raw requisites) of ``data`` from libxml2's push
-    parser, each element freed once it ends; None when libxml2 gave up
-    part-way (the caller falls back to the tokenizer, as with a whole tree)."""
-    parser = etree.HTMLPullParser(events=("start", "end"), encoding="utf-8", huge_tree=True)
+    parser; None when libxml2 gave up part-way (the caller falls back to the
+    tokenizer, as with a whole tree).
+
+    Only the tags that matter raise events (libxml2 filters them), and after
+    each chunk every finished element is deleted: all but the last child at
+    each level of the path to the element being parsed."""
+    tags: set[str] | None = {"html", *_LINK_TAGS}
+    if requisites:
+        # A style attribute may be on any element: then every element counts.
+        tags = None if _STYLE_ATTRIBUTE.search(data) else {"html", *_WALK_TAGS}
+    # End events only for <style> text: 20,000 links make 20,000 more events.
+    events: tuple[Literal["start", "end"], ...] = ("start", "end") if requisites else ("start",)
+    parser = etree.HTMLPullParser(events=events, tag=tags, encoding="utf-8", huge_tree=True)
     base: str | None = None
     hrefs: list[str] = []
     refs: list[str] = []
     link_tags = _LINK_TAGS
-    depth = deepest = 0
+    root: etree._Element | None = None
 
     def drain() -> None:
-        nonlocal base, depth, deepest
+        nonlocal base, root
         for event, element in parser.read_events():
             if not isinstance(element, etree._Element):
                 continue  # not with these events; for the type checker
             tag = element.tag
             get = element.get
-            if event == "start":
-                depth += 1
-                if depth > deepest:
-                    deepest = depth
-                if tag in link_tags:
-                    href = get("href")
-                    if href is not None:
-                        if tag != "base":
-                            hrefs.append(href)
-                        elif base is None:
-                            base = href
-                if requisites and tag != "style":
-                    if tag in REQUISITE_TAGS:
-                        element_refs(tag, get, None, refs)
-                    else:
-                        style = get("style")
-                        if style and "(" in style:
-                            refs.extend(css_refs(style))
+            if event == "end":
+                if tag == "style":
+                    element_refs(tag, get, element.text, refs)
                 continue
-            depth -= 1
-            if requisites and tag == "style":
-                element_refs(tag, get, element.text, refs)
-            # Free what is done: this element's content and its earlier siblings.
-            element.clear()
-            parent = element.getparent()
-            if parent is not None:
-                while element.getprevious() is not None:
-                    del parent[0]
+            if root is None:
+                root = element.getroottree().getroot()
+            if tag in link_tags:
+                href = get("href")
+                if href is not None:
+                    if tag != "base":
+                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                        if cut == 0:
+                            href = ""
+                        elif cut > 0 and href[cut - 1] > " ":
+                            href = href[:cut]
+                        hrefs.append(href)
+                    elif base is None:
+                        base = href
+            if requisites and tag != "style":
+                if tag in REQUISITE_TAGS:
+                    element_refs(tag, get, None, refs)
+                else:
+                    style = get("style")
+                    if style and "(" in style:
+                        refs.extend(css_refs(style))
+
+    def prune() -> int:
+        """Delete every element before the last one inserted, on its path
+        from the root (they are finished); the length of that path."""
+        depth = 0
+        node = root
+        while node is not None:
+            depth += 1
+            if not len(node):
+                break
+            if len(node) > 1:
+                del node[:-1]
+            node = node[-1]
+        return depth
 
     try:
         for start in range(0, len(data), _STREAM_CHUNK):
             parser.feed(data[start : start + _STREAM_CHUNK])
             drain()
+            prune()
         parser.close()
     except etree.LxmlError:
         return None
     drain()
     last = parser.error_log.last_error
-    if deepest > _LIBXML2_MAX_DEPTH or (
+    # At the nesting limit the push parser stops silently, its last element
+    # 2048 deep (where a page that ends at that depth is sent as well).
+    if prune() >= _LIBXML2_MAX_DEPTH or (
         last is not None and last.level == etree.ErrorLevels.FATAL
     ):
         return None
@@ -376,6 +423,11 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
             if href is None:
                 continue
             if element.tag != "base":
+                cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                if cut == 0:
+                    href = ""
+                elif cut > 0 and href[cut - 1] > " ":
+                    href = href[:cut]
                 hrefs.append(href)
             elif base is None:
                 base = href
@@ -428,6 +480,11 @@ def extract_links_and_requisites(
                 href = get("href")
                 if href is not None:
                     if tag != "base":
+                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                        if cut == 0:
+                            href = ""
+                        elif cut > 0 and href[cut - 1] > " ":
+                            href = href[:cut]
                         hrefs.append(href)
                     elif base is None:
                         base = href
