@@ -68,10 +68,13 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
+    """Side-by-side benchmarks (see benchmarks/README.md): the synthetic site against
+    Scrapy (run.py, takes the posargs), then the Python documentation against wget and
+    Scrapy (realsite.py; installs python3.11-doc with apt when root, else skips)."""
     check_python(session)
     session.install("-e", ".", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
+    session.run("python", "benchmarks/realsite.py")
 
 
 #: The newest versions asks runs on, found by experiment: asks 3.0.0 is the last

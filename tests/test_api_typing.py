@@ -74,6 +74,8 @@ def test_mypy_rejects_misspelt_and_mistyped_options(tmp_path: Path) -> None:
          "--cache-dir", str(REPO / ".mypy_cache"), "good.py", "bad.py"],
         capture_output=True, text=True, timeout=540, cwd=tmp_path,
     )  # fmt: skip
+    # mypy ran (it is in the test extra): exit 1 means "found errors".
+    assert result.returncode == 1, result.stderr or result.stdout
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert not [e for e in errors if e.startswith("good.py")], result.stdout
     bad_lines = sorted({int(e.split(":")[1]) for e in errors if e.startswith("bad.py")})

@@ -112,6 +112,7 @@ def interrupt_and_resume(base: str, workdir: Path, seed: int) -> tuple[list[str]
     return [str(r["url"]) for r in records(out)], landed, sig.name
 
 
+@pytest.mark.timeout(600)  # about 60 s on an idle 2-core machine; more when it is busy
 def test_interrupted_crawls_resume_exactly(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     expected = sorted(f"{server.base_url}/p/{i}" for i in range(PAGES))
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -1,10 +1,21 @@
-"""Pure HTML work: find a page's links (the hot path) and parse trees for handlers.
+"""Pure HTML work: find a page's links (the hot path), its requisites, and
+parse trees for handlers.
+
+``extract_links`` is the crawl's per-page path. ``extract_links_and_requisites``
+gives the same links and the page's requisites (``requisites.py`` says which)
+from one parse, for ``--page-requisites``; ``stylesheet_urls`` gives those of a
+fetched stylesheet.
 
 Rules:
 
 1. Links are the ``href`` of ``<a>`` and ``<area>`` elements, resolved as a
    browser resolves them and canonicalized (``_url.resolve_many``): http(s)
-   only, fragments dropped, de-duplicated, first-seen order.
+   only, fragments dropped, de-duplicated, first-seen order. The fragment is
+   cut from each raw href before resolution (``_cut_fragment``): in the WHATWG
+   parser the first ``#`` ends whatever precedes it in every state, so the
+   result is the same (unless whitespace precedes the ``#``: then it is kept),
+   and the repeats this makes (``os.html#a``, ``os.html#b``) are skipped before
+   they are parsed (9x fewer URL parses on the Python docs' API pages).
 2. The first ``<base href>`` in document order, wherever it sits, is the base of
    every link, earlier ones included; it is itself resolved against the
    document URL, and if that fails or yields a ``data:``/``javascript:`` URL
@@ -22,11 +33,22 @@ Rules:
    drop the rest of the page.
 5. Malformed HTML is libxml2's to recover from, as browsers do, with two
    repairs where libxml2 differs from them. It drops everything after
-   ``</html>``, where browsers go on parsing into the body: when a link follows
-   the first ``</html>``, the ``</html>`` tags are removed before parsing. And
+   ``</html>``, where browsers go on parsing into the body: when a start tag
+   (a link, a ``<base>``, a tracker's ``<script src>``) follows the first
+   ``</html>``, the ``</html>`` tags are removed before parsing. And
    past its nesting limit (2048 open elements even with ``huge_tree``) libxml2
    stops parsing; then the whole page is re-read with the stdlib's streaming
    tokenizer (no tree, no depth limit; slow, but only for such pages).
+6. Bodies of 1 MiB and more are parsed incrementally (libxml2's push parser,
+   256 KiB at a time; smaller chunks cost libxml2 more), only the tags that
+   matter raising events, and every finished element deleted after each
+   chunk: a 2.6 MB page then costs ~8 MB of memory instead of ~32 MB for its
+   whole tree, for ~40 % more CPU time on such pages. The links are the
+   same as from the whole tree (checked on every page of the Python docs and
+   by the tests with every body streamed, in chunks down to 3 bytes). The push
+   parser stops silently where the tree parser reports the nesting limit; the
+   element it stopped in is then 2048 deep, which sends the page to the
+   tokenizer too (as it does a page whose last element is that deep).
 
 Speed (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``; no parser option changed it measurably.
@@ -34,9 +56,13 @@ Measured and rejected: ``lxml.html`` element classes (the same parse, twice
 the iteration cost), an XPath union with smart strings to spot ``<base>``
 (slower than ``iter`` with a tag check), ``iterparse`` and parser targets (no
 faster than building the tree), ``iterlinks`` (4x slower, and it returns every
-kind of link), parsing ``str`` (fails on XML declarations), selectolax/lexbor
-(no faster here, and another dependency). A new parser per call costs 0.5 us
-and keeps the function safe to run in worker threads.
+kind of link), parsing ``str`` (fails on XML declarations). selectolax/lexbor
+(``benchmarks/bench_extractors.py``) parses 2-3x faster, but reading nodes
+from Python costs it more: end to end ~25 % faster on the synthetic page and
+~30 % on the Python docs, with the same links; not adopted for now: another
+dependency, no incremental parse (rule 6), ``<template>`` contents hidden.
+A new parser per call costs 0.5 us and keeps the function safe to run in
+worker threads.
 """
 
 from __future__ import annotations
@@ -44,15 +70,24 @@ from __future__ import annotations
 import codecs
 import re
 from html.parser import HTMLParser as _Tokenizer
-from typing import Final
+from typing import Final, Literal
 
 import lxml.html
 from lxml import etree
 
 from .http import is_html_content_type
+from .requisites import REQUISITE_TAGS, css_refs, element_refs, extract_css_urls
 from .url import join, resolve_many
 
-__all__ = ["extract_links", "parse_html"]
+__all__ = [
+    "decode_css",
+    "extract_css_urls",
+    "extract_links",
+    "extract_links_and_requisites",
+    "extract_requisites",
+    "parse_html",
+    "stylesheet_urls",
+]
 
 #: Python codec names (as ``codecs.lookup`` spells them) that browsers decode
 #: with a different, wider codec (WHATWG Encoding Standard, "Encodings" table).
@@ -134,9 +169,13 @@ def _utf8(body: bytes, content_type: str | None) -> bytes:
 _HTML_END: Final = re.compile(rb"</html[^>]*>", re.I)
 
 
+_START_TAG: Final = re.compile(rb"<[A-Za-z]")
+
+
 def _reopen_html_end(data: bytes) -> bytes:
-    """Rule 5's first repair: ``data`` without ``</html>`` tags when a link
-    (``<a``/``<area``) follows the first one, else ``data`` itself.
+    """Rule 5's first repair: ``data`` without ``</html>`` tags when a start
+    tag follows the first one (a link, a ``<base>``, a requisite such as the
+    ``<script src>`` of a tracker), else ``data`` itself.
 
     ``rfind`` from the end is the cheap scan here (~3 us on a 15 KB page), so
     the first ``</html`` is found by walking back from the last one; a page
@@ -149,7 +188,7 @@ def _reopen_html_end(data: bytes) -> bytes:
             at = data.rfind(needle, 0, at)
         if first >= 0:
             break
-    if first < 0 or (data.find(b"<a", first) < 0 and data.find(b"<A", first) < 0):
+    if first < 0 or _START_TAG.search(data, first) is None:
         return data
     return _HTML_END.sub(b"", data)
 
@@ -187,8 +226,50 @@ class _LinkTokenizer(_Tokenizer):
     handle_startendtag = handle_starttag
 
 
-def _tokenize_links(data: bytes) -> tuple[str | None, list[str]]:
-    tokenizer = _LinkTokenizer()
+class _RequisiteTokenizer(_LinkTokenizer):
+    """Rule 5's fallback for ``extract_links_and_requisites``: links, and the
+    raw requisites of every start tag and ``<style>`` text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self._style: list[str] | None = None  # the text of the open <style>
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        super().handle_starttag(tag, attrs)
+        self._end_style()
+        first: dict[str, str | None] = {}
+        for name, value in attrs:
+            first.setdefault(name, value)
+        element_refs(tag, first.get, None, self.refs)
+        if tag == "style":
+            self._style = []
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        self._end_style()
+
+    def handle_endtag(self, tag: str) -> None:
+        self._end_style()
+
+    def handle_data(self, data: str) -> None:
+        if self._style is not None:
+            self._style.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._end_style()
+
+    def _end_style(self) -> None:
+        if self._style is not None:
+            self.refs.extend(css_refs("".join(self._style)))
+            self._style = None
+
+
+def _tokenize_links(
+    data: bytes, tokenizer: _LinkTokenizer | None = None
+) -> tuple[str | None, list[str]]:
+    tokenizer = _LinkTokenizer() if tokenizer is None else tokenizer
     try:
         tokenizer.feed(data.decode("utf-8", "replace"))
         tokenizer.close()
@@ -197,12 +278,123 @@ def _tokenize_links(data: bytes) -> tuple[str | None, list[str]]:
     return tokenizer.base, tokenizer.hrefs
 
 
+def _cut_fragment(href: str) -> str:
+    """Rule 1: ``href`` without its fragment, when that cannot change what it
+    resolves to: not when C0 controls or spaces precede the ``#`` (``"a #"``
+    is ``a%20``, but ``"a "`` would lose the space to stripping). Inlined in
+    the hot loops."""
+    cut = href.find("#")
+    if cut == 0:
+        return ""
+    if cut > 0 and href[cut - 1] > " ":
+        return href[:cut]
+    return href
+
+
 def _frozen_base(href: str, document_url: str) -> str:
     """Rule 2: the base URL that a ``<base href>`` sets."""
     base = join(href, document_url)
     if base is None or base.startswith(("data:", "javascript:")):
         return document_url
     return base
+
+
+#: Rule 6: bodies from this size up are parsed incrementally (the engine's
+#: default ``thread_parse_bytes``: such pages are parsed in threads, two at once).
+_STREAM_BYTES: Final = 1024 * 1024
+_STREAM_CHUNK: Final = 256 * 1024
+
+
+_STYLE_ATTRIBUTE: Final = re.compile(rb"style\s*=", re.I)
+#: libxml2's nesting limit: the depth of the last element when it stops.
+_LIBXML2_MAX_DEPTH: Final = 2048
+
+
+def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], list[str]] | None:
+    """Rule 6: (base, hrefs, raw requisites) of ``data`` from libxml2's push
+    parser; None when libxml2 gave up part-way (the caller falls back to the
+    tokenizer, as with a whole tree).
+
+    Only the tags that matter raise events (libxml2 filters them), and after
+    each chunk every finished element is deleted: all but the last child at
+    each level of the path to the element being parsed."""
+    tags: set[str] | None = {"html", *_LINK_TAGS}
+    if requisites:
+        # A style attribute may be on any element: then every element counts.
+        tags = None if _STYLE_ATTRIBUTE.search(data) else {"html", *_WALK_TAGS}
+    # End events only for <style> text: 20,000 links make 20,000 more events.
+    events: tuple[Literal["start", "end"], ...] = ("start", "end") if requisites else ("start",)
+    parser = etree.HTMLPullParser(events=events, tag=tags, encoding="utf-8", huge_tree=True)
+    base: str | None = None
+    hrefs: list[str] = []
+    refs: list[str] = []
+    link_tags = _LINK_TAGS
+    root: etree._Element | None = None
+
+    def drain() -> None:
+        nonlocal base, root
+        for event, element in parser.read_events():
+            if not isinstance(element, etree._Element):
+                continue  # not with these events; for the type checker
+            tag = element.tag
+            get = element.get
+            if event == "end":
+                if tag == "style":
+                    element_refs(tag, get, element.text, refs)
+                continue
+            if root is None:
+                root = element.getroottree().getroot()
+            if tag in link_tags:
+                href = get("href")
+                if href is not None:
+                    if tag != "base":
+                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                        if cut == 0:
+                            href = ""
+                        elif cut > 0 and href[cut - 1] > " ":
+                            href = href[:cut]
+                        hrefs.append(href)
+                    elif base is None:
+                        base = href
+            if requisites and tag != "style":
+                if tag in REQUISITE_TAGS:
+                    element_refs(tag, get, None, refs)
+                else:
+                    style = get("style")
+                    if style and "(" in style:
+                        refs.extend(css_refs(style))
+
+    def prune() -> int:
+        """Delete every element before the last one inserted, on its path
+        from the root (they are finished); the length of that path."""
+        depth = 0
+        node = root
+        while node is not None:
+            depth += 1
+            if not len(node):
+                break
+            if len(node) > 1:
+                del node[:-1]
+            node = node[-1]
+        return depth
+
+    try:
+        for start in range(0, len(data), _STREAM_CHUNK):
+            parser.feed(data[start : start + _STREAM_CHUNK])
+            drain()
+            prune()
+        parser.close()
+    except etree.LxmlError:
+        return None
+    drain()
+    last = parser.error_log.last_error
+    # At the nesting limit the push parser stops silently, its last element
+    # 2048 deep (where a page that ends at that depth is sent as well).
+    if prune() >= _LIBXML2_MAX_DEPTH or (
+        last is not None and last.level == etree.ErrorLevels.FATAL
+    ):
+        return None
+    return base, hrefs, refs
 
 
 def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
@@ -215,9 +407,18 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     if not body or not is_html_content_type(content_type):
         return []
     data = _reopen_html_end(_utf8(body, content_type))
+    if len(data) >= _STREAM_BYTES:
+        streamed = _stream(data, requisites=False)
+        if streamed is None:
+            base, hrefs = _tokenize_links(data)
+        else:
+            base, hrefs, _ = streamed
+        if not hrefs:
+            return []
+        return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
     root, complete = _fromstring(data, etree.HTMLParser(encoding="utf-8", huge_tree=True))
-    base: str | None = None
-    hrefs: list[str] = []
+    base = None
+    hrefs = []
     if not complete:
         base, hrefs = _tokenize_links(data)
     elif root is not None:
@@ -226,12 +427,139 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
             if href is None:
                 continue
             if element.tag != "base":
+                cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                if cut == 0:
+                    href = ""
+                elif cut > 0 and href[cut - 1] > " ":
+                    href = href[:cut]
                 hrefs.append(href)
             elif base is None:
                 base = href
     if not hrefs:
         return []
     return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
+
+
+_LINK_TAGS: Final = frozenset({"a", "area", "base"})
+_WALK_TAGS: Final = tuple(sorted(_LINK_TAGS | REQUISITE_TAGS))
+_STYLE_WITH_PAREN: Final = etree.XPath("boolean(//@style[contains(., '(')])")
+
+
+def extract_links_and_requisites(
+    body: bytes, url: str, content_type: str | None
+) -> tuple[list[str], list[str]]:
+    """``(links, requisites)`` of an HTML page from one parse: ``links`` is
+    exactly ``extract_links(body, url, content_type)``, ``requisites`` the
+    canonical http(s) URLs of the resources the page needs (``requisites.py``,
+    rule 1), resolved against the same base, de-duplicated in first-seen
+    order. The two lists are independent: a URL can be in both (an
+    ``<iframe>`` whose page is also linked). Never raises because of the body.
+    """
+    if not body or not is_html_content_type(content_type):
+        return [], []
+    data = _reopen_html_end(_utf8(body, content_type))
+    base: str | None = None
+    hrefs: list[str] = []
+    refs: list[str] = []
+    streamed = _stream(data, requisites=True) if len(data) >= _STREAM_BYTES else None
+    root, complete = None, streamed is not None
+    if streamed is not None:
+        base, hrefs, refs = streamed
+    elif len(data) < _STREAM_BYTES:
+        parser = etree.HTMLParser(encoding="utf-8", huge_tree=True)
+        root, complete = _fromstring(data, parser)
+    if not complete:
+        tokenizer = _RequisiteTokenizer()
+        base, hrefs = _tokenize_links(data, tokenizer)
+        refs = tokenizer.refs
+    elif root is not None:
+        # Every element when a style attribute may hold a url(); else only the
+        # tags that matter, which is ~6x cheaper (proxies for 5 % of the nodes).
+        styled = bool(_STYLE_WITH_PAREN(root))
+        link_tags = _LINK_TAGS
+        for element in root.iter(etree.Element) if styled else root.iter(*_WALK_TAGS):
+            tag = element.tag
+            get = element.get
+            if tag in link_tags:
+                href = get("href")
+                if href is not None:
+                    if tag != "base":
+                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
+                        if cut == 0:
+                            href = ""
+                        elif cut > 0 and href[cut - 1] > " ":
+                            href = href[:cut]
+                        hrefs.append(href)
+                    elif base is None:
+                        base = href
+                if styled:
+                    style = get("style")
+                    if style and "(" in style:
+                        refs.extend(css_refs(style))
+            elif tag in REQUISITE_TAGS:
+                element_refs(tag, get, element.text if tag == "style" else None, refs)
+            else:
+                style = get("style")
+                if style and "(" in style:
+                    refs.extend(css_refs(style))
+    if not hrefs and not refs:
+        return [], []
+    base_url = url if base is None else _frozen_base(base, url)
+    return (
+        resolve_many(hrefs, base_url) if hrefs else [],
+        resolve_many(refs, base_url) if refs else [],
+    )
+
+
+def extract_requisites(body: bytes, url: str, content_type: str | None) -> list[str]:
+    """The page requisites of an HTML page (``requisites.py``, rule 1): the
+    canonical http(s) URLs of the images, scripts, stylesheets, icons, frames,
+    media and CSS ``url()``s it needs, resolved like ``extract_links`` (rules
+    2-5), de-duplicated in first-seen order. ``[]`` for non-HTML. Use
+    ``extract_links_and_requisites`` to get the links from the same parse."""
+    return extract_links_and_requisites(body, url, content_type)[1]
+
+
+def decode_css(body: bytes, content_type: str | None) -> str:
+    """A stylesheet's bytes as text, the encoding chosen as CSS Syntax 3.2
+    chooses it: a byte order mark, else the ``charset`` of the Content-Type,
+    else an ``@charset "...";`` at the very start (a UTF-16 label there means
+    UTF-8), else UTF-8; labels map as for pages (rule 4). Undecodable bytes
+    become U+FFFD. Never raises."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return body[3:].decode("utf-8", "replace")
+    codec: str | None = None
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        codec = "utf-16"
+    if codec is None and content_type:
+        match = _CHARSET_PARAM.search(content_type)
+        if match is not None:
+            codec = _codec(match.group(1))
+    if codec is None:
+        declared = _CSS_CHARSET.match(body)
+        if declared is not None:
+            codec = _codec(declared.group(1).decode("latin-1"))
+            if codec is not None and codec.startswith("utf-16"):
+                codec = "utf-8"
+    try:
+        return body.decode(codec or "utf-8", "replace")
+    except Exception:  # a codec that fails even with errors="replace": read as UTF-8
+        return body.decode("utf-8", "replace")
+
+
+_CSS_CHARSET: Final = re.compile(rb'@charset "([^"]{1,64})";')
+
+
+def stylesheet_urls(body: bytes, url: str, content_type: str | None) -> list[str]:
+    """The requisites of a fetched stylesheet: ``extract_css_urls`` of its text
+    (``decode_css``) against its own ``url``. ``[]`` unless the content type is
+    ``text/css`` or missing (browsers refuse other types for a stylesheet in
+    standards mode). Never raises because of the body."""
+    if not body:
+        return []
+    if content_type and content_type.split(";", 1)[0].strip().lower() != "text/css":
+        return []
+    return extract_css_urls(decode_css(body, content_type), url)
 
 
 def decode_text(body: bytes, content_type: str | None) -> str:
