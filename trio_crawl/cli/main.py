@@ -129,6 +129,12 @@ def build_parser(
     p.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
     p.add_argument("--sitemaps", action="store_true", help="seed from robots.txt Sitemap: lines")
     p.add_argument(
+        "--page-requisites",
+        action="store_true",
+        help="also fetch the images, scripts, stylesheets (and their url()s), frames and media "
+        "each HTML page needs, within scope (like wget -p); they are recorded, not followed",
+    )
+    p.add_argument(
         "--allow-domain",
         action="append",
         default=[],
@@ -216,6 +222,7 @@ def build_config(
         "per_host_concurrency": args.per_host_concurrency,
         "ignore_robots": args.ignore_robots,
         "sitemaps": args.sitemaps,
+        "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,

@@ -44,6 +44,8 @@ class CrawlConfig:
     per_host_concurrency: int | None = None
     ignore_robots: bool = False
     sitemaps: bool = False
+    #: Also fetch what each HTML page needs (images, scripts, stylesheets, frames...).
+    page_requisites: bool = False
     allow_domains: Sequence[str] = field(default_factory=tuple)
     user_agent: str = DEFAULT_USER_AGENT
     max_bytes: int = 10 * 1024 * 1024

@@ -219,12 +219,22 @@ class Frontier:
             admitted.append(self._admit(url, 0, referrer, payload=payload))
         return self._pass_gate(admitted)
 
-    def offer(self, url: str, depth: int, referrer: str, payload: object = None) -> list[Entry]:
+    def offer(
+        self,
+        url: str,
+        depth: int,
+        referrer: str,
+        payload: object = None,
+        *,
+        beyond_max_depth: bool = False,
+    ) -> list[Entry]:
         """Offer one URL found (or asked for) on a page at ``depth``, carrying
-        ``payload``; return the entries this admits (like ``discover``)."""
+        ``payload``; return the entries this admits (like ``discover``).
+        ``beyond_max_depth``: a page requisite, fetched whatever the depth
+        limit (an image is part of its page, not a link away from it)."""
         child_depth = depth + 1
         admitted: list[Entry] = []
-        if self.max_depth is not None and child_depth > self.max_depth:
+        if not beyond_max_depth and self.max_depth is not None and child_depth > self.max_depth:
             return admitted
         entry = self.seen.get(url)
         if entry is None:

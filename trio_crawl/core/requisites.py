@@ -71,6 +71,7 @@ Rules:
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 from typing import Final, TypeGuard
@@ -455,3 +456,14 @@ def element_refs(
     style = get("style")
     if style and ("(" in style):
         refs.extend(css_refs(style))
+
+
+class Requisite(enum.Enum):
+    """The payload of a frontier entry admitted as a page requisite: fetched
+    with its body whatever its type, recorded, and never read for links (a
+    stylesheet is read for its own ``url()``s, which are requisites too)."""
+
+    OF_PAGE = "requisite"
+
+
+REQUISITE = Requisite.OF_PAGE

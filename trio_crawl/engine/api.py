@@ -50,6 +50,7 @@ class CrawlOptions(TypedDict, total=False):
     per_host_concurrency: int | None
     ignore_robots: bool
     sitemaps: bool
+    page_requisites: bool
     allow_domains: Sequence[str]
     user_agent: str
     max_bytes: int

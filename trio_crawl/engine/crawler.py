@@ -41,6 +41,7 @@ from ..core.config import CrawlConfig
 from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchError, FetchResult
 from ..core.outcome import Step, decide, make_record
+from ..core.requisites import REQUISITE
 from ..core.retry import RetryPolicy
 from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
@@ -264,6 +265,8 @@ class Crawler:
 
     async def _fetch(self, entry: Entry) -> FetchResult:
         request = entry.payload
+        if request is REQUISITE:  # wanted whatever its type: an image, a script
+            return await self._fetcher.fetch(entry.url, any_body=True)
         if isinstance(request, Request):
             headers = dict(request.headers) if request.headers else None
             return await self._fetcher.fetch(entry.url, headers, any_body=True)
@@ -286,6 +289,8 @@ class Crawler:
 
     def _handler_for(self, entry: Entry) -> Handler | None:
         request = entry.payload
+        if request is REQUISITE:
+            return None
         if isinstance(request, Request) and request.handler is not None:
             return request.handler
         return self.config.handler

@@ -20,7 +20,8 @@ from ..core.config import CrawlConfig
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
-from ..core.parse import extract_links
+from ..core.parse import extract_links, extract_links_and_requisites, stylesheet_urls
+from ..core.requisites import REQUISITE
 from ..core.scrape import Handler, Page, Request
 from ..core.url import Scope, resolve
 from ..frontiers.base import FrontierBackend
@@ -69,9 +70,20 @@ class PageReader:
         try:
             if handler is not None:
                 return PageOutcome(followed=await self.run_handler(handler, entry, result))
+            if entry.payload is REQUISITE:
+                # Never read for links; a stylesheet's url()s are requisites too.
+                refs = stylesheet_urls(result.body, entry.url, result.content_type)
+                self._frontier.admit_requisites(entry, refs)
+                return PageOutcome()
             if result.body_skipped or not is_html_content_type(result.content_type):
                 return PageOutcome()
-            links = await self.links(result, entry.url)
+            if self._config.page_requisites:
+                links, refs = await self._in_thread_if_big(
+                    extract_links_and_requisites, result, entry.url
+                )
+                self._frontier.admit_requisites(entry, refs)
+            else:
+                links = await self.links(result, entry.url)
             return PageOutcome(links=links, followed=len(links))
         except Exception as exc:
             if handler is not None and self._config.fail_fast:
@@ -90,9 +102,14 @@ class PageReader:
     async def links(self, result: FetchResult, url: str) -> list[str]:
         """The page's links; big bodies are parsed in a thread, so one huge
         page does not stall every other crawler."""
+        return await self._in_thread_if_big(extract_links, result, url)
+
+    async def _in_thread_if_big(
+        self, parse: Callable[[bytes, str, str | None], T], result: FetchResult, url: str
+    ) -> T:
         if len(result.body) >= self._config.thread_parse_bytes:
-            return await self.run_in_thread(extract_links, result.body, url, result.content_type)
-        return extract_links(result.body, url, result.content_type)
+            return await self.run_in_thread(parse, result.body, url, result.content_type)
+        return parse(result.body, url, result.content_type)
 
     async def run_handler(self, handler: Handler, entry: Entry, result: FetchResult) -> int:
         """Run ``handler`` on the page; admit its requests, deliver its items.

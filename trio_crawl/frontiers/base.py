@@ -66,6 +66,12 @@ class FrontierBackend(Protocol):
         """Admit in-scope URLs found in a sitemap, at depth 0."""
         ...
 
+    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
+        """Admit in-scope resources ``parent`` needs (``--page-requisites``):
+        whatever ``max_depth`` says, with the ``REQUISITE`` payload. Not a
+        checkpoint."""
+        ...
+
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
         """Admit a URL a handler asked for (with its Request as payload);
         False if it is not followable. Not a checkpoint."""

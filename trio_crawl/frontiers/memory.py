@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
+from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
 from .base import Publish
@@ -61,6 +62,15 @@ class MemoryFrontier:
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         for url in urls:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
+
+    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
+        allows = self._scope.allows
+        for url in urls:
+            if allows(url):
+                entries = self.core.offer(
+                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True
+                )
+                self._hand_out(entries)
 
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
         if not self._scope.allows(url):

@@ -28,7 +28,7 @@ from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
 from .base import Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
-from .resume import PreparedState, prepare_state
+from .resume import PreparedState, StateUsageError, prepare_state
 from .sqlite_state import Finish, Start
 
 #: Queued URLs held in memory by default; the rest wait on disk.
@@ -95,11 +95,14 @@ class SqliteFrontier:
         if config.handler is not None or any(
             not isinstance(url, str) for url in config.start_urls
         ):
-            from .resume import StateUsageError
-
             raise StateUsageError(
                 "handlers cannot be combined with a state file: their requests "
                 "carry Python functions"
+            )
+        if config.page_requisites:
+            raise StateUsageError(
+                "--page-requisites cannot be combined with a state file yet: "
+                "the file does not record which URLs are requisites"
             )
         prepared = prepare_state(config, state_path=path, seeds=seeds, output=output, force=force)
         return cls(
@@ -153,6 +156,9 @@ class SqliteFrontier:
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         in_scope = [url for url in urls if self._scope.allows(url)]
         await self._admit(in_scope, 0, referrer)
+
+    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
+        raise RuntimeError("--page-requisites cannot be combined with a state file")
 
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
         raise RuntimeError("handlers cannot be combined with a state file")
