@@ -26,11 +26,24 @@ from generate_site import SiteParams, ensure_site, read_expected
 from servers import open_server
 
 LAYERS = [
-    ("HTTP", ("fetch/curl", "fetch/httpx", "pycurl", "httpx", "httpcore", "h11", "anyio")),
-    ("parse", ("_parse", "lxml", "etree")),
-    ("URL handling", ("_url", "ada_url")),
-    ("output", ("_sinks", "json", "encoder", "TextIOWrapper")),
-    ("bookkeeping", ("_engine", "_frontier", "_schedule", "_robots", "_stats", "_models")),
+    ("HTTP", ("fetch/", "pycurl", "httpx", "httpcore", "h11", "anyio")),
+    ("parse", ("core/parse", "core/requisites", "lxml", "etree")),
+    ("URL handling", ("core/url", "ada_url")),
+    ("output", ("engine/outputs", "engine/delivery", "json", "encoder", "TextIOWrapper")),
+    (
+        "bookkeeping",
+        (
+            "engine/",
+            "workpool",
+            "frontiers/",
+            "core/frontier",
+            "core/schedule",
+            "core/robots",
+            "core/outcome",
+            "core/stats",
+            "core/models",
+        ),
+    ),
     ("event loop", ("trio",)),
 ]
 
