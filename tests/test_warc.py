@@ -369,6 +369,16 @@ def test_repair_cuts_a_torn_tail_and_appending_continues(tmp_path: Path, tail: s
     assert len(infos) == 2 and b"resumed: true" in infos[1]
 
 
+def test_open_without_append_starts_a_new_file(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.warc.gz"
+    write_pages(path, [page(1), page(2)])
+    with WarcWriter.open(path, append=False) as w:
+        w.write_exchange(url="http://h.test/3", result=page(3))
+    assert response_urls(path) == ["http://h.test/3"]
+    infos = [c for r, c in records(path) if r.rec_type == "warcinfo"]
+    assert len(infos) == 1 and b"resumed" not in infos[0]
+
+
 def test_open_repairs_before_appending(tmp_path: Path) -> None:
     path = tmp_path / "crawl.warc.gz"
     write_pages(path, [page(1)])

@@ -94,6 +94,11 @@ try:  # ISA-L deflate: 3-4x faster than zlib at level 1, and smaller output
 except ImportError:  # pragma: no cover - the warc extra installs it
     _isal_compress = None
 
+#: Whether ISA-L (from the ``warc`` extra) is there. Without it the writer uses
+#: zlib and costs about twice the CPU; a CLI that wants the fast path can refuse
+#: ``--warc`` with ``WARC_EXTRA_MESSAGE`` when this is False.
+HAVE_ISAL: Final = _isal_compress is not None
+
 #: The one-line message for a missing optional dependency.
 WARC_EXTRA_MESSAGE: Final = "--warc needs the optional dependency: pip install 'trio-crawl[warc]'"
 
@@ -101,8 +106,10 @@ WARC_VERSION: Final = "WARC/1.1"
 #: ``WARC-Truncated`` values defined by WARC 1.1 §5.13.
 TRUNCATED_REASONS: Final = frozenset({"length", "time", "disconnect", "unspecified"})
 REVISIT_PROFILE: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
-#: Deflate level of each record: fast. On HTML, level 1 output is about 10%
-#: bigger than level 6, for a third of zlib's CPU (``benchmarks/bench_warc.py``).
+#: Deflate level of each record. On the benchmark's HTML, zlib's level 1 output
+#: is about 13% bigger than level 6, for half the CPU. ISA-L's level 1 output is
+#: smaller than zlib's level 1, for half of that CPU again
+#: (``benchmarks/bench_warc.py``).
 DEFAULT_COMPRESSLEVEL: Final = 1
 #: With ``dedup``, bodies shorter than this are always stored: a revisit record's
 #: head would cost about as much as the body.
@@ -274,9 +281,11 @@ class WarcWriter:
         compresslevel: int = DEFAULT_COMPRESSLEVEL,
         compressor: str = "auto",
         dedup: bool = False,
+        append: bool = True,
     ) -> WarcWriter:
         """Create ``path``, or append to it after ``repair_warc`` has cut a torn
-        tail, and write a ``warcinfo`` record.
+        tail, and write a ``warcinfo`` record. ``append=False`` empties an
+        existing file first (a new crawl, not a resumed one).
 
         ``info``: the crawl's settings for the warcinfo record (values that are
         not strings are written as JSON); ``resumed: true`` is added when the
@@ -284,9 +293,13 @@ class WarcWriter:
         sends with every request (User-Agent, Accept-Encoding, ...), written
         into every request record after ``Host`` and before the per-call ones.
         ``compressor``: ``"auto"`` uses ISA-L when installed and the level is at
-        most 3, else zlib. ``dedup``: write revisit records for repeated bodies
-        (memory: one dict entry of about 300 bytes per distinct body).
+        most 3, else zlib. ``dedup``: write revisit records for repeated bodies.
+        It keeps about 450 bytes per distinct body of at least
+        ``DEDUP_MIN_BYTES`` (measured with 36-character URLs), so 1,000,000
+        pages need about 450 MB. That is why it is off by default.
         """
+        if not append and os.path.exists(path):
+            os.truncate(path, 0)
         repaired = repair_warc(path) if os.path.exists(path) else 0
         resumed = os.path.exists(path) and os.path.getsize(path) > 0
         file = open(path, "ab", buffering=0)  # noqa: SIM115 - owned by the writer
