@@ -705,7 +705,7 @@ def read_warc_responses(path: str | os.PathLike[str]) -> dict[str, StoredRespons
 class BackgroundWarcWriter:
     """Hands ``write_exchange`` calls to one worker thread that owns a
     ``WarcWriter``. SHA-1 and deflate release the GIL, so the crawler's thread
-    pays only for putting the call on a queue (about 2 µs); the worker needs
+    pays only for putting the call on a queue (about 8 µs); the worker needs
     the GIL for about 14 µs of Python per exchange (``benchmarks/bench_warc.py``).
 
     ``write_exchange`` queues and returns at once. With ``max_pending``
