@@ -27,7 +27,9 @@ PACKAGE = Path(__file__).parents[1] / "trio_crawl"
 
 HTTP_CLIENTS = {"httpx2", "httpx", "httpcore2", "httpcore", "h11", "pycurl", "asks", "anyio"}
 ASYNC = {"trio", "anyio"}
-INTERNAL = {"engine", "fetch", "frontiers", "cli", "sites", "workpool", "testing", "report"}
+INTERNAL = {
+    "engine", "fetch", "frontiers", "cli", "sites", "workpool", "testing", "report", "outputs",
+}  # fmt: skip
 
 #: layer -> what its modules must not import (top-level names, and
 #: ``trio_crawl.X`` for the package's own layers; ``trio_crawl`` alone is the face).
@@ -44,6 +46,11 @@ RULES: dict[str, set[str]] = {
     "engine": HTTP_CLIENTS | {"rich", "trio_crawl.cli", "trio_crawl.sites", "trio_crawl.testing"},
     "sites": HTTP_CLIENTS | {f"trio_crawl.{x}" for x in INTERNAL - {"sites"}},
     "cli": HTTP_CLIENTS,
+    "outputs": ASYNC
+    | HTTP_CLIENTS
+    | {"sqlite3", "rich"}
+    | {f"trio_crawl.{x}" for x in INTERNAL - {"outputs"}}
+    | {"trio_crawl.frontiers"},
     "report": ASYNC
     | HTTP_CLIENTS
     | {"sqlite3"}

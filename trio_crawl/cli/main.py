@@ -40,7 +40,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..core.config import FETCHERS, ConfigError, CrawlConfig
-from ..core.models import CrawlRecord
+from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize, host_port, parse_start_url
 from ..engine.api import open_fetcher
@@ -60,6 +60,7 @@ from ..frontiers.resume import (
     stored_start_urls,
 )
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
+from ..outputs.warc import WarcWriter
 from .progress import print_summary, show_progress
 
 EXIT_OK = 0
@@ -128,6 +129,12 @@ def build_parser(
     p.add_argument("--per-host-concurrency", type=int, help="max requests in flight per host")
     p.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
     p.add_argument("--sitemaps", action="store_true", help="seed from robots.txt Sitemap: lines")
+    p.add_argument(
+        "--warc",
+        metavar="FILE",
+        help="also archive every request and response as WARC 1.1 (gzip per record); "
+        "appended to when a --state crawl resumes",
+    )
     p.add_argument(
         "--page-requisites",
         action="store_true",
@@ -337,6 +344,27 @@ def open_output(path: str) -> OutputFile:
         raise UsageError(f"cannot write output file {path!r}: {exc.strerror or exc}") from None
 
 
+def check_warc_path(path: str | None) -> str | None:
+    """A ``--warc`` path that can be written, checked before anything starts."""
+    if path is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write WARC file {path!r}")
+    return path
+
+
+def open_warc(path: str, config: CrawlConfig, *, append: bool) -> WarcWriter:
+    """The archive for ``--warc``: appended to when the crawl resumes."""
+    info = {
+        "software": f"trio-crawl/{__version__}",
+        "format": "WARC File Format 1.1",
+        "start-urls": list(config.start_url_strings),
+    }
+    headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
+    return WarcWriter.open(path, info=info, request_headers=headers, append=append)
+
+
 def new_default_output() -> OutputFile:
     """``crawl-YYYYmmdd-HHMMSS.jsonl`` in the current directory, never an
     existing file (``-2``, ``-3``... when one is there)."""
@@ -491,6 +519,7 @@ async def crawl_with_ui(
     quiet: bool,
     frontier: SqliteFrontier | None = None,
     output: str | None = None,
+    warc: str | None = None,
 ) -> Ending:
     """Run one crawl with signal handling and (optionally) the live display."""
     signalled = EXIT_OK
@@ -523,12 +552,26 @@ async def crawl_with_ui(
             if item_writer.output.failed:
                 check(item_writer.output)
 
+        archive: WarcWriter | None = None
+
+        def on_response(url: str, result: FetchResult) -> None:
+            nonlocal failed
+            if archive is None:
+                return
+            try:
+                archive.write_exchange(url=url, result=result, protocol=result.http_version)
+            except OSError as exc:
+                if failed is None:
+                    failed = OutputError(str(warc), exc)
+                    crawler.stop()
+
         crawler = Crawler(
             config,
             fetcher,
             frontier=frontier,
             on_record=[writer.write, on_record],
             on_item=[on_item] if item_writer is not None else [],
+            on_response=[on_response] if warc is not None else [],
         )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
@@ -548,9 +591,15 @@ async def crawl_with_ui(
         async with trio.open_nursery() as nursery:
             await nursery.start(watch_signals)
             outputs.begin()  # the crawl starts: only now are outputs emptied
+            if warc is not None:
+                archive = open_warc(warc, config, append=outputs.append)
             if show:
                 nursery.start_soon(show_progress, crawler, console)
-            summary = await crawler.run()
+            try:
+                summary = await crawler.run()
+            finally:
+                if archive is not None:
+                    archive.close()
             nursery.cancel_scope.cancel()
     if not quiet:
         print_summary(summary, sys.stderr, None if failed is not None else output)
@@ -697,6 +746,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             quiet=args.quiet,
             frontier=frontier,
             output=None if records.is_stdout else records.path,
+            warc=check_warc_path(getattr(args, "warc", None)),
         )
         ending = trio.run(run, config, outputs)
     except Exception as exc:

@@ -51,7 +51,7 @@ from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
-from .delivery import Delivery, ItemCallback, RecordCallback
+from .delivery import Delivery, ItemCallback, RecordCallback, ResponseCallback
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
@@ -95,10 +95,12 @@ class Crawler:
         frontier: FrontierBackend | None = None,
         on_record: Iterable[RecordCallback] = (),
         on_item: Iterable[ItemCallback] = (),
+        on_response: Iterable[ResponseCallback] = (),
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
         self._fetcher = fetcher
+        self._on_response = list(on_response)
         self._rng = rng or random.Random()
         scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
@@ -243,6 +245,9 @@ class Crawler:
             failure = exc
         finally:
             self.schedule.release(host)
+        if result is not None:
+            for callback in self._on_response:
+                callback(entry.url, result)
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         outcome = decide(
             attempts=entry.attempts,

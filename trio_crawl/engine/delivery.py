@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable
 
 import trio
 
-from ..core.models import CrawlRecord
+from ..core.models import CrawlRecord, FetchResult
 from ..core.stats import CrawlStats
 
 RecordCallback = Callable[[CrawlRecord], None]
 ItemCallback = Callable[[object], None]
+#: Called with each response as it arrives (URL, result), before the record
+#: that it leads to is written: an archive (``--warc``) keeps every exchange.
+ResponseCallback = Callable[[str, FetchResult], None]
 
 
 class Delivery:
