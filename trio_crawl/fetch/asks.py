@@ -2,9 +2,11 @@
 
 asks 3.0.0, its last release, needs anyio 3, and anyio 3 works only on
 trio < 0.24 (trio 0.24 removed ``trio.MultiError``, which anyio 3 subclasses).
-So this fetcher is an optional extra, ``trio_crawl[asks]``, tested by the nox
-session ``asks`` on the newest trio it runs on. Nothing imports asks until
-``open_asks_fetcher`` runs; ``import trio_crawl`` never needs it.
+pip cannot install asks beside a current trio-crawl (httpx2 needs anyio 4), so
+there is no ``trio_crawl[asks]`` extra: the nox session ``asks`` installs a
+set that works (asks 3.0.0, anyio 3.7.1, trio 0.23.2) and runs the whole suite
+there. Nothing imports asks until ``open_asks_fetcher`` runs;
+``import trio_crawl`` never needs it.
 
 Rules (the ``Fetcher`` rules of ``base.py``, and how this module keeps them;
 what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``):
