@@ -30,7 +30,7 @@ same face: ``serve`` is where it would wait for other processes' work.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..core.frontier import Entry, FrontierStatistics, RedirectOutcome
 
@@ -119,4 +119,20 @@ class FrontierBackend(Protocol):
 
     async def aclose(self) -> None:
         """Write what is pending; bounded, safe to call when cancelled."""
+        ...
+
+
+@runtime_checkable
+class SharedPoliteness(Protocol):
+    """A backend shared by several processes (Redis) that spaces requests to
+    each host itself, as every worker sees them: ``--rate``, Crawl-delay and
+    ``--per-host-concurrency`` hold for the whole crawl. The engine then
+    keeps no per-host limits of its own, and hands it retries and Crawl-delays."""
+
+    def set_crawl_delay(self, host: str, delay: float | None) -> None:
+        """``host``'s robots.txt has been read (``delay``: its Crawl-delay)."""
+        ...
+
+    def defer(self, entry: Entry, delay: float) -> None:
+        """Retry ``entry`` in ``delay`` seconds. Not a checkpoint."""
         ...
