@@ -281,6 +281,9 @@ class RedisFrontier:
             if "Function not found" not in str(exc):
                 raise
         except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
+            # A connection opened for a call that is being cancelled fails with
+            # a connection error: that is the cancellation, not a lost Redis.
+            await trio.lowlevel.checkpoint_if_cancelled()
             raise self._lost_error(exc) from None
         await self._load_library()
         return await self._fcall(name, args)
@@ -668,6 +671,7 @@ class RedisFrontier:
             try:
                 reply = await self._client.xread({key: self._last_id}, block=0)
             except (coredis.exceptions.RedisError, OSError) as exc:
+                await trio.lowlevel.checkpoint_if_cancelled()
                 raise self._lost_error(exc) from None
             for entries in (reply or {}).values():
                 for item in entries:
