@@ -29,6 +29,7 @@ from ..core.url import parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
 from ..engine.outputs import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter
+from ..frontiers.base import FrontierBackend
 from ..frontiers.resume import (
     StateUsageError,
     status_text,
@@ -36,6 +37,7 @@ from ..frontiers.resume import (
 )
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from .progress import print_summary, show_progress
+from .redis_cli import add_redis_options, run_redis_cli
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -136,6 +138,8 @@ def build_parser(
         help="queued URLs kept in memory; the rest wait in SQLite (default with "
         "--state/--seeds: 10000)",
     )
+    if with_urls:
+        add_redis_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
     p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
@@ -210,7 +214,7 @@ async def crawl_with_ui(
     show: bool,
     quiet: bool,
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None,
-    frontier: SqliteFrontier | None = None,
+    frontier: FrontierBackend | None = None,
 ) -> int:
     """Run one crawl with signal handling and (optionally) the live display."""
     exit_code = EXIT_OK
@@ -289,6 +293,8 @@ def run_cli(argv: Sequence[str]) -> int:
         return run_demo(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
+        if args.redis or args.crawl_id or args.processes is not None:
+            return run_redis_cli(args, argv)
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")

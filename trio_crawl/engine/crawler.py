@@ -55,7 +55,7 @@ from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
 from .robots_gate import RobotsCache
-from .shared_politeness import SharedScheduleRoom
+from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import sitemap_page_urls
 
 _FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)
@@ -119,7 +119,11 @@ class Crawler:
         self.frontier.attach(self._publish, self._pool.check_idle, lambda: self._pool.queued)
         robots = None
         if not config.ignore_robots:
-            robots = RobotsCache(fetcher, config.user_agent, retry_period=ROBOTS_RETRY_PERIOD)
+            robots = RobotsCache(
+                robots_fetcher(fetcher, self.frontier),  # once per crawl with --redis
+                config.user_agent,
+                retry_period=ROBOTS_RETRY_PERIOD,
+            )
         seed = self._seed_from_sitemaps if config.sitemaps else None
         self._gate = HostGate(robots, self.schedule, seed)
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)

@@ -29,10 +29,11 @@ same face: ``serve`` is where it would wait for other processes' work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..core.frontier import Entry, FrontierStatistics, RedirectOutcome
+from ..core.models import FetchResult
 
 #: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
 Publish = Callable[[Entry], None]
@@ -135,4 +136,18 @@ class SharedPoliteness(Protocol):
 
     def defer(self, entry: Entry, delay: float) -> None:
         """Retry ``entry`` in ``delay`` seconds. Not a checkpoint."""
+        ...
+
+
+@runtime_checkable
+class SharedRobots(Protocol):
+    """A backend shared by several processes that fetches each robots.txt
+    once for the whole crawl and shares the response."""
+
+    async def fetch_robots_once(
+        self, url: str, fetch: Callable[[], Awaitable[FetchResult]]
+    ) -> FetchResult:
+        """The response for robots.txt ``url``: stored by another worker, or
+        ``fetch()`` ed here (once, while the others wait) and stored. A
+        ``FetchError`` is shared (and re-raised) the same way."""
         ...

@@ -45,9 +45,9 @@ import json
 import math
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -59,6 +59,7 @@ from ..core.frontier import (
     FrontierStatistics,
     RedirectOutcome,
 )
+from ..core.models import FetchError, FetchResult
 from ..core.scrape import Request
 from ..core.url import Scope, host_port
 from . import redis_lua
@@ -75,6 +76,11 @@ CALL_TIMEOUT = 20.0
 BATCH_DELAY = 0.02
 #: Local cache of links already sent: at most this many URLs, then it starts over.
 SENT_CACHE = 200_000
+#: How long a shared robots.txt response is kept (a failure: a few seconds).
+ROBOTS_TTL = 24 * 3600.0
+ROBOTS_FAILURE_TTL = 5.0
+
+T = TypeVar("T")
 
 
 class RedisFrontierError(Exception):
@@ -259,6 +265,7 @@ class RedisFrontier:
         self._stopping = False
         self._closed = False
         self._kick = trio.Event()
+        self._robots_changed = trio.Event()
         self.calls = 0
         self.refused = 0
         self.reregistered = 0
@@ -287,6 +294,17 @@ class RedisFrontier:
             raise self._lost_error(exc) from None
         await self._load_library()
         return await self._fcall(name, args)
+
+    async def _command(self, request: Awaitable[T]) -> T:
+        """A plain command; a lost connection is ``RedisLost``."""
+        import coredis.exceptions
+
+        try:
+            with trio.fail_after(CALL_TIMEOUT):
+                return await request
+        except (coredis.exceptions.ConnectionError, OSError, trio.TooSlowError) as exc:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            raise self._lost_error(exc) from None
 
     def _lost_error(self, exc: BaseException) -> RedisLost:
         reason = str(exc) or type(exc).__name__
@@ -497,6 +515,53 @@ class RedisFrontier:
         self._stopping = True
         self._kick.set()
 
+    async def fetch_robots_once(
+        self, url: str, fetch: Callable[[], Awaitable[FetchResult]]
+    ) -> FetchResult:
+        """robots.txt once per crawl: the response another worker stored, or
+        fetched here under a claim (``SET NX``) while the others wait for the
+        stream's "r" wake-up. Stored for a day, a failure for a few seconds
+        (the robots cache asks again after its retry period)."""
+        from coredis.tokens import PureToken
+
+        key = f"{self._prefix}rb:{url}"
+        claim = f"{self._prefix}rbl:{url}"
+        while True:
+            changed = self._robots_changed  # before looking: a later store wakes us
+            stored = await self._command(self._client.get(key))
+            if stored is not None:
+                return _robots_response(url, stored)
+            if await self._command(
+                self._client.set(claim, self.owner, condition=PureToken.NX, px=30_000)
+            ):
+                break
+            with trio.move_on_after(30):  # the claimant may have died: claim again
+                await changed.wait()
+        try:
+            result = await fetch()
+        except FetchError as exc:
+            value = json.dumps({"error": exc.kind, "message": exc.message})
+            ttl = ROBOTS_FAILURE_TTL
+            raised: FetchError | None = exc
+        else:
+            value = json.dumps(
+                {
+                    "status": result.status,
+                    "headers": result.headers,
+                    "body": result.body.decode("latin-1"),
+                    "skipped": result.body_skipped,
+                }
+            )
+            ttl = ROBOTS_TTL if result.status < 500 else ROBOTS_FAILURE_TTL
+            raised = None
+        await self._command(self._client.set(key, value, px=round(ttl * 1000)))
+        await self._command(
+            self._client.xadd(self._prefix + "wake", {"r": "1"}, trim_strategy=None)
+        )
+        if raised is not None:
+            raise raised
+        return result
+
     def was_refetched(self, entry: Entry) -> bool:
         return self._leases[entry].refetch
 
@@ -679,6 +744,9 @@ class RedisFrontier:
                     self._last_id = ident.decode() if isinstance(ident, bytes) else ident
                     if b"d" in item.field_values:
                         self._done = True
+                    if b"r" in item.field_values:
+                        self._robots_changed.set()
+                        self._robots_changed = trio.Event()
             self._remote_kick = True
             self._kick.set()
             if self._done:
@@ -694,6 +762,20 @@ class RedisFrontier:
                 self._kick.set()
             if self._done:
                 self._check_idle()
+
+
+def _robots_response(url: str, stored: bytes) -> FetchResult:
+    data = json.loads(stored)
+    if "error" in data:
+        raise FetchError(data["error"], data["message"])
+    return FetchResult(
+        url,
+        data["status"],
+        data["headers"],
+        data["body"].encode("latin-1"),
+        0.0,
+        data["skipped"],
+    )
 
 
 def default_worker_name(output: str | None) -> str:
