@@ -47,7 +47,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package, against trio's own inline type hints."""
     check_python(session)
-    session.install("-e", ".", "mypy>=1.11", "lxml-stubs>=0.5")
+    session.install("-e", ".[redis]", "mypy>=1.11", "lxml-stubs>=0.5")
     session.run("mypy", "--strict", "trio_crawl")
 
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 import trio
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord
-from trio_crawl.frontiers.redis import open_redis_frontier
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
+from trio_crawl.frontiers.redis import RedisFrontierError, RedisUnavailable, open_redis_frontier
 
 import redis_fixture
 from fakes import FakeFetcher, FakePage, bfs_depths
 from redis_fixture import RedisServer
+
+# coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
+pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
 
 redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
@@ -126,3 +129,93 @@ async def test_a_crawl_that_is_done_ends_a_joining_worker_at_once(
     assert sorted(r.url for r in parts[0]) == [url(0), url(1)]
     parts, _ = await crawl_shared(redis_server, crawl_id, pages, 2)
     assert parts == [[], []]
+
+
+async def test_the_page_budget_is_one_count_for_all_workers(redis_server: RedisServer) -> None:
+    rng = random.Random(5)
+    graph = {n: [rng.randrange(200) for _ in range(5)] for n in range(200)}
+    pages = {url(n): FakePage(links=[url(c) for c in children]) for n, children in graph.items()}
+    for budget in (0, 1, 7, 40):
+        name = f"budget-{budget}-{rng.random()}"
+        parts, ends = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
+        fetched = [r for part in parts for r in part if r.attempts]
+        assert len(fetched) == min(budget, 200)
+        assert len({r.url for r in fetched}) == len(fetched)
+        assert max(ends) - min(ends) < 0.5
+
+
+async def follow_with_meta(page: Page) -> AsyncIterator[object]:
+    """A module-level handler: it can cross processes by name."""
+    yield {"url": page.url, "hops": page.meta.get("hops", 0)}
+    if page.meta.get("hops", 0) < 2:
+        for link in page.links():
+            yield Request(link, meta={"hops": page.meta.get("hops", 0) + 1})
+
+
+async def test_handlers_and_their_requests_cross_workers(redis_server: RedisServer) -> None:
+    pages = {
+        url(0): FakePage(links=[url(1), url(2)]),
+        url(1): FakePage(links=[url(3)]),
+        url(2): FakePage(links=[url(3), url(4)]),
+        url(3): FakePage(links=[url(5)]),
+        url(4): FakePage(),
+        url(5): FakePage(),
+    }
+    items: list[object] = []
+    records: list[CrawlRecord] = []
+    fetcher = FakeFetcher(pages)
+    name = f"handler-{random.random()}"
+
+    async def one(i: int) -> None:
+        config = CrawlConfig(
+            start_urls=[url(0)], ignore_robots=True, handler=follow_with_meta, workers=2
+        )
+        async with open_redis_frontier(redis_server.url, name, config, name=f"h{i}") as frontier:
+            crawler = Crawler(
+                config,
+                fetcher,
+                frontier=frontier,
+                on_record=[records.append],
+                on_item=[items.append],
+            )
+            await crawler.run()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(one, i)
+    assert sorted((item["url"], item["hops"]) for item in items) == [  # type: ignore[index]
+        (url(0), 0), (url(1), 1), (url(2), 1), (url(3), 2), (url(4), 2),
+    ]  # fmt: skip
+    assert sorted(r.url for r in records) == [url(n) for n in range(5)]
+
+
+async def test_a_handler_that_cannot_cross_processes_is_refused(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    async def local(page: Page) -> None:
+        return None
+
+    config = CrawlConfig(start_urls=[url(0)], handler=local)
+    with pytest.raises(RedisFrontierError, match="use a module-level function"):
+        async with open_redis_frontier(redis_server.url, crawl_id, config):
+            pass
+
+
+async def test_a_retry_goes_through_redis_and_keeps_its_attempts(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage(first=[503, "timeout"])}
+    parts, _ = await crawl_shared(redis_server, crawl_id, pages, 2, retries=2)
+    by_url = {r.url: r for part in parts for r in part}
+    assert by_url[url(1)].status == 200
+    assert by_url[url(1)].attempts == 3
+
+
+async def test_unreachable_redis_raises_one_error() -> None:
+    config = CrawlConfig(start_urls=[url(0)])
+    with pytest.raises(RedisUnavailable, match="cannot connect to Redis"):
+        async with open_redis_frontier(
+            f"redis://127.0.0.1:{redis_fixture.free_port()}/0", "x", config
+        ):
+            pass

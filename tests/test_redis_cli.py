@@ -28,6 +28,9 @@ from trio_crawl.testing import Response, Site, page, redirect, serve_site
 import redis_fixture
 from redis_fixture import RedisServer, start_redis
 
+# coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
+pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
+
 redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
 
@@ -105,7 +108,7 @@ def random_site(seed: int, size: int) -> Site:
     for i in range(size):
         links = [f"/p/{rng.randrange(size + 5)}" for _ in range(rng.randint(0, 6))]
         # slow enough that every worker is up before the crawl is over
-        body = dataclasses.replace(page(*links), delay=0.03)
+        body = dataclasses.replace(page(*links), delay=0.05)
         if rng.random() < 0.05:
             routes[f"/p/{i}"] = [Response(status=503), body]
         else:
@@ -359,3 +362,30 @@ def test_numbered_outputs() -> None:
     assert numbered_output("out.jsonl", 2) == "out.2.jsonl"
     assert numbered_output("dir/out", 1) == os.path.join("dir", "out.1")
     assert numbered_output(".hidden", 3) == ".hidden.3"
+
+
+def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    delay = 0.2
+    routes: dict[str, Any] = {
+        "/": page(*[f"/p/{i}" for i in range(12)]),
+        "/robots.txt": Response(
+            body=f"User-agent: *\nCrawl-delay: {delay}\n".encode(), content_type="text/plain"
+        ),
+    }
+    for i in range(12):
+        routes[f"/p/{i}"] = page("/", f"/p/{(i + 1) % 12}")
+    with serve_site(Site(routes)) as server:
+        url = server.url("/")
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        codes, _ = wait_all(processes)
+        assert codes == [0, 0, 0]
+        times = sorted(r.time for r in server.log if r.target != "/robots.txt")
+        robots = [r for r in server.log if r.target == "/robots.txt"]
+    assert len(times) == 13
+    assert len(robots) == 1
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]

@@ -188,6 +188,8 @@ class _Lease:
     token: int
     entry: Entry
     refetch: bool
+    #: Its host is spaced (--rate, Crawl-delay): report the start to Redis.
+    report: bool = False
     started: bool = False
     #: Its move (finish, put back, defer) has been queued for Redis.
     moved: bool = False
@@ -450,7 +452,13 @@ class RedisFrontier:
 
     def start(self, entry: Entry) -> bool:
         # The page budget was spent when Redis leased the URL (a global count).
-        self._leases[entry].started = True
+        lease = self._leases[entry]
+        lease.started = True
+        if lease.report:  # the host's next start is spaced from this one
+            lease.report = False
+            self._outbox.ops += ["S", lease.digest, lease.token]
+            self._outbox.urgent = True
+            self._kick.set()
         entry.attempts += 1
         entry.state = EntryState.FETCHING
         return True
@@ -688,19 +696,21 @@ class RedisFrontier:
         batch, self._outbox = self._outbox, _Batch()
         self._remote_kick = False
         try:
-            reply = await self._fcall("sync", [self.owner, want, *batch.ops])
+            floor = min(want, self._config.workers)
+            reply = await self._fcall("sync", [self.owner, want, floor, *batch.ops])
         finally:
             batch.confirmed.set()
-        alive, due, counts, taken = reply
+        alive, due, counts, taken, idle = reply
         # From here to the end: synchronous, so what the reply says is applied
         # in one step (rule 2 of docs/termination.md).
         for lease in batch.leases:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
         self._counters(counts)
-        for i in range(0, len(taken), 9):
-            self._take(taken[i : i + 9])
-        self._idle = bool(alive) and not self._done and len(taken) < want * 9
+        for i in range(0, len(taken), 10):
+            self._take(taken[i : i + 10])
+        # Registered as idle in Redis: a wake-up (or ``due``) will come.
+        self._idle = bool(idle)
         now = trio.current_time()
         self._due_at = now + due / 1000 if due >= 0 else math.inf
         if not alive:
@@ -708,7 +718,7 @@ class RedisFrontier:
         self._check_idle()
 
     def _take(self, fields: Sequence[Any]) -> None:
-        digest, url_b, depth, ref_b, chain_b, payload_b, tries, refetch, token = fields
+        digest, url_b, depth, ref_b, chain_b, payload_b, tries, refetch, token, report = fields
         url = url_b.decode()
         entry = self._deferred.pop(digest, None)
         if entry is None or entry.url != url:
@@ -717,7 +727,7 @@ class RedisFrontier:
             entry = Entry(url, int(depth), ref_b.decode() or None, chain, payload)
         entry.attempts = int(tries)
         entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
-        self._leases[entry] = _Lease(digest, int(token), entry, bool(refetch))
+        self._leases[entry] = _Lease(digest, int(token), entry, bool(refetch), bool(report))
         self._publish(entry)
 
     async def _reregister(self) -> None:

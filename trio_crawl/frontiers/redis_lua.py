@@ -153,9 +153,9 @@ end
 -- hosts ------------------------------------------------------------------
 
 local function host(C, name)
-  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok')
+  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'pend')
   local H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
-    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0}
+    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, pend = v[5] or ''}
   if C.setup == 1 and H.ok == 0 then
     H.lim = 1 -- one request until its robots.txt has been read
   elseif C.plim > 0 then
@@ -166,8 +166,11 @@ local function host(C, name)
   return H
 end
 
+-- Saturated: as many requests in flight as allowed, or (a spaced host) its
+-- last URL handed out has not reported its start yet: the next start is
+-- spaced from the moment the previous one *started*, as the server sees it.
 local function saturated(H)
-  return H.lim > 0 and H.infl >= H.lim
+  return (H.lim > 0 and H.infl >= H.lim) or H.pend ~= ''
 end
 
 local function host_score(H)
@@ -177,7 +180,7 @@ end
 
 local function save_host(C, H)
   redis.call('HSET', C.p .. 'h:' .. H.name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
-    'ok', H.ok)
+    'ok', H.ok, 'pend', H.pend)
 end
 
 -- Give the host its true score in every ready set it is in (XX: only there).
@@ -200,12 +203,28 @@ local function push_all(key, items)
   end
 end
 
-local function release_host(C, name)
+local function release_host(C, name, d)
   local H = host(C, name)
   local was = saturated(H)
   H.infl = math.max(H.infl - 1, 0)
+  if H.pend == d then H.pend = '' end -- it never reported a start
   save_host(C, H)
   if was then rescore(C, H, true) end
+end
+
+-- A spaced host's URL has started: the next may start ``iv`` from now.
+local function started_at(C, d, token)
+  local ent = load(C, d)
+  if not (ent and ent[E_STATE] == 'l' and ent[E_OWNER] == C.owner and ent[E_ATT] == token) then
+    return
+  end
+  local H = host(C, ent[E_HOST])
+  if H.pend == d then
+    H.pend = ''
+    H.next = C.now + H.iv
+    save_host(C, H)
+    rescore(C, H, true)
+  end
 end
 
 -- admission --------------------------------------------------------------
@@ -267,7 +286,7 @@ end
 local function unlease(C, d, ent)
   redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
   C.leased = C.leased - 1
-  release_host(C, ent[E_HOST])
+  release_host(C, ent[E_HOST], d)
 end
 
 local function queue_again(C, d, ent)
@@ -286,7 +305,7 @@ local function reclaim(C, owner)
     if ent and ent[E_STATE] == 'l' and ent[E_OWNER] == owner then
       C.leased = C.leased - 1
       C.reclaimed = C.reclaimed + 1
-      release_host(C, ent[E_HOST])
+      release_host(C, ent[E_HOST], d)
       ent[E_REFETCH] = 1 -- the server may have seen it: its record will say so
       ent[E_TRIES] = 0
       queue_again(C, d, ent)
@@ -389,7 +408,12 @@ local function lease(C, d, ent, H, out)
   redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
   C.leased = C.leased + 1
   H.infl = H.infl + 1
-  if H.iv > 0 then H.next = C.now + H.iv end
+  local report = 0
+  if H.iv > 0 then
+    H.pend = d -- no other start on this host until this one reports its own
+    H.next = C.now + H.iv
+    report = 1
+  end
   local n = #out
   out[n + 1] = d
   out[n + 2] = ent[E_URL]
@@ -400,6 +424,7 @@ local function lease(C, d, ent, H, out)
   out[n + 7] = ent[E_TRIES]
   out[n + 8] = ent[E_REFETCH]
   out[n + 9] = ent[E_ATT]
+  out[n + 10] = report
 end
 
 local function may_start(H, now)
@@ -426,7 +451,7 @@ local function take_again(C, want, out)
     if ent and ent[E_STATE] == 'q' then
       local H = hosts[ent[E_HOST]] or host(C, ent[E_HOST])
       hosts[ent[E_HOST]] = H
-      if #out < want * 9 and may_start(H, C.now) then
+      if #out < want * 10 and may_start(H, C.now) then
         lease(C, d, ent, H, out)
       else
         keep[#keep + 1] = d
@@ -441,13 +466,13 @@ end
 
 local function take_fresh(C, depth, want, out)
   local rkey = C.p .. 'r:' .. depth
-  while #out < want * 9 and not budget_spent(C) do
+  while #out < want * 10 and not budget_spent(C) do
     local ready = redis.call('ZRANGEBYSCORE', rkey, '-inf', C.now, 'LIMIT', 0, 16)
     if #ready == 0 then return end
     for _, hostname in ipairs(ready) do
       local H = host(C, hostname)
       local q = C.p .. 'q:' .. depth .. ':' .. hostname
-      while #out < want * 9 and may_start(H, C.now) and not budget_spent(C) do
+      while #out < want * 10 and may_start(H, C.now) and not budget_spent(C) do
         local d = redis.call('LPOP', q)
         if not d then break end
         local ent = load(C, d)
@@ -461,7 +486,7 @@ local function take_fresh(C, depth, want, out)
       else
         redis.call('ZADD', rkey, host_score(H), hostname)
       end
-      if #out >= want * 9 or budget_spent(C) then return end
+      if #out >= want * 10 or budget_spent(C) then return end
     end
   end
 end
@@ -486,7 +511,7 @@ local function next_due(C)
     local ent = load(C, d)
     if ent then
       local H = host(C, ent[E_HOST])
-      if not saturated(H) then consider(H.next) end
+      if not saturated(H) then consider(H.next) end -- (a pending start wakes us)
     end
   end
   if not best then return -1 end
@@ -555,15 +580,18 @@ local function hello(keys, args)
   return {created, cfg, C.owner, last_id, counters(C)}
 end
 
--- sync(prefix; owner, want, ops...): apply a worker's batch of moves, then take
--- up to ``want`` URLs. Ops: F d token started n children... | R d token started
--- | D d token delay_ms tries | A n children... | C host delay_ms
+-- sync(prefix; owner, want, floor, ops...): apply a worker's batch of moves,
+-- then take up to ``want`` URLs (no more than a fair share of what is queued
+-- among the live workers, but ``floor`` if there is that much).
+-- Ops: F d token started n children... | R d token started
+-- | D d token delay_ms tries | A n children... | C host delay_ms | S d token
 local function sync(keys, args)
   local C = open(keys[1])
   C.owner = args[1]
   local want = tonumber(args[2])
+  local floor = tonumber(args[3])
   local alive = redis.call('ZSCORE', C.p .. 'w', C.owner)
-  local i = 3
+  local i = 4
   while i <= #args do
     local op = args[i]
     if op == 'F' then
@@ -580,6 +608,9 @@ local function sync(keys, args)
     elseif op == 'C' then
       crawl_delay(C, args[i + 1], tonumber(args[i + 2]))
       i = i + 3
+    elseif op == 'S' then
+      started_at(C, args[i + 1], tonumber(args[i + 2]))
+      i = i + 3
     else
       return redis.error_reply('trio_crawl: unknown op ' .. tostring(op))
     end
@@ -590,6 +621,13 @@ local function sync(keys, args)
   check_done(C)
   local out = {}
   local due = -1
+  if want > floor then
+    local live = redis.call('ZCOUNT', C.p .. 'w', C.now, '+inf')
+    if live > 1 then
+      local queued = C.fresh + redis.call('LLEN', C.p .. 'again')
+      want = math.min(want, math.max(floor, math.ceil(queued / live)))
+    end
+  end
   if alive and C.done == 0 and want > 0 then
     take_again(C, want, out)
     if not budget_spent(C) then
@@ -598,14 +636,16 @@ local function sync(keys, args)
   end
   check_done(C)
   wake(C)
-  if alive and C.done == 0 and #out < want * 9 then
+  local idle = 0
+  if alive and C.done == 0 and #out < want * 10 then
     redis.call('SADD', C.p .. 'idle', C.owner)
+    idle = 1
     due = next_due(C)
   end
   close(C)
   local a = 1
   if not alive then a = 0 end
-  return {a, due, counters(C), out}
+  return {a, due, counters(C), out, idle}
 end
 
 -- renew(prefix; owner, lease_ms): the heartbeat. 0 if this worker's leases
