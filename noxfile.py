@@ -70,7 +70,7 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmark against Scrapy (see benchmarks/README.md)."""
     check_python(session)
-    session.install("-e", ".", "scrapy>=2.11")
+    session.install("-e", ".[redis]", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
