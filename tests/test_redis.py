@@ -219,3 +219,48 @@ async def test_unreachable_redis_raises_one_error() -> None:
             f"redis://127.0.0.1:{redis_fixture.free_port()}/0", "x", config
         ):
             pass
+
+
+async def test_a_worker_taken_for_dead_loses_nothing_and_joins_again(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """Worker 0 never renews its lease (a stalled process): Redis takes it for
+    dead, its URLs go to worker 1 (their records say "refetched"), its late
+    moves are refused, and it joins again."""
+    rng = random.Random(11)
+    graph = {n: [rng.randrange(150) for _ in range(4)] for n in range(150)}
+    pages = {
+        url(n): FakePage(links=[url(c) for c in children], delay=0.06)
+        for n, children in graph.items()
+    }
+    fetcher = FakeFetcher(pages)
+    records: list[list[CrawlRecord]] = [[], []]
+    frontiers = []
+
+    async def one(i: int) -> None:
+        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+        async with open_redis_frontier(
+            redis_server.url, crawl_id, config, name=f"w{i}", lease=0.3 if i == 0 else 5.0
+        ) as frontier:
+            frontiers.append(frontier)
+            if i == 0:
+
+                async def stalled() -> None:
+                    await trio.sleep_forever()
+
+                frontier._heartbeat = stalled  # type: ignore[method-assign]
+            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records[i].append])
+            await crawler.run()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for i in range(2):
+                nursery.start_soon(one, i)
+    everything = [r for part in records for r in part]
+    counts = Counter(r.url for r in everything)
+    assert set(counts) == {url(n) for n in bfs_depths(graph, None)}
+    for u, n in counts.items():
+        if n > 1:
+            assert sum(bool(r.extra.get("refetched")) for r in everything if r.url == u) >= n - 1
+    stalled_frontier = next(f for f in frontiers if f.owner.startswith("w0"))
+    assert stalled_frontier.reregistered >= 1

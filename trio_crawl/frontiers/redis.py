@@ -700,13 +700,18 @@ class RedisFrontier:
             reply = await self._fcall("sync", [self.owner, want, floor, *batch.ops])
         finally:
             batch.confirmed.set()
-        alive, due, counts, taken, idle = reply
+        alive, due, counts, taken, idle, refused = reply
         # From here to the end: synchronous, so what the reply says is applied
         # in one step (rule 2 of docs/termination.md).
         for lease in batch.leases:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
         self._counters(counts)
+        if refused:
+            # Moves of leases Redis had taken back: the links they carried were
+            # not admitted, so this worker must not skip them if it meets them again.
+            self.refused += refused
+            self._sent.clear()
         for i in range(0, len(taken), 10):
             self._take(taken[i : i + 10])
         # Registered as idle in Redis: a wake-up (or ``due``) will come.

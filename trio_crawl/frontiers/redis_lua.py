@@ -65,6 +65,7 @@ local function open(prefix)
   local vals = redis.call('HMGET', prefix .. 'm', unpack(COUNTERS))
   for i, name in ipairs(COUNTERS) do C[name] = tonumber(vals[i]) or 0 end
   C.now = now_ms()
+  C.refused0 = C.refused
   return C
 end
 
@@ -590,7 +591,6 @@ local function sync(keys, args)
   C.owner = args[1]
   local want = tonumber(args[2])
   local floor = tonumber(args[3])
-  local alive = redis.call('ZSCORE', C.p .. 'w', C.owner)
   local i = 4
   while i <= #args do
     local op = args[i]
@@ -616,6 +616,9 @@ local function sync(keys, args)
     end
   end
   reclaim_expired(C)
+  -- Alive only if still registered after the reclaim: a lease to a worker
+  -- no longer in ``w`` would never be reclaimed.
+  local alive = redis.call('ZSCORE', C.p .. 'w', C.owner)
   move_due(C)
   advance_low(C)
   check_done(C)
@@ -645,7 +648,7 @@ local function sync(keys, args)
   close(C)
   local a = 1
   if not alive then a = 0 end
-  return {a, due, counters(C), out, idle}
+  return {a, due, counters(C), out, idle, C.refused - C.refused0}
 end
 
 -- renew(prefix; owner, lease_ms): the heartbeat. 0 if this worker's leases
