@@ -389,3 +389,31 @@ def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
     assert len(robots) == 1
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]
+
+
+def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """The default lease is 30 s; the same command (same output file) run
+    again after a SIGKILL gets the killed run's pages back without waiting."""
+    with serve_site(slow_site(200, 0.02)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        out = tmp_path / "w.jsonl"
+        args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        worker = start_worker(*args)
+        deadline = time.monotonic() + 30
+        while len(records(out)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        started = time.monotonic()
+        again = cli(*args, timeout=25)
+        assert again.returncode == 0, again.stderr
+        assert time.monotonic() - started < 20
+    got = records(out)
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    for u, n in counts.items():
+        if n > 1:
+            assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1

@@ -22,9 +22,10 @@ Rules a backend keeps (the engine's termination invariant rests on them):
    waiting URLs stop counting as work (they stay stored for a resume with a
    larger budget).
 
-Backends: ``MemoryFrontier`` (``memory``) and ``SqliteFrontier``
-(``sqlite``, the ``--state`` file, resumable). A shared one (Redis) fits the
-same face: ``serve`` is where it would wait for other processes' work.
+Backends: ``MemoryFrontier`` (``memory``), ``SqliteFrontier`` (``sqlite``,
+the ``--state`` file, resumable) and ``RedisFrontier`` (``redis``, one crawl
+shared by many processes; ``serve`` is where it waits for their work, and
+it also speaks ``SharedPoliteness`` and ``SharedRobots`` below).
 """
 
 from __future__ import annotations
