@@ -96,7 +96,10 @@ def random_site(seed: int, size: int) -> Site:
     chain, a redirect loop and a 503 that answers on the retry."""
     rng = random.Random(seed)
     routes: dict[str, Any] = {
-        "/": page(*[f"/p/{i}" for i in range(min(size, 8))], "/r/a", "/loop/1"),
+        # The root answers late: every worker is up before there is work to share.
+        "/": dataclasses.replace(
+            page(*[f"/p/{i}" for i in range(min(size, 8))], "/r/a", "/loop/1"), delay=1.5
+        ),
         "/robots.txt": Response(
             body=b"User-agent: *\nDisallow: /p/7\n", content_type="text/plain"
         ),
@@ -108,7 +111,7 @@ def random_site(seed: int, size: int) -> Site:
     for i in range(size):
         links = [f"/p/{rng.randrange(size + 5)}" for _ in range(rng.randint(0, 6))]
         # slow enough that every worker is up before the crawl is over
-        body = dataclasses.replace(page(*links), delay=0.05)
+        body = dataclasses.replace(page(*links), delay=0.02)
         if rng.random() < 0.05:
             routes[f"/p/{i}"] = [Response(status=503), body]
         else:
@@ -227,19 +230,25 @@ def slow_site(size: int, delay: float) -> Site:
     return Site(routes)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_a_worker_killed_at_a_random_moment_loses_nothing(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
-    with serve_site(slow_site(300, 0.01)) as server:
+    with serve_site(slow_site(300, 0.03)) as server:
         url = server.url("/")
         expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "4")}
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
         common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "-w", "4", "--lease", "2"]
         processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
-        time.sleep(rng.uniform(0.3, 1.5))
+        # The kill comes after a random number of the victim's records, with a
+        # random delay on top: mid-fetch, mid-write, between a record and its finish.
         victim = rng.randrange(3)
+        wanted = rng.randint(1, 40)
+        deadline = time.monotonic() + 30
+        while len(records(outputs[victim])) < wanted and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.05))
         processes[victim].send_signal(signal.SIGKILL)
         codes, _ = wait_all(processes)
     assert codes[victim] == -signal.SIGKILL

@@ -237,7 +237,7 @@ class RedisFrontier:
         self._max_depth = config.max_depth
         self._name = name
         self._url = url
-        self.window = window or max(64, 4 * config.workers)
+        self.window = window or max(128, 8 * config.workers)
         self._low_water = max(1, self.window // 2)
         self._batch_max = self.window
         self.lease = lease
@@ -475,8 +475,9 @@ class RedisFrontier:
             for url in links:
                 known = sent.get(url)
                 if known is not None and known <= depth:
-                    continue
+                    continue  # sent already (or out of scope: -1)
                 if not allows(url):
+                    sent[url] = -1
                     continue
                 sent[url] = depth
                 children += [url_digest(url), url, host_port(url), depth, entry.url, "", ""]

@@ -624,11 +624,20 @@ local function sync(keys, args)
   check_done(C)
   local out = {}
   local due = -1
-  if want > floor then
+  if want > 1 then
     local live = redis.call('ZCOUNT', C.p .. 'w', C.now, '+inf')
     if live > 1 then
+      -- A fair share of what is queued; while other workers wait for work,
+      -- not even ``floor`` more (they are woken to take the rest).
       local queued = C.fresh + redis.call('LLEN', C.p .. 'again')
-      want = math.min(want, math.max(floor, math.ceil(queued / live)))
+      local share = math.ceil(queued / live)
+      local waiting = redis.call('SCARD', C.p .. 'idle')
+        - redis.call('SISMEMBER', C.p .. 'idle', C.owner)
+      if waiting > 0 then
+        want = math.min(want, math.max(1, share))
+      else
+        want = math.min(want, math.max(floor, share))
+      end
     end
   end
   if alive and C.done == 0 and want > 0 then
