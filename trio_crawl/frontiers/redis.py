@@ -280,7 +280,11 @@ class RedisFrontier:
 
         self.calls += 1
         try:
-            with trio.fail_after(CALL_TIMEOUT):
+            # Shielded, and bounded by CALL_TIMEOUT. A call cut off by the end
+            # of the crawl would leave Redis and this worker disagreeing about
+            # what was finished and what was taken; and coredis shares a
+            # connection between calls, so one cancelled call breaks the others.
+            with trio.CancelScope(shield=True), trio.fail_after(CALL_TIMEOUT):
                 return await self._client.fcall(
                     redis_lua.function(name),
                     keys=[self._prefix],  # the prefix: its hash tag routes the call
@@ -302,11 +306,12 @@ class RedisFrontier:
         import coredis.exceptions
 
         try:
-            with trio.fail_after(CALL_TIMEOUT):
-                return await request
+            with trio.CancelScope(shield=True), trio.fail_after(CALL_TIMEOUT):
+                result = await request  # shielded: see _fcall
         except (coredis.exceptions.ConnectionError, OSError, trio.TooSlowError) as exc:
             await trio.lowlevel.checkpoint_if_cancelled()
             raise self._lost_error(exc) from None
+        return result
 
     def _lost_error(self, exc: BaseException) -> RedisLost:
         reason = str(exc) or type(exc).__name__
