@@ -47,7 +47,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package, against trio's own inline type hints."""
     check_python(session)
-    session.install("-e", ".[report]", "mypy>=1.11", "lxml-stubs>=0.5")
+    session.install("-e", ".[report,redis]", "mypy>=1.11", "lxml-stubs>=0.5")
     session.run("mypy", "--strict", "trio_crawl")
 
 
@@ -72,7 +72,7 @@ def bench(session: nox.Session) -> None:
     Scrapy (run.py, takes the posargs), then the Python documentation against wget and
     Scrapy (realsite.py; installs python3.11-doc with apt when root, else skips)."""
     check_python(session)
-    session.install("-e", ".", "scrapy>=2.11")
+    session.install("-e", ".[redis]", "scrapy>=2.11")
     session.run("python", "benchmarks/run.py", *session.posargs)
     session.run("python", "benchmarks/realsite.py")
 

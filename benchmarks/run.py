@@ -49,10 +49,13 @@ from urllib.parse import urldefrag, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import redis_bench
 from generate_site import SiteParams, ensure_site, read_expected
 from servers import Server, open_server
 
 TOOLS = ("trio-crawl", "scrapy")
+#: One crawl in Redis over N worker processes (redis_bench.py): ``redis:N``.
+REDIS_TOOLS = ("redis:1", "redis:2", "redis:4")
 HERE = Path(__file__).resolve().parent
 
 
@@ -289,11 +292,49 @@ def crawl(tool: str, rnd: int, server: Server, expected: list[str], args: Any, o
             str(out / f"{tool}-r{rnd}.stats.json"),
         ]
         reader = read_scrapy
+    elif redis_bench.parse_tool(tool) is not None:
+        return crawl_redis(tool, rnd, server, expected, args, out)
     else:
         raise ValueError(f"unknown tool {tool!r}")
     measured = run_measured(command, timeout=args.timeout, log_path=log)
     verdict = verify(reader(output), expected, server.base_url)
     run = Run(tool, rnd, command, measured, verdict)
+    if not run.ok:
+        run.log_tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+    return run
+
+
+def crawl_redis(
+    tool: str, rnd: int, server: Server, expected: list[str], args: Any, out: Path
+) -> Run:
+    """``redis:N``: one crawl in Redis over N worker processes (redis_bench.py)."""
+    processes = redis_bench.parse_tool(tool)
+    assert processes is not None
+    name = tool.replace(":", "")
+    output = out / f"{name}-r{rnd}.jsonl"
+    log = out / f"{name}-r{rnd}.log"
+    base = [
+        *trio_crawl_command(args.trio_crawl_cmd),
+        server.base_url,
+        "-w",
+        str(args.workers),
+        "-q",
+        *shlex.split(args.trio_crawl_args),
+    ]
+    redis = args.redis_server
+    command = redis_bench.command(base, redis, processes, output)
+    cpu_before = redis.cpu_seconds()
+    measured = run_measured(command, timeout=args.timeout, log_path=log)
+    redis_cpu = redis.cpu_seconds() - cpu_before
+    fetched: list[str] = []
+    errors: list[str] = []
+    for part in redis_bench.outputs(output, processes):
+        fetches = read_trio_crawl(part)
+        fetched += fetches.fetched
+        errors += fetches.errors
+    verdict = verify(Fetches(fetched, errors), expected, server.base_url)
+    run = Run(tool, rnd, command, measured, verdict)
+    run.notes.append(f"redis-server CPU {redis_cpu:.1f} s")
     if not run.ok:
         run.log_tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
     return run
@@ -424,7 +465,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pages", type=int, default=20_000, help="HTML pages in the site")
     parser.add_argument("--workers", type=int, default=16, help="concurrency of both tools")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each tool")
-    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools")
+    parser.add_argument(
+        "--tools",
+        default=",".join((*TOOLS, *REDIS_TOOLS)),
+        help="comma-separated tools; redis:N is one crawl in Redis over N processes "
+        "(skipped, with a note, where redis-server or coredis is missing)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="site generator seed")
     parser.add_argument(
         "--server", choices=("auto", "nginx", "python"), default="auto", help="static server"
@@ -444,7 +490,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = sorted(set(tools) - set(TOOLS))
+    unknown = sorted(t for t in set(tools) - set(TOOLS) if redis_bench.parse_tool(t) is None)
     if unknown or not tools:
         parser.error(f"--tools: unknown {unknown}; choose from {', '.join(TOOLS)}")
     args.tools = tools
@@ -489,7 +535,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-bench-out-")
     runs: list[Run] = []
-    with out_ctx as out_name, open_server(site_dir, args.server) as server:
+    redis_ctx: contextlib.AbstractContextManager[redis_bench.BenchRedis | None]
+    redis_ctx = contextlib.nullcontext()
+    if any(redis_bench.parse_tool(t) is not None for t in args.tools):
+        why = redis_bench.available()
+        if why is None:
+            redis_ctx = redis_bench.open_redis()
+        else:
+            print(f"note:    no redis:N rows: {why}")
+            args.tools = [t for t in args.tools if redis_bench.parse_tool(t) is None]
+    with (
+        out_ctx as out_name,
+        open_server(site_dir, args.server) as server,
+        redis_ctx as args.redis_server,
+    ):
         out = Path(out_name)
         print(f"server:  {server.description} at {server.base_url}")
         if server.kind != "nginx":
@@ -503,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 print(
                     f"{'OK' if run.ok else 'FAILED'} in {run.measured.wall_s:.1f} s: "
-                    f"{shlex.join(run.command)}",
+                    f"{shlex.join(run.command)}"
+                    + (f" ({'; '.join(run.notes)})" if run.notes else ""),
                     flush=True,
                 )
                 if not run.ok:
@@ -519,6 +579,19 @@ def main(argv: list[str] | None = None) -> int:
         medians = " (medians)" if args.rounds > 1 else ""
         caveat = "" if all(r.ok for r in runs) else " (not meaningful: a run FAILED)"
         print(f"trio-crawl / Scrapy pages/s{medians}: {ratio:.2f}x{caveat}")
+    redis_rows = [t for t in per_tool if redis_bench.parse_tool(t) is not None]
+    if "redis:1" in per_tool:
+        one = max(float(per_tool["redis:1"]["pages_per_s"]), 1e-9)
+        for tool in redis_rows:
+            if tool != "redis:1":
+                ratio = float(per_tool[tool]["pages_per_s"]) / one
+                exact = "exact" if per_tool[tool]["ok"] else "NOT exact"
+                print(f"{tool} / redis:1 pages/s: {ratio:.2f}x ({exact})")
+    if "trio-crawl" in per_tool:
+        alone = max(float(per_tool["trio-crawl"]["pages_per_s"]), 1e-9)
+        for tool in redis_rows:
+            ratio = float(per_tool[tool]["pages_per_s"]) / alone
+            print(f"{tool} / trio-crawl (one process, in memory) pages/s: {ratio:.2f}x")
     if args.json:
         payload = {
             "machine": machine,

@@ -13,13 +13,14 @@ subpackages are the implementation, laid out by layer, and may change:
     sites/      local sites served on 127.0.0.1 (the demo, tests)
 """
 
-__version__ = "0.1.0"
-
 from .core.config import ConfigError, CrawlConfig
 from .core.http import FetchConfig
 from .core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
 from .core.scrape import Handler, Page, Request
 from .core.stats import CrawlSummary
+from .core.version import VERSION
+
+__version__ = VERSION
 from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher

@@ -52,6 +52,7 @@ from ..engine.outputs import (
     OutputError,
     OutputFile,
 )
+from ..frontiers.base import FrontierBackend
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.resume import (
     StateLockedError,
@@ -62,6 +63,7 @@ from ..frontiers.resume import (
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.warc import WarcWriter
 from .progress import print_summary, show_progress
+from .redis_cli import add_redis_options, run_redis_cli
 
 EXIT_OK = 0
 EXIT_HANDLER = 1
@@ -204,6 +206,8 @@ def build_parser(
         help="queued URLs kept in memory; the rest wait in SQLite (default with "
         "--state/--seeds: 10000)",
     )
+    if with_urls:
+        add_redis_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
     p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
@@ -517,7 +521,7 @@ async def crawl_with_ui(
     *,
     show: bool,
     quiet: bool,
-    frontier: SqliteFrontier | None = None,
+    frontier: FrontierBackend | None = None,
     output: str | None = None,
     warc: str | None = None,
 ) -> Ending:
@@ -655,6 +659,8 @@ def run_cli(argv: Sequence[str]) -> int:
         return run_report(list(argv[1:]))
     try:
         args = build_parser().parse_args(list(argv))
+        if args.redis or args.crawl_id or args.processes is not None:
+            return run_redis_cli(args, argv)
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")

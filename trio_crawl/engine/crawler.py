@@ -48,7 +48,7 @@ from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import Scope, host_port, resolve
 from ..fetch.base import Fetcher
-from ..frontiers.base import FrontierBackend
+from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .delivery import Delivery, ItemCallback, RecordCallback, ResponseCallback
@@ -56,6 +56,7 @@ from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
 from .robots_gate import RobotsCache
+from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import sitemap_page_urls
 
 _FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)
@@ -109,16 +110,23 @@ class Crawler:
         self._pool = WorkPool[Entry](
             config.workers, grace=config.grace, on_take=self.frontier.want_more
         )
-        self.schedule = ScheduleRoom(
-            PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
-            self._publish,
-        )
+        if isinstance(self.frontier, SharedPoliteness):  # Redis: the server spaces requests
+            self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
+        else:
+            self.schedule = ScheduleRoom(
+                PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
+                self._publish,
+            )
         self._pool.add_room(self.schedule)
         self._pool.add_room(self.frontier)
         self.frontier.attach(self._publish, self._pool.check_idle, lambda: self._pool.queued)
         robots = None
         if not config.ignore_robots:
-            robots = RobotsCache(fetcher, config.user_agent, retry_period=ROBOTS_RETRY_PERIOD)
+            robots = RobotsCache(
+                robots_fetcher(fetcher, self.frontier),  # once per crawl with --redis
+                config.user_agent,
+                retry_period=ROBOTS_RETRY_PERIOD,
+            )
         seed = self._seed_from_sitemaps if config.sitemaps else None
         self._gate = HostGate(robots, self.schedule, seed)
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)

@@ -22,17 +22,19 @@ Rules a backend keeps (the engine's termination invariant rests on them):
    waiting URLs stop counting as work (they stay stored for a resume with a
    larger budget).
 
-Backends: ``MemoryFrontier`` (``memory``) and ``SqliteFrontier``
-(``sqlite``, the ``--state`` file, resumable). A shared one (Redis) fits the
-same face: ``serve`` is where it would wait for other processes' work.
+Backends: ``MemoryFrontier`` (``memory``), ``SqliteFrontier`` (``sqlite``,
+the ``--state`` file, resumable) and ``RedisFrontier`` (``redis``, one crawl
+shared by many processes; ``serve`` is where it waits for their work, and
+it also speaks ``SharedPoliteness`` and ``SharedRobots`` below).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from ..core.frontier import Entry, FrontierStatistics, RedirectOutcome
+from ..core.models import FetchResult
 
 #: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
 Publish = Callable[[Entry], None]
@@ -125,4 +127,34 @@ class FrontierBackend(Protocol):
 
     async def aclose(self) -> None:
         """Write what is pending; bounded, safe to call when cancelled."""
+        ...
+
+
+@runtime_checkable
+class SharedPoliteness(Protocol):
+    """A backend shared by several processes (Redis) that spaces requests to
+    each host itself, as every worker sees them: ``--rate``, Crawl-delay and
+    ``--per-host-concurrency`` hold for the whole crawl. The engine then
+    keeps no per-host limits of its own, and hands it retries and Crawl-delays."""
+
+    def set_crawl_delay(self, host: str, delay: float | None) -> None:
+        """``host``'s robots.txt has been read (``delay``: its Crawl-delay)."""
+        ...
+
+    def defer(self, entry: Entry, delay: float) -> None:
+        """Retry ``entry`` in ``delay`` seconds. Not a checkpoint."""
+        ...
+
+
+@runtime_checkable
+class SharedRobots(Protocol):
+    """A backend shared by several processes that fetches each robots.txt
+    once for the whole crawl and shares the response."""
+
+    async def fetch_robots_once(
+        self, url: str, fetch: Callable[[], Awaitable[FetchResult]]
+    ) -> FetchResult:
+        """The response for robots.txt ``url``: stored by another worker, or
+        ``fetch()`` ed here (once, while the others wait) and stored. A
+        ``FetchError`` is shared (and re-raised) the same way."""
         ...

@@ -86,6 +86,7 @@ from typing import Any, BinaryIO, Final, NamedTuple, Self
 from urllib.parse import urlsplit
 
 from ..core.models import FetchResult
+from ..core.version import VERSION
 
 try:  # ISA-L deflate: 3-4x faster than zlib at level 1, and smaller output
     from isal import isal_zlib
@@ -327,10 +328,8 @@ class WarcWriter:
     def write_warcinfo(self, info: Mapping[str, object]) -> str:
         """A ``warcinfo`` record; the response records written after it refer to
         it with ``WARC-Warcinfo-ID``. Returns its WARC-Record-ID."""
-        from .. import __version__
-
         fields: dict[str, object] = {
-            "software": f"trio-crawl/{__version__}",
+            "software": f"trio-crawl/{VERSION}",
             "format": "WARC File Format 1.1",
             "conformsTo": "https://iipc.github.io/warc-specifications/specifications/"
             "warc-format/warc-1.1/",

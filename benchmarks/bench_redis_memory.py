@@ -1,0 +1,112 @@
+"""Memory in Redis per URL of a ``--redis`` crawl (docs/scaling.md quotes it).
+
+Starts its own redis-server (127.0.0.1, free port, persistence off), then
+drives the crawl's server-side functions directly, as workers would:
+
+1. admit N URLs (default 100,000, about 60 characters each, on 10 hosts):
+   ``used_memory`` per *queued* URL (seen set + entry + queue);
+2. take and finish them all, in batches of 500: ``used_memory`` per *seen*
+   URL once the crawl is done (only the seen set of 8-byte digests stays);
+3. ``MEMORY USAGE`` of the seen set's buckets, summed, per URL.
+
+Also prints how long Redis took for the admissions and the take-and-finish
+rounds (server-side work per page, without any crawling).
+
+    python benchmarks/bench_redis_memory.py [--urls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import redis_bench
+
+from trio_crawl.core.url import host_port
+from trio_crawl.frontiers import redis_lua
+from trio_crawl.frontiers.redis import keys_prefix, url_digest
+
+
+async def measure(url: str, n: int) -> None:
+    import coredis
+
+    client = coredis.Redis.from_url(url)
+    async with client:
+        prefix = keys_prefix("memory")
+
+        async def call(name: str, *args: object) -> object:
+            return await client.fcall(redis_lua.function(name), keys=[prefix], args=list(args))
+
+        await client.function_load(redis_lua.LIBRARY, replace=True)
+        base = int((await client.info("memory"))["used_memory"])
+        start = "http://www.example-0.test/"
+        hello = await call(
+            "hello", "bench", 30_000, "{}", -1, 0, 0, 0, 1,
+            url_digest(start), start, host_port(start), 0, "", "", "",
+        )  # fmt: skip
+        owner = hello[2]  # type: ignore[index]
+        urls = [
+            f"http://www.example-{i % 10}.test/section/{i % 97}/page-{i}.html?ref={i % 13}"
+            for i in range(1, n)
+        ]
+        mean = sum(map(len, urls)) / len(urls)
+        t0 = time.perf_counter()
+        for i in range(0, len(urls), 2000):
+            ops: list[object] = []
+            for u in urls[i : i + 2000]:
+                ops += [url_digest(u), u, host_port(u), 1, start, "", ""]
+            await call("sync", owner, 0, 0, "A", len(ops) // 7, *ops)
+        admit_s = time.perf_counter() - t0
+        queued = int((await client.info("memory"))["used_memory"]) - base
+        print(f"{n:,} URLs (mean length {mean:.0f} characters) admitted in {admit_s:.1f} s")
+        print(f"  queued:  {queued / n:.0f} bytes of Redis memory per URL")
+        t0 = time.perf_counter()
+        rounds = 0
+        pending: list[object] = []
+        while True:
+            reply = await call("sync", owner, 500, 500, *pending)
+            rounds += 1
+            taken = reply[3]  # type: ignore[index]
+            pending = []
+            for j in range(0, len(taken), 10):
+                digest, token = taken[j], taken[j + 8]
+                pending += ["F", digest, token, 1, 0]
+            if not taken and reply[2][0]:  # type: ignore[index]
+                break
+        finish_s = time.perf_counter() - t0
+        done = int((await client.info("memory"))["used_memory"]) - base
+        seen_keys = [k async for k in client.scan_iter(match=f"{prefix}S*", count=1000)]
+        seen_bytes = 0
+        for k in seen_keys:
+            seen_bytes += int(await client.memory_usage(k) or 0)
+        print(
+            f"  taken and finished in {finish_s:.1f} s ({rounds} rounds of 500: "
+            f"{n / finish_s:,.0f} pages/s of server-side work)"
+        )
+        print(f"  done:    {done / n:.1f} bytes per seen URL (used_memory)")
+        print(
+            f"  seen set: {seen_bytes / n:.1f} bytes per URL in {len(seen_keys):,} buckets "
+            "(MEMORY USAGE)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--urls", type=int, default=100_000)
+    args = parser.parse_args()
+    why = redis_bench.available()
+    if why:
+        sys.exit(why)
+    with redis_bench.open_redis() as server:
+        trio.run(measure, server.url, args.urls)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""The Redis frontier against a real redis-server (tests/redis_fixture.py).
+
+Several crawlers in one trio process, each with its own ``RedisFrontier``
+(as separate processes would have), crawl in-memory sites (tests/fakes.py)
+through one crawl in Redis. Their records together must be the
+single-process crawl: every URL once, at its BFS depth.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+import trio
+
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
+from trio_crawl.frontiers.redis import RedisFrontierError, RedisUnavailable, open_redis_frontier
+
+import redis_fixture
+from fakes import FakeFetcher, FakePage, bfs_depths
+from redis_fixture import RedisServer
+
+# coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
+pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
+
+redis_server = redis_fixture.redis_server
+crawl_id = redis_fixture.crawl_id
+
+SITE = "http://site.test"
+
+
+def url(n: int | str) -> str:
+    return f"{SITE}/{n}"
+
+
+def random_graph(rng: random.Random, size: int) -> dict[int, list[int]]:
+    graph: dict[int, list[int]] = {}
+    for node in range(size):
+        graph[node] = [rng.randrange(size) for _ in range(rng.randint(0, 6))]
+    return graph
+
+
+def pages_of(graph: dict[int, list[int]], rng: random.Random) -> dict[str, FakePage]:
+    """Pages for ``graph``; a page that fails for good loses its links (in
+    ``graph`` too: the crawl cannot see them)."""
+    pages = {}
+    for node, children in graph.items():
+        kind = rng.random()
+        if kind < 0.1:
+            pages[url(node)] = FakePage(status=500, links=[url(c) for c in children])
+            graph[node] = []
+        elif kind < 0.2:
+            pages[url(node)] = FakePage(first=[503], links=[url(c) for c in children])
+        else:
+            pages[url(node)] = FakePage(links=[url(c) for c in children], delay=rng.random() / 200)
+    return pages
+
+
+async def crawl_shared(
+    server: RedisServer,
+    name: str,
+    pages: dict[str, FakePage],
+    workers: int,
+    start: Sequence[str] = (url(0),),
+    **options: object,
+) -> tuple[list[list[CrawlRecord]], list[float]]:
+    """``workers`` crawlers of one Redis crawl; their records and end times."""
+    records: list[list[CrawlRecord]] = [[] for _ in range(workers)]
+    ends: list[float] = [0.0] * workers
+    options.setdefault("ignore_robots", True)
+    options.setdefault("workers", 4)
+    options.setdefault("retries", 1)
+
+    fetcher = FakeFetcher(pages)  # one site for all: its 503-then-200 pages answer once
+
+    async def one(i: int) -> None:
+        config = CrawlConfig(start_urls=list(start), **options)  # type: ignore[arg-type]
+        async with open_redis_frontier(server.url, name, config, name=f"w{i}") as frontier:
+            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records[i].append])
+            await crawler.run()
+            ends[i] = trio.current_time()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for i in range(workers):
+                nursery.start_soon(one, i)
+    return records, ends
+
+
+def check_exact(
+    records: list[CrawlRecord], graph: dict[int, list[int]], max_depth: int | None = None
+) -> None:
+    depths = bfs_depths(graph, max_depth)
+    counts = Counter(r.url for r in records)
+    assert [u for u, n in counts.items() if n > 1] == []
+    assert set(counts) == {url(n) for n in depths}
+    by_url = {r.url: r for r in records}
+    for node, depth in depths.items():
+        record = by_url[url(node)]
+        assert record.depth == depth, record
+        if depth:
+            parent = int(record.referrer.rsplit("/", 1)[1])  # type: ignore[union-attr]
+            assert depths[parent] == depth - 1
+            assert node in graph[parent]
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+async def test_several_crawlers_equal_the_single_crawl(
+    redis_server: RedisServer, workers: int
+) -> None:
+    for seed in range(6):
+        rng = random.Random(seed * 10 + workers)
+        graph = random_graph(rng, rng.randint(1, 120))
+        pages = pages_of(graph, rng)
+        max_depth = rng.choice([None, None, 2, 4])
+        name = f"exact-{workers}-{seed}-{rng.random()}"
+        parts, ends = await crawl_shared(redis_server, name, pages, workers, max_depth=max_depth)
+        check_exact([r for part in parts for r in part], graph, max_depth)
+        assert max(ends) - min(ends) < 0.5
+
+
+async def test_a_crawl_that_is_done_ends_a_joining_worker_at_once(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage()}
+    parts, _ = await crawl_shared(redis_server, crawl_id, pages, 1)
+    assert sorted(r.url for r in parts[0]) == [url(0), url(1)]
+    parts, _ = await crawl_shared(redis_server, crawl_id, pages, 2)
+    assert parts == [[], []]
+
+
+async def test_the_page_budget_is_one_count_for_all_workers(redis_server: RedisServer) -> None:
+    rng = random.Random(5)
+    graph = {n: [rng.randrange(200) for _ in range(5)] for n in range(200)}
+    pages = {url(n): FakePage(links=[url(c) for c in children]) for n, children in graph.items()}
+    for budget in (0, 1, 7, 40):
+        name = f"budget-{budget}-{rng.random()}"
+        parts, ends = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
+        fetched = [r for part in parts for r in part if r.attempts]
+        assert len(fetched) == min(budget, 200)
+        assert len({r.url for r in fetched}) == len(fetched)
+        assert max(ends) - min(ends) < 0.5
+
+
+async def follow_with_meta(page: Page) -> AsyncIterator[object]:
+    """A module-level handler: it can cross processes by name."""
+    yield {"url": page.url, "hops": page.meta.get("hops", 0)}
+    if page.meta.get("hops", 0) < 2:
+        for link in page.links():
+            yield Request(link, meta={"hops": page.meta.get("hops", 0) + 1})
+
+
+async def test_handlers_and_their_requests_cross_workers(redis_server: RedisServer) -> None:
+    pages = {
+        url(0): FakePage(links=[url(1), url(2)]),
+        url(1): FakePage(links=[url(3)]),
+        url(2): FakePage(links=[url(3), url(4)]),
+        url(3): FakePage(links=[url(5)]),
+        url(4): FakePage(),
+        url(5): FakePage(),
+    }
+    items: list[object] = []
+    records: list[CrawlRecord] = []
+    fetcher = FakeFetcher(pages)
+    name = f"handler-{random.random()}"
+
+    async def one(i: int) -> None:
+        config = CrawlConfig(
+            start_urls=[url(0)], ignore_robots=True, handler=follow_with_meta, workers=2
+        )
+        async with open_redis_frontier(redis_server.url, name, config, name=f"h{i}") as frontier:
+            crawler = Crawler(
+                config,
+                fetcher,
+                frontier=frontier,
+                on_record=[records.append],
+                on_item=[items.append],
+            )
+            await crawler.run()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(one, i)
+    assert sorted((item["url"], item["hops"]) for item in items) == [  # type: ignore[index]
+        (url(0), 0), (url(1), 1), (url(2), 1), (url(3), 2), (url(4), 2),
+    ]  # fmt: skip
+    assert sorted(r.url for r in records) == [url(n) for n in range(5)]
+
+
+async def test_a_handler_that_cannot_cross_processes_is_refused(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    async def local(page: Page) -> None:
+        return None
+
+    config = CrawlConfig(start_urls=[url(0)], handler=local)
+    with pytest.raises(RedisFrontierError, match="use a module-level function"):
+        async with open_redis_frontier(redis_server.url, crawl_id, config):
+            pass
+
+
+async def test_a_retry_goes_through_redis_and_keeps_its_attempts(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage(first=[503, "timeout"])}
+    parts, _ = await crawl_shared(redis_server, crawl_id, pages, 2, retries=2)
+    by_url = {r.url: r for part in parts for r in part}
+    assert by_url[url(1)].status == 200
+    assert by_url[url(1)].attempts == 3
+
+
+async def test_unreachable_redis_raises_one_error() -> None:
+    config = CrawlConfig(start_urls=[url(0)])
+    with pytest.raises(RedisUnavailable, match="cannot connect to Redis"):
+        async with open_redis_frontier(
+            f"redis://127.0.0.1:{redis_fixture.free_port()}/0", "x", config
+        ):
+            pass
+
+
+async def test_a_worker_taken_for_dead_loses_nothing_and_joins_again(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """Worker 0 never renews its lease (a stalled process): Redis takes it for
+    dead, its URLs go to worker 1 (their records say "refetched"), its late
+    moves are refused, and it joins again."""
+    rng = random.Random(11)
+    graph = {n: [rng.randrange(150) for _ in range(4)] for n in range(150)}
+    pages = {
+        url(n): FakePage(links=[url(c) for c in children], delay=0.06)
+        for n, children in graph.items()
+    }
+    fetcher = FakeFetcher(pages)
+    records: list[list[CrawlRecord]] = [[], []]
+    frontiers = []
+
+    async def one(i: int) -> None:
+        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+        async with open_redis_frontier(
+            redis_server.url, crawl_id, config, name=f"w{i}", lease=0.3 if i == 0 else 5.0
+        ) as frontier:
+            frontiers.append(frontier)
+            if i == 0:
+
+                async def stalled() -> None:
+                    await trio.sleep_forever()
+
+                frontier._heartbeat = stalled  # type: ignore[method-assign]
+            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records[i].append])
+            await crawler.run()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for i in range(2):
+                nursery.start_soon(one, i)
+    everything = [r for part in records for r in part]
+    counts = Counter(r.url for r in everything)
+    assert set(counts) == {url(n) for n in bfs_depths(graph, None)}
+    for u, n in counts.items():
+        if n > 1:
+            assert sum(bool(r.extra.get("refetched")) for r in everything if r.url == u) >= n - 1
+    stalled_frontier = next(f for f in frontiers if f.owner.startswith("w0"))
+    assert stalled_frontier.reregistered >= 1

@@ -1,0 +1,457 @@
+"""``trio-crawl --redis``: real worker processes, a real redis-server and a
+real local site (trio_crawl.testing). The union of the workers' outputs must
+be the single-process crawl; killed workers lose nothing; the server sees
+``--rate`` kept across all workers; every worker ends at the same moment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trio_crawl.testing import Response, Site, page, redirect, serve_site
+
+import redis_fixture
+from redis_fixture import RedisServer, start_redis
+
+# coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
+pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
+
+redis_server = redis_fixture.redis_server
+crawl_id = redis_fixture.crawl_id
+
+TIMEOUT = 90
+
+
+def cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trio_crawl", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def start_worker(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "trio_crawl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def wait_all(processes: Sequence[subprocess.Popen[str]]) -> tuple[list[int], list[float]]:
+    """Wait for every process; their exit codes and exit times (monotonic)."""
+    ends = [0.0] * len(processes)
+
+    def wait(i: int) -> None:
+        processes[i].wait(timeout=TIMEOUT)
+        ends[i] = time.monotonic()
+
+    threads = [threading.Thread(target=wait, args=(i,)) for i in range(len(processes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [p.returncode for p in processes], ends
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """The records of an output file (a torn last line, left by a kill, skipped)."""
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def key(record: dict[str, Any]) -> tuple[object, ...]:
+    error = record["error"]["kind"] if record["error"] else None
+    return (record["url"], record["status"], record["depth"], error, record["redirect"])
+
+
+def random_site(seed: int, size: int) -> Site:
+    """Pages linking at random, with a robots.txt rule, 404s, a redirect
+    chain, a redirect loop and a 503 that answers on the retry."""
+    rng = random.Random(seed)
+    routes: dict[str, Any] = {
+        # The root answers late: every worker is up before there is work to share.
+        "/": dataclasses.replace(
+            page(*[f"/p/{i}" for i in range(min(size, 8))], "/r/a", "/loop/1"), delay=1.5
+        ),
+        "/robots.txt": Response(
+            body=b"User-agent: *\nDisallow: /p/7\n", content_type="text/plain"
+        ),
+        "/r/a": redirect("/r/b"),
+        "/r/b": redirect("/p/1"),
+        "/loop/1": redirect("/loop/2"),
+        "/loop/2": redirect("/loop/1"),
+    }
+    for i in range(size):
+        links = [f"/p/{rng.randrange(size + 5)}" for _ in range(rng.randint(0, 6))]
+        # slow enough that every worker is up before the crawl is over
+        body = dataclasses.replace(page(*links), delay=0.02)
+        if rng.random() < 0.05:
+            routes[f"/p/{i}"] = [Response(status=503), body]
+        else:
+            routes[f"/p/{i}"] = body
+    return Site(routes)
+
+
+@pytest.fixture
+def site() -> Iterator[Any]:
+    with serve_site(random_site(7, 250)) as server:
+        yield server
+
+
+def single_crawl(url: str, tmp_path: Path, *extra: str) -> list[dict[str, Any]]:
+    out = tmp_path / "single.jsonl"
+    result = cli(url, "-o", str(out), "-q", *extra)
+    assert result.returncode == 0, result.stderr
+    return records(out)
+
+
+def test_unreachable_redis_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    port = redis_fixture.free_port()
+    result = cli(
+        "http://127.0.0.1:1/", "--redis", f"redis://127.0.0.1:{port}/0", "--crawl-id", "x"
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(
+        f"trio-crawl: error: cannot connect to Redis at redis://127.0.0.1:{port}/0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--redis", "redis://127.0.0.1:1/0"], "--redis needs --crawl-id NAME"),
+        (["--crawl-id", "x"], "--processes and --crawl-id need --redis URL"),
+        (["--redis", "redis://127.0.0.1:1/0", "--crawl-id", "x", "--state", "s.db"], "--state"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str) -> None:
+    result = cli("http://127.0.0.1:1/", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_workers_together_equal_the_single_process_crawl(
+    site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path, workers: int
+) -> None:
+    url = site.url("/")
+    expected = single_crawl(url, tmp_path)
+    before = len(site.log)
+    outputs = [tmp_path / f"w{i}.jsonl" for i in range(workers)]
+    processes = [
+        start_worker(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out))
+        for out in outputs
+    ]
+    codes, ends = wait_all(processes)
+    assert codes == [0] * workers, [p.stderr.read() for p in processes]  # type: ignore[union-attr]
+    got = [r for out in outputs for r in records(out)]
+    assert sorted(map(key, got)) == sorted(map(key, expected))
+    assert max(ends) - min(ends) < 1.0, ends  # they end together
+    assert sum(1 for out in outputs if records(out)) >= 2  # shared, not one worker alone
+    robots = [r for r in site.log[before:] if r.target == "/robots.txt"]
+    assert len(robots) == 1, "robots.txt is fetched once for the whole crawl"
+
+
+def test_status_and_joining_a_crawl_without_urls(
+    site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    url = site.url("/")
+    first = tmp_path / "a.jsonl"
+    result = cli(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(first))
+    assert result.returncode == 0, result.stderr
+    assert f"started crawl {crawl_id!r}" in result.stderr
+    status = cli("--redis", redis_server.url, "--crawl-id", crawl_id, "--status")
+    assert status.returncode == 0, status.stderr
+    assert f"crawl {crawl_id}: done" in status.stdout
+    assert f"finished {len(records(first))}" in status.stdout
+    # Joining a finished crawl: nothing to do, exit 0 at once.
+    second = tmp_path / "b.jsonl"
+    joined = cli("--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(second))
+    assert joined.returncode == 0, joined.stderr
+    assert "joined crawl" in joined.stderr
+    assert records(second) == []
+    # The same id with other settings is refused.
+    other = cli(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--max-depth", "1")
+    assert other.returncode == 2
+    assert "other settings (max_depth differ)" in other.stderr
+
+
+def test_processes_option_starts_n_workers(
+    site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    url = site.url("/")
+    expected = single_crawl(url, tmp_path)
+    out = tmp_path / "out.jsonl"
+    result = cli(
+        url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--processes", "3",
+        "-o", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    parts = [tmp_path / f"out.{i}.jsonl" for i in (1, 2, 3)]
+    assert all(p.exists() for p in parts)
+    got = [r for p in parts for r in records(p)]
+    assert sorted(map(key, got)) == sorted(map(key, expected))
+
+
+def slow_site(size: int, delay: float) -> Site:
+    rng = random.Random(size)
+    routes: dict[str, Any] = {"/": page(*[f"/p/{i}" for i in range(10)])}
+    for i in range(size):
+        links = [f"/p/{rng.randrange(size)}" for _ in range(4)]
+        routes[f"/p/{i}"] = Response(body=page(*links).body, delay=delay)
+    return Site(routes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_worker_killed_at_a_random_moment_loses_nothing(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    with serve_site(slow_site(300, 0.03)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "4")}
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "-w", "4", "--lease", "2"]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        # The kill comes after a random number of the victim's records, with a
+        # random delay on top: mid-fetch, mid-write, between a record and its finish.
+        victim = rng.randrange(3)
+        wanted = rng.randint(1, 15)
+        deadline = time.monotonic() + 30
+        while (
+            len(records(outputs[victim])) < wanted
+            and processes[victim].poll() is None
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.05))
+        processes[victim].send_signal(signal.SIGKILL)
+        codes, _ = wait_all(processes)
+    assert codes[victim] == -signal.SIGKILL
+    assert [c for i, c in enumerate(codes) if i != victim] == [0, 0]
+    got = [r for out in outputs for r in records(out)]
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    for u, n in counts.items():
+        if n > 1:  # fetched again after the kill: the later records say so
+            assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1
+
+
+def test_rate_holds_across_workers_as_the_server_sees_it(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    rate = 20.0
+    with serve_site(slow_site(30, 0.0)) as server:
+        url = server.url("/")
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "--rate", str(rate)]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        codes, _ = wait_all(processes)
+        assert codes == [0, 0, 0]
+        times = sorted(r.time for r in server.log if r.target != "/robots.txt")
+    assert len(times) >= 25
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.95 / rate, sorted(gaps)[:5]
+    per_worker = [len(records(out)) for out in outputs]
+    assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
+
+
+def test_per_host_concurrency_holds_across_workers(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    in_flight = 0
+    peak = 0
+    lock = threading.Lock()
+    rng = random.Random(3)
+
+    def route(request: Any) -> Response:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.02)
+        with lock:
+            in_flight -= 1
+        links = [f"/p/{rng.randrange(60)}" for _ in range(4)]
+        return page(*links)
+
+    site = Site({"/robots.txt": Response(status=404)}, fallback=route)
+    with serve_site(site) as server:
+        url = server.url("/")
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        processes = [
+            start_worker(url, *common, "--per-host-concurrency", "2", "-o", str(out))
+            for out in outputs
+        ]
+        codes, _ = wait_all(processes)
+    assert codes == [0, 0, 0]
+    assert peak == 2
+
+
+def test_lost_redis_stops_the_workers_with_a_message(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    if redis_fixture.REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    own = start_redis(tmp_path_factory.mktemp("lost"))
+    try:
+        with serve_site(slow_site(400, 0.02)) as server:
+            out = tmp_path / "w.jsonl"
+            worker = start_worker(
+                server.url("/"), "--redis", own.url, "--crawl-id", "lost", "-o", str(out)
+            )
+            deadline = time.monotonic() + 30
+            while len(records(out)) < 20 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            own.process.kill()
+            own.process.wait()
+            _, stderr = worker.communicate(timeout=60)
+    finally:
+        if own.process.poll() is None:
+            own.process.kill()
+    assert worker.returncode == 75, stderr
+    assert "lost the connection to Redis" in stderr
+    assert "Run the same command again to resume" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_stopped_worker_resumes_where_it_left_off(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    with serve_site(slow_site(200, 0.01)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        out = tmp_path / "w.jsonl"
+        args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        worker = start_worker(*args)
+        deadline = time.monotonic() + 30
+        while len(records(out)) < 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGINT)
+        _, stderr = worker.communicate(timeout=60)
+        assert worker.returncode == 130, stderr
+        first = len(records(out))
+        assert 30 <= first < len(expected)
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+    got = records(out)
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    assert [u for u, n in counts.items() if n > 1] == []  # a graceful stop puts pages back
+
+
+def test_numbered_outputs() -> None:
+    from trio_crawl.cli.redis_cli import numbered_output
+
+    assert numbered_output("out.jsonl", 2) == "out.2.jsonl"
+    assert numbered_output("dir/out", 1) == os.path.join("dir", "out.1")
+    assert numbered_output(".hidden", 3) == ".hidden.3"
+
+
+def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    delay = 0.2
+    routes: dict[str, Any] = {
+        "/": page(*[f"/p/{i}" for i in range(12)]),
+        "/robots.txt": Response(
+            body=f"User-agent: *\nCrawl-delay: {delay}\n".encode(), content_type="text/plain"
+        ),
+    }
+    for i in range(12):
+        routes[f"/p/{i}"] = page("/", f"/p/{(i + 1) % 12}")
+    with serve_site(Site(routes)) as server:
+        url = server.url("/")
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        codes, _ = wait_all(processes)
+        assert codes == [0, 0, 0]
+        times = sorted(r.time for r in server.log if r.target != "/robots.txt")
+        robots = [r for r in server.log if r.target == "/robots.txt"]
+    assert len(times) == 13
+    assert len(robots) == 1
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]
+
+
+def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """The default lease is 30 s; the same command (same output file) run
+    again after a SIGKILL gets the killed run's pages back without waiting."""
+    with serve_site(slow_site(200, 0.02)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        out = tmp_path / "w.jsonl"
+        args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        worker = start_worker(*args)
+        deadline = time.monotonic() + 30
+        while len(records(out)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        started = time.monotonic()
+        again = cli(*args, timeout=25)
+        assert again.returncode == 0, again.stderr
+        assert time.monotonic() - started < 20
+    got = records(out)
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    for u, n in counts.items():
+        if n > 1:
+            assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1
+
+
+def test_processes_pass_a_signal_on_and_the_crawl_resumes(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    with serve_site(slow_site(200, 0.03)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        out = tmp_path / "out.jsonl"
+        args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        parent = start_worker(*args, "--processes", "2")
+        parts = [tmp_path / "out.1.jsonl", tmp_path / "out.2.jsonl"]
+        deadline = time.monotonic() + 30
+        while sum(len(records(p)) for p in parts) < 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        parent.send_signal(signal.SIGINT)
+        _, stderr = parent.communicate(timeout=60)
+        assert parent.returncode == 130, stderr
+        assert "Traceback" not in stderr
+        again = cli(*args, "--processes", "2")
+        assert again.returncode == 0, again.stderr
+    got = [r for p in parts for r in records(p)]
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    assert [u for u, n in counts.items() if n > 1] == []

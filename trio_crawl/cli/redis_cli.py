@@ -1,0 +1,335 @@
+"""``--redis``: one crawl shared by worker processes on one or many machines.
+
+    trio-crawl URL --redis redis://host:6379/0 --crawl-id NAME -o out-$HOST.jsonl
+    trio-crawl --redis redis://host:6379/0 --crawl-id NAME -o out2.jsonl   # join it
+    trio-crawl --redis redis://host:6379/0 --crawl-id NAME --status
+    trio-crawl URL --redis ... --crawl-id NAME --processes 4 -o out.jsonl  # out.1.jsonl ...
+
+Each worker appends to its own output file (a torn last line is cut first),
+and exits 0 when the whole crawl is done, at the same moment as the others.
+Exit codes beyond the usual ones: 2 when Redis cannot be reached at the
+start or the crawl id names a crawl with other settings; 75 when Redis is
+lost mid-crawl (run the same command again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from types import FrameType
+from typing import Any
+
+import trio
+
+from ..core.config import CrawlConfig
+from ..frontiers.redis import (
+    DEFAULT_LEASE,
+    CrawlMismatch,
+    RedisFrontierError,
+    RedisLost,
+    RedisUnavailable,
+    crawl_status,
+    default_worker_name,
+    open_redis_frontier,
+    status_lines,
+)
+from ..frontiers.resume import repair_output
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+#: Redis went away mid-crawl (EX_TEMPFAIL): the same command resumes it.
+EXIT_REDIS_LOST = 75
+
+#: Settings a joining worker takes from the crawl when it gives no URL.
+_ADOPTED = {
+    "allow_domains": "allow_domain",
+    "max_depth": "max_depth",
+    "max_pages": "max_pages",
+    "rate": "rate",
+    "per_host_concurrency": "per_host_concurrency",
+    "ignore_robots": "ignore_robots",
+}
+
+
+def add_redis_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("shared crawls (Redis)")
+    group.add_argument(
+        "--redis",
+        metavar="URL",
+        help="keep the crawl in Redis (redis://host:port/db) so that several "
+        "processes and machines share it",
+    )
+    group.add_argument(
+        "--crawl-id", metavar="NAME", help="with --redis: the crawl to start or join"
+    )
+    group.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="with --redis: run N worker processes here (-o FILE becomes FILE.1 ... FILE.N)",
+    )
+    group.add_argument(
+        "--lease",
+        type=float,
+        default=DEFAULT_LEASE,
+        metavar="SECONDS",
+        help="with --redis: a worker silent this long is taken for dead and its "
+        f"pages are fetched again (default {DEFAULT_LEASE:g})",
+    )
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    return code
+
+
+def _quiet_coredis() -> None:
+    # coredis logs failed connection attempts with tracebacks; we say it in one line.
+    logging.getLogger("coredis").addHandler(logging.NullHandler())
+    logging.getLogger("coredis").propagate = False
+
+
+def _check_usage(args: argparse.Namespace) -> str | None:
+    if not args.redis:
+        return "--processes and --crawl-id need --redis URL"
+    if not args.crawl_id:
+        return "--redis needs --crawl-id NAME (the crawl to start or join)"
+    if getattr(args, "page_requisites", False):
+        return "--redis cannot be combined with --page-requisites yet"
+    if getattr(args, "warc", None) is not None:
+        return "--redis cannot be combined with --warc yet"
+    for option in ("state", "seeds", "max_queue"):
+        if getattr(args, option, None) is not None:
+            return f"--redis cannot be combined with --{option.replace('_', '-')}"
+    if args.processes is not None and args.processes < 1:
+        return f"--processes must be at least 1 (got {args.processes})"
+    if args.lease <= 0:
+        return f"--lease must be > 0 (got {args.lease})"
+    return None
+
+
+def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``trio-crawl ... --redis``: a status, N local workers, or one worker."""
+    from .main import UsageError, build_config
+
+    _quiet_coredis()
+    problem = _check_usage(args)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
+    try:
+        stored = trio.run(crawl_status, args.redis, args.crawl_id)
+    except RedisFrontierError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if args.status:
+        if stored is None:
+            return _fail(f"no crawl {args.crawl_id!r} in Redis at {args.redis}", EXIT_USAGE)
+        print("\n".join(status_lines(args.crawl_id, stored)))
+        return EXIT_OK
+    if args.processes is not None:
+        return run_processes(args, argv)
+    start_urls = list(args.urls)
+    if not start_urls:
+        if stored is None:
+            return _fail(
+                f"no crawl {args.crawl_id!r} in Redis yet: give its start URL(s) to create it",
+                EXIT_USAGE,
+            )
+        settings = stored["settings"]
+        start_urls = list(settings["start_urls"])
+        for key, option in _ADOPTED.items():
+            setattr(args, option, settings[key])
+    try:
+        config = build_config(args, start_urls)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    return run_worker(args, config)
+
+
+def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
+    """One worker of the crawl, in this process."""
+    from .main import Outputs, UsageError, crawl_with_ui, open_output
+
+    output = args.output or "-"
+    if output != "-":
+        repair_output(output)  # a kill mid-write leaves a torn line
+    try:
+        records = open_output(output)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    outputs = Outputs(records, append=True)  # every worker run appends
+
+    async def work() -> int:
+        async with open_redis_frontier(
+            args.redis,
+            args.crawl_id,
+            config,
+            name=default_worker_name(output),
+            lease=args.lease,
+        ) as frontier:
+            if not args.quiet:
+                verb = "started" if frontier.created else "joined"
+                print(
+                    f"trio-crawl: {verb} crawl {args.crawl_id!r} as worker {frontier.owner}",
+                    file=sys.stderr,
+                )
+            show = not args.quiet and sys.stderr.isatty()
+            ending = await crawl_with_ui(
+                config,
+                outputs,
+                show=show,
+                quiet=args.quiet,
+                frontier=frontier,
+                output=None if records.is_stdout else records.path,
+            )
+            if not args.quiet and frontier.done:
+                print(f"trio-crawl: crawl {args.crawl_id!r} is done", file=sys.stderr)
+            if ending.message is not None:
+                return _fail(ending.message, ending.code)
+            return ending.code
+
+    try:
+        return trio.run(work)
+    except (RedisUnavailable, CrawlMismatch) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except RedisLost as exc:
+        return _fail(
+            f"{exc}: stopped; pages in flight were abandoned, records written so far are "
+            "complete. Run the same command again to resume",
+            EXIT_REDIS_LOST,
+        )
+    finally:
+        outputs.close()
+
+
+# -- --processes N ------------------------------------------------------------
+
+
+def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any]) -> int:
+    """A forked worker running ``trio-crawl argv``; its pid."""
+    from .main import run_cli
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:  # the child: never returns into the parent's code
+        # Its own process group: a Ctrl-C at the terminal reaches the parent
+        # alone, which passes it on once (a second signal means "quit now").
+        os.setpgid(0, 0)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        code = run_cli(argv)
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+_SPAWNED: list[subprocess.Popen[bytes]] = []
+
+
+def _spawn_worker(argv: list[str]) -> int:
+    child = subprocess.Popen([sys.executable, "-m", "trio_crawl", *argv], process_group=0)
+    _SPAWNED.append(child)  # kept: reaped by _wait, not garbage-collected running
+    return child.pid
+
+
+def _wait(pid: int) -> int:
+    """A child's exit code (-N if signal N killed it)."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+            continue
+        return os.waitstatus_to_exitcode(status)
+
+
+def numbered_output(path: str, index: int) -> str:
+    """``out.jsonl`` -> ``out.1.jsonl``; ``out`` -> ``out.1``."""
+    head, tail = os.path.split(path)
+    stem, dot, ext = tail.rpartition(".")
+    name = f"{stem}.{index}.{ext}" if dot and stem else f"{tail}.{index}"
+    return os.path.join(head, name)
+
+
+def _strip_options(argv: Sequence[str], options: dict[str, bool]) -> list[str]:
+    """``argv`` without the given options (name -> takes a value)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options:
+            skip = options[name] and "=" not in arg
+            continue
+        out.append(arg)
+    return out
+
+
+def run_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Start ``--processes N`` workers of the crawl here and wait for them all.
+
+    Workers are forked from this process when it can (POSIX, no thread
+    running): they start crawling at once, without importing everything
+    again (about 0.5 s of CPU each). Otherwise each is a ``python -m
+    trio_crawl`` subprocess. SIGINT and SIGTERM are passed on to them."""
+    if args.output == "-":
+        return _fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
+    base = _strip_options(
+        argv, {"--processes": True, "-o": True, "--output": True, "-q": False, "--quiet": False}
+    )
+    worker_args = [
+        [*base, "-q", "-o", numbered_output(args.output, i)] for i in range(1, args.processes + 1)
+    ]
+    pids: list[int] = []
+    started = time.monotonic()
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        fork = hasattr(os, "fork") and threading.active_count() == 1
+        for one in worker_args:
+            pids.append(_fork_worker(one, previous) if fork else _spawn_worker(one))
+        codes = [_wait(pid) for pid in pids]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    children = pids
+    elapsed = time.monotonic() - started
+    if not args.quiet:
+        outputs = ", ".join(numbered_output(args.output, i) for i in range(1, len(children) + 1))
+        print(
+            f"trio-crawl: {len(children)} workers ended in {elapsed:.1f}s "
+            f"(exit codes {' '.join(map(str, codes))}); records in {outputs}",
+            file=sys.stderr,
+        )
+        try:
+            stored = trio.run(crawl_status, args.redis, args.crawl_id)
+        except RedisFrontierError:
+            stored = None
+        if stored is not None:
+            print("\n".join(status_lines(args.crawl_id, stored)), file=sys.stderr)
+    # A worker killed by a signal: 128 + its number, as a shell reports it.
+    codes = [128 - code if code < 0 else code for code in codes]
+    bad = [code for code in codes if code != 0]
+    if not bad:
+        return EXIT_OK
+    signalled = [code for code in bad if code in (130, 143)]
+    return signalled[0] if signalled else max(bad)

@@ -1,0 +1,65 @@
+"""The politeness room of a crawl whose frontier is shared between processes.
+
+With ``--redis`` the server decides when a host may get its next request:
+it leases a host's URL only when the host's next start time (``--rate``,
+Crawl-delay) has come and it has fewer requests in flight than
+``--per-host-concurrency``, counted over every worker of the crawl. Local
+limits on top would only slow each worker down, so this room has none; it
+passes a robots.txt Crawl-delay and every retry to the frontier, so that a
+retry's next request is spaced like any other as the server sees it.
+
+robots.txt is fetched once for the whole crawl too: the robots cache of
+each worker fetches through ``SharedRobotsFetcher``, which asks the frontier
+for the response another worker stored, or fetches and stores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core.frontier import Entry
+from ..core.models import FetchResult
+from ..core.schedule import PoliteSchedule
+from ..fetch.base import Fetcher
+from ..frontiers.base import FrontierBackend, SharedPoliteness, SharedRobots
+from .politeness import ScheduleRoom
+
+
+class SharedScheduleRoom(ScheduleRoom):
+    """A ``ScheduleRoom`` with no local limits; the shared frontier spaces requests."""
+
+    def __init__(self, shared: SharedPoliteness, publish: Callable[[Entry], None]) -> None:
+        super().__init__(PoliteSchedule[Entry](), publish)
+        self._shared = shared
+
+    def set_crawl_delay(self, host: str, delay: float | None) -> None:
+        self._shared.set_crawl_delay(host, delay)
+
+    def defer(self, entry: Entry, host: str, delay: float) -> None:
+        self._shared.defer(entry, delay)
+
+
+class SharedRobotsFetcher:
+    """The fetcher the robots cache uses when the frontier shares robots.txt."""
+
+    def __init__(self, fetcher: Fetcher, shared: SharedRobots) -> None:
+        self._fetcher = fetcher
+        self._shared = shared
+
+    async def fetch(
+        self, url: str, headers: dict[str, str] | None = None, *, any_body: bool = False
+    ) -> FetchResult:
+        async def fetch_here() -> FetchResult:
+            return await self._fetcher.fetch(url, headers, any_body=any_body)
+
+        return await self._shared.fetch_robots_once(url, fetch_here)
+
+    async def aclose(self) -> None:
+        return None  # the crawl's fetcher is not ours to close
+
+
+def robots_fetcher(fetcher: Fetcher, frontier: FrontierBackend) -> Fetcher:
+    """The fetcher for robots.txt: shared through the frontier if it can."""
+    if isinstance(frontier, SharedRobots):
+        return SharedRobotsFetcher(fetcher, frontier)
+    return fetcher
