@@ -19,17 +19,9 @@ import pytest
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
+from cli_helpers import run_cli
+
 TIMEOUT = 60
-
-
-def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_crawl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def small_site(n: int = 20, delay: float = 0.0) -> Site:

@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from trio_crawl.testing import Response, Site, page, serve_site
 
+from cli_helpers import run_cli
+
 TIMEOUT = 60
-
-
-def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_crawl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def records(path: Path) -> list[dict[str, object]]:

@@ -26,6 +26,7 @@ import pytest
 from trio_crawl.testing import Response, Site, page, redirect, serve_site
 
 import redis_fixture
+from cli_helpers import run_cli as cli
 from redis_fixture import RedisServer, start_redis
 
 # coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
@@ -35,16 +36,6 @@ redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
 
 TIMEOUT = 90
-
-
-def cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_crawl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def start_worker(*args: str) -> subprocess.Popen[str]:

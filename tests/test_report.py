@@ -27,6 +27,8 @@ from trio_crawl.report.aggregate import (
 )
 from trio_crawl.testing import Response, Site, page, serve_site
 
+from cli_helpers import run_cli
+
 TIMEOUT = 60
 
 A = "http://a.test"
@@ -278,16 +280,6 @@ def test_render_html_notes_missing_t() -> None:
 
 
 # -- the command line ---------------------------------------------------------
-
-
-def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_crawl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 needs_matplotlib = pytest.mark.skipif(
