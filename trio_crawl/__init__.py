@@ -26,6 +26,7 @@ from .engine.crawler import Crawler, EngineStatistics
 from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
 from .frontiers.memory import MemoryFrontier
+from .frontiers.redis import RedisFrontier, open_redis_frontier
 from .frontiers.resume import StateLockedError, StateUsageError
 from .frontiers.sqlite import SqliteFrontier
 from .workpool import Room, WorkPool, WorkPoolStatistics
@@ -47,6 +48,7 @@ __all__ = [
     "Handler",
     "MemoryFrontier",
     "Page",
+    "RedisFrontier",
     "Request",
     "Room",
     "RunningCrawl",
@@ -57,5 +59,6 @@ __all__ = [
     "WorkPoolStatistics",
     "open_crawler",
     "open_fetcher",
+    "open_redis_frontier",
     "run_crawl",
 ]
