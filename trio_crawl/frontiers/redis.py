@@ -847,9 +847,9 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
     """A connected coredis client. coredis runs its connections in a task
     group, so its errors come as ExceptionGroups: they leave this block as
     single exceptions (``RedisUnavailable`` when it cannot connect)."""
+    client = _client_for(url)  # first: says so in one line if coredis is missing
     import coredis.exceptions
 
-    client = _client_for(url)
     entered = False
     try:
         async with client:
