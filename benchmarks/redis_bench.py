@@ -13,6 +13,7 @@ competes for the same cores.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,19 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy since boot (``/proc/stat``;
+    0 where there is none): the runner subtracts a run's own CPU from the
+    difference to show what other programs took during it."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def parse_tool(tool: str) -> int | None:

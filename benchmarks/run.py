@@ -558,7 +558,12 @@ def main(argv: list[str] | None = None) -> int:
             order = args.tools if rnd % 2 else list(reversed(args.tools))
             for tool in order:
                 print(f"  {tool} (round {rnd}) ...", end=" ", flush=True)
+                busy_before = redis_bench.machine_busy()
                 run = crawl(tool, rnd, server, expected, args, out)
+                run.notes.append(
+                    f"other programs (nginx included) used "
+                    f"{redis_bench.machine_busy() - busy_before - run.measured.cpu_s:.1f} CPU s"
+                )
                 runs.append(run)
                 print(
                     f"{'OK' if run.ok else 'FAILED'} in {run.measured.wall_s:.1f} s: "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 import trio
@@ -264,3 +265,45 @@ async def test_a_worker_taken_for_dead_loses_nothing_and_joins_again(
             assert sum(bool(r.extra.get("refetched")) for r in everything if r.url == u) >= n - 1
     stalled_frontier = next(f for f in frontiers if f.owner.startswith("w0"))
     assert stalled_frontier.reregistered >= 1
+
+
+async def test_the_seen_set_stays_exact_as_its_buckets_split(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """5,000 URLs make the seen set split its buckets dozens of times
+    (linear hashing); every URL must still be found, and none twice."""
+    import coredis
+
+    from trio_crawl.core.url import host_port
+    from trio_crawl.frontiers import redis_lua
+    from trio_crawl.frontiers.redis import keys_prefix, url_digest
+
+    prefix = keys_prefix(crawl_id)
+    client = coredis.Redis.from_url(redis_server.url)
+    async with client:
+
+        async def call(name: str, *args: object) -> Any:
+            return await client.fcall(redis_lua.function(name), keys=[prefix], args=list(args))
+
+        await client.function_load(redis_lua.LIBRARY, replace=True)
+        start = url("start")
+        hello = await call(
+            "hello", "t", 30_000, "{}", -1, 0, 0, 0, 1,
+            url_digest(start), start, host_port(start), 0, "", "", "",
+        )  # fmt: skip
+        owner = hello[2]
+        urls = [url(f"page-{i}?q={i * 7}") for i in range(5000)]
+        for _ in range(2):  # the second pass admits nothing new
+            for i in range(0, len(urls), 500):
+                ops: list[object] = []
+                for u in urls[i : i + 500]:
+                    ops += [url_digest(u), u, host_port(u), 1, start, "", ""]
+                reply = await call("sync", owner, 0, 0, "A", len(ops) // 7, *ops)
+            counters = reply[2]  # done, unfinished, fresh, leased, started, finished, seen
+            assert (counters[6], counters[1], counters[2]) == (5001, 5001, 5001)
+        buckets = [k async for k in client.scan_iter(match=f"{prefix}S*")]
+        assert len(buckets) > 100  # it did split
+        total = 0
+        for key in buckets:
+            total += await client.hlen(key)
+        assert total == 5001

@@ -446,3 +446,18 @@ def test_processes_pass_a_signal_on_and_the_crawl_resumes(
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
     assert [u for u, n in counts.items() if n > 1] == []
+
+
+def test_without_coredis_the_message_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['coredis'] = None\n"
+        "from trio_crawl.cli.main import main\n"
+        "main(['http://127.0.0.1:1/', '--redis', 'redis://127.0.0.1:1/0', '--crawl-id', 'x'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "trio-crawl: error: --redis needs the coredis package: pip install 'trio-crawl[redis]'\n"
+    )

@@ -437,7 +437,6 @@ class RedisFrontier:
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
-        await trio.lowlevel.checkpoint()
         chain = (*entry.chain, entry.url)
         if target in chain:
             return RedirectOutcome.LOOP
@@ -489,7 +488,8 @@ class RedisFrontier:
                     continue
                 sent[url] = depth
                 children += [url_digest(url), url, host_port(url), depth, entry.url, "", ""]
-        await trio.lowlevel.checkpoint()
+        # No checkpoint: nothing is sent until ``recorded`` (a checkpoint per
+        # page costs a trip through the scheduler).
 
     def recorded(self, entry: Entry) -> None:
         # The record is written: now Redis may forget the URL (at least once).
@@ -850,9 +850,9 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
     """A connected coredis client. coredis runs its connections in a task
     group, so its errors come as ExceptionGroups: they leave this block as
     single exceptions (``RedisUnavailable`` when it cannot connect)."""
+    client = _client_for(url)  # first: says so in one line if coredis is missing
     import coredis.exceptions
 
-    client = _client_for(url)
     entered = False
     try:
         async with client:
