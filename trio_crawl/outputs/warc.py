@@ -64,13 +64,19 @@ exchange is one ``os.write``, so a kill loses at most the exchange being
 written. Call ``write_exchange`` before the page's JSON Lines record is
 written, and the WARC holds every page that the output file lists.
 
-This module does plain synchronous file I/O and never imports trio.
-``BackgroundWarcWriter`` moves the SHA-1 and deflate work to one worker thread.
-Both release the GIL.
+``WarcWriter.open`` also takes an exclusive ``flock`` on the file, held as
+long as any process has the descriptor open, so two writers never interleave.
+
+This module does plain synchronous file I/O and never imports trio. The
+command line runs a ``WarcWriter`` in a child process (``warc_process.py``);
+``BackgroundWarcWriter`` runs one in a worker thread instead, which measured
+slower in a crawl (the GIL), and is kept for library users with spare cores.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -112,6 +118,10 @@ REVISIT_PROFILE: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payl
 #: smaller than zlib's level 1, for half of that CPU again
 #: (``benchmarks/bench_warc.py``).
 DEFAULT_COMPRESSLEVEL: Final = 1
+#: Seconds ``WarcWriter.open`` waits for another writer of the file to finish,
+#: and how often it looks.
+LOCK_TIMEOUT: Final = 10.0
+LOCK_POLL: Final = 0.05
 #: With ``dedup``, bodies shorter than this are always stored: a revisit record's
 #: head would cost about as much as the body.
 DEDUP_MIN_BYTES: Final = 1024
@@ -231,6 +241,11 @@ def _gzip_function(level: int, compressor: str) -> Callable[[bytes], bytes]:
     return lambda data: zlib_compress(data, level, wbits=31)
 
 
+class WarcFileBusy(OSError):
+    """Another writer holds the WARC file (a second crawl, or the writer
+    process of one that was killed and has not finished)."""
+
+
 class _Capture(NamedTuple):
     uri: str
     date: str
@@ -253,6 +268,7 @@ class WarcWriter:
         compresslevel: int = DEFAULT_COMPRESSLEVEL,
         compressor: str = "auto",
         dedup: bool = False,
+        warcinfo_id: str | None = None,
     ) -> None:
         self._file = file
         self._fd = file.fileno() if _has_fd(file) else None
@@ -260,7 +276,7 @@ class WarcWriter:
         self._default_request_headers = _header_lines(request_headers or {})
         self._gzip = _gzip_function(compresslevel, compressor)
         self._dedup: dict[str, _Capture] | None = {} if dedup else None
-        self._warcinfo_id: str | None = None
+        self._warcinfo_id = warcinfo_id
         self.closed = False
         #: Bytes that ``open`` cut off a torn tail before appending.
         self.repaired_bytes = 0
@@ -283,6 +299,7 @@ class WarcWriter:
         compressor: str = "auto",
         dedup: bool = False,
         append: bool = True,
+        lock_timeout: float = LOCK_TIMEOUT,
     ) -> WarcWriter:
         """Create ``path``, or append to it after ``repair_warc`` has cut a torn
         tail, and write a ``warcinfo`` record. ``append=False`` empties an
@@ -298,13 +315,19 @@ class WarcWriter:
         It keeps about 450 bytes per distinct body of at least
         ``DEDUP_MIN_BYTES`` (measured with 36-character URLs), so 1,000,000
         pages need about 450 MB. That is why it is off by default.
+
+        The file is locked (``flock``) for as long as the writer, or a process
+        that inherited its descriptor, has it open: a second writer waits up
+        to ``lock_timeout`` seconds (a killed crawl's WARC process may still
+        be writing what it was sent), then ``WarcFileBusy``.
         """
-        if not append and os.path.exists(path):
-            os.truncate(path, 0)
-        repaired = repair_warc(path) if os.path.exists(path) else 0
-        resumed = os.path.exists(path) and os.path.getsize(path) > 0
         file = open(path, "ab", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
+            lock_warc(file.fileno(), path, lock_timeout)
+            if not append:
+                os.truncate(file.fileno(), 0)
+            repaired = repair_warc(path)
+            resumed = os.path.getsize(path) > 0
             writer = cls(
                 file,
                 filename=os.path.basename(os.fspath(path)),
@@ -441,7 +464,17 @@ class WarcWriter:
         self._write(self._metadata(record_id, url, fields, date, concurrent_to))
         return record_id
 
+    @property
+    def warcinfo_id(self) -> str | None:
+        """The record id of the ``warcinfo`` that the next records refer to
+        (``warcinfo_id=`` gives a writer on an already started file the same)."""
+        return self._warcinfo_id
+
     # -- file -------------------------------------------------------------------
+
+    def fileno(self) -> int:
+        """The file's descriptor (``WarcProcess`` hands it to its child)."""
+        return self._file.fileno()
 
     def flush(self) -> None:
         """Records reach the OS as they are written (one unbuffered write per
@@ -532,6 +565,20 @@ class WarcWriter:
                 n = self._file.write(rest) or 0
                 rest = rest[n:]
         self.bytes_written += total
+
+
+def lock_warc(fd: int, path: str | os.PathLike[str], timeout: float) -> None:
+    """Take the exclusive ``flock`` on an open WARC file, waiting at most
+    ``timeout`` seconds; ``WarcFileBusy`` if another writer keeps it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise WarcFileBusy(errno.EBUSY, "in use by another crawl") from None
+            time.sleep(LOCK_POLL)
 
 
 def _has_fd(file: BinaryIO) -> bool:
