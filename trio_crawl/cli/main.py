@@ -31,7 +31,16 @@ import sqlite3
 import sys
 import time
 import traceback
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -61,7 +70,7 @@ from ..frontiers.resume import (
     stored_start_urls,
 )
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
-from ..outputs.warc import WarcWriter
+from .archive import ArchiveLink, ArchiveTicket, open_archive_link
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -358,15 +367,20 @@ def check_warc_path(path: str | None) -> str | None:
     return path
 
 
-def open_warc(path: str, config: CrawlConfig, *, append: bool) -> WarcWriter:
-    """The archive for ``--warc``: appended to when the crawl resumes."""
+def open_warc(
+    path: str, config: CrawlConfig, *, append: bool, on_failure: Callable[[OSError], None]
+) -> AbstractAsyncContextManager[ArchiveLink]:
+    """The archive for ``--warc``, written by a child process (see
+    ``cli/archive.py``): appended to when the crawl resumes."""
     info = {
         "software": f"trio-crawl/{__version__}",
         "format": "WARC File Format 1.1",
         "start-urls": list(config.start_url_strings),
     }
     headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
-    return WarcWriter.open(path, info=info, request_headers=headers, append=append)
+    return open_archive_link(
+        path, info=info, request_headers=headers, append=append, on_failure=on_failure
+    )
 
 
 def new_default_output() -> OutputFile:
@@ -556,18 +570,18 @@ async def crawl_with_ui(
             if item_writer.output.failed:
                 check(item_writer.output)
 
-        archive: WarcWriter | None = None
+        archive: ArchiveLink | None = None
 
-        def on_response(url: str, result: FetchResult) -> None:
+        def on_response(url: str, result: FetchResult) -> ArchiveTicket | None:
+            return None if archive is None else archive.submit(url, result)
+
+        def on_archive_failure(error: OSError) -> None:
+            # Cancel now: a page whose exchange is not in the WARC gets no
+            # record (with --state it stays unfinished, for the resume).
             nonlocal failed
-            if archive is None:
-                return
-            try:
-                archive.write_exchange(url=url, result=result, protocol=result.http_version)
-            except OSError as exc:
-                if failed is None:
-                    failed = OutputError(str(warc), exc)
-                    crawler.stop()
+            if failed is None:
+                failed = OutputError(str(warc), error)
+            crawler.abort()
 
         crawler = Crawler(
             config,
@@ -594,16 +608,19 @@ async def crawl_with_ui(
 
         async with trio.open_nursery() as nursery:
             await nursery.start(watch_signals)
-            outputs.begin()  # the crawl starts: only now are outputs emptied
-            if warc is not None:
-                archive = open_warc(warc, config, append=outputs.append)
-            if show:
-                nursery.start_soon(show_progress, crawler, console)
-            try:
+            async with AsyncExitStack() as stack:
+                if warc is not None:  # first: it may find the file busy (a lock)
+                    archive = await stack.enter_async_context(
+                        open_warc(
+                            warc, config, append=outputs.append, on_failure=on_archive_failure
+                        )
+                    )
+                outputs.begin()  # the crawl starts: only now are outputs emptied
+                if show:
+                    nursery.start_soon(show_progress, crawler, console)
                 summary = await crawler.run()
-            finally:
-                if archive is not None:
-                    archive.close()
+            if archive is not None and archive.error is not None and failed is None:
+                failed = OutputError(str(warc), archive.error)
             nursery.cancel_scope.cancel()
     if not quiet:
         print_summary(summary, sys.stderr, None if failed is not None else output)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -102,6 +102,9 @@ class Crawler:
         self.config = config
         self._fetcher = fetcher
         self._on_response = list(on_response)
+        #: What ``on_response`` callbacks returned for a page, awaited just
+        #: before its record (or retry): the page's parse overlaps the wait.
+        self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
         scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
@@ -253,10 +256,12 @@ class Crawler:
             failure = exc
         finally:
             self.schedule.release(host)
+        elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
             for callback in self._on_response:
-                callback(entry.url, result)
-        elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
+                pending = callback(entry.url, result)
+                if pending is not None:  # awaited before the record: _finish
+                    self._unsettled.setdefault(entry, []).append(pending)
         outcome = decide(
             attempts=entry.attempts,
             result=result,
@@ -267,6 +272,7 @@ class Crawler:
             now_epoch=time.time(),
         )
         if outcome.step is Step.RETRY:
+            await self._settle(entry)
             return self.schedule.defer(entry, host, outcome.delay)
         if outcome.step is Step.RECORD:
             record = make_record(entry, outcome.error, result, elapsed_ms, t=self._elapsed())
@@ -275,6 +281,14 @@ class Crawler:
         if outcome.step is Step.REDIRECT:
             return await self._redirect(entry, result, elapsed_ms)
         await self._read_page(entry, result, elapsed_ms)
+
+    async def _settle(self, entry: Entry) -> None:
+        """Await what the response callbacks returned for ``entry`` (e.g. the
+        archive's "on disk"), so no record goes out before it."""
+        unsettled = self._unsettled.pop(entry, None) if self._unsettled else None
+        if unsettled:
+            for pending in unsettled:
+                await pending
 
     async def _fetch(self, entry: Entry) -> FetchResult:
         request = entry.payload
@@ -337,6 +351,7 @@ class Crawler:
         await self.frontier.finish(entry, links)
         if self.frontier.was_refetched(entry):
             record.extra["refetched"] = True
+        await self._settle(entry)
         self._delivery.write_record(record)
         await self._delivery.send_record(record)
         # Only now is the record out of our hands (a file sink has written it,

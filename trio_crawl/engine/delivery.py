@@ -9,7 +9,7 @@ holds its token then, so the crawl cannot end under a slow reader.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
@@ -20,7 +20,12 @@ RecordCallback = Callable[[CrawlRecord], None]
 ItemCallback = Callable[[object], None]
 #: Called with each response as it arrives (URL, result), before the record
 #: that it leads to is written: an archive (``--warc``) keeps every exchange.
-ResponseCallback = Callable[[str, FetchResult], None]
+#: A callback may return an awaitable: the crawler awaits it just before the
+#: page's record goes out (or its retry is scheduled), so the page is parsed
+#: meanwhile. The WARC writer process returns one that ends when the exchange
+#: is on disk. Return an awaitable object, not a coroutine: an exception
+#: between the two (a cancelled crawl) would leave a coroutine never awaited.
+ResponseCallback = Callable[[str, FetchResult], Awaitable[None] | None]
 
 
 class Delivery:
