@@ -17,7 +17,9 @@ Theory of operation:
    "unexpected" fetch). A run is OK only if it exited 0, every expected URL was fetched
    exactly once, nothing else was fetched, and no record is an error. A fast run that
    misses or repeats a page is FAILED.
-5. Print one table and the trio-crawl/Scrapy throughput ratio; exit 1 if any run failed.
+5. Print one table, the trio-crawl/Scrapy throughput ratio, what ``--warc`` costs
+   (``trio-crawl+warc`` against ``trio-crawl``) and the Redis ratios; exit 1 if any run
+   failed.
 
 Usage: python benchmarks/run.py [--pages N] [--workers W] [--rounds R] [--tools a,b] ...
 (``--help`` lists them all). See README.md.
@@ -53,7 +55,9 @@ import redis_bench
 from generate_site import SiteParams, ensure_site, read_expected
 from servers import Server, open_server
 
-TOOLS = ("trio-crawl", "scrapy")
+#: ``trio-crawl+warc`` is trio-crawl with ``--warc`` (issue #11: the archive may cost at
+#: most 15% of pages/s), measured in the same run as plain trio-crawl.
+TOOLS = ("trio-crawl", "trio-crawl+warc", "scrapy")
 #: One crawl in Redis over N worker processes (redis_bench.py): ``redis:N``.
 REDIS_TOOLS = ("redis:1", "redis:2", "redis:4")
 HERE = Path(__file__).resolve().parent
@@ -267,7 +271,7 @@ def crawl(tool: str, rnd: int, server: Server, expected: list[str], args: Any, o
     """Run one tool once against ``server`` and check its output."""
     output = out / f"{tool}-r{rnd}.jsonl"
     log = out / f"{tool}-r{rnd}.log"
-    if tool == "trio-crawl":
+    if tool in ("trio-crawl", "trio-crawl+warc"):
         command = [
             *trio_crawl_command(args.trio_crawl_cmd),
             server.base_url,
@@ -278,6 +282,8 @@ def crawl(tool: str, rnd: int, server: Server, expected: list[str], args: Any, o
             "-q",
             *shlex.split(args.trio_crawl_args),
         ]
+        if tool == "trio-crawl+warc":
+            command += ["--warc", str(out / f"{tool}-r{rnd}.warc.gz")]
         reader = read_trio_crawl
     elif tool == "scrapy":
         command = [
@@ -584,6 +590,11 @@ def main(argv: list[str] | None = None) -> int:
         medians = " (medians)" if args.rounds > 1 else ""
         caveat = "" if all(r.ok for r in runs) else " (not meaningful: a run FAILED)"
         print(f"trio-crawl / Scrapy pages/s{medians}: {ratio:.2f}x{caveat}")
+    if "trio-crawl" in per_tool and "trio-crawl+warc" in per_tool:
+        plain = max(float(per_tool["trio-crawl"]["pages_per_s"]), 1e-9)
+        cost = 1 - float(per_tool["trio-crawl+warc"]["pages_per_s"]) / plain
+        medians = " (medians)" if args.rounds > 1 else ""
+        print(f"--warc cost{medians}: {cost:.1%} of trio-crawl's pages/s (target: under 15%)")
     redis_rows = [t for t in per_tool if redis_bench.parse_tool(t) is not None]
     if "redis:1" in per_tool:
         one = max(float(per_tool["redis:1"]["pages_per_s"]), 1e-9)
