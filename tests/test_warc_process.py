@@ -97,9 +97,15 @@ def test_a_failing_child_reports_one_line(tmp_path: Path) -> None:
 
 
 def children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc/*/stat: any Linux kernel)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
     return found
 
 
