@@ -198,3 +198,21 @@ def test_a_busy_warc_is_a_one_line_error_and_the_output_is_untouched(tmp_path: P
         f"trio-crawl: error: cannot write to {warc}: in use by another crawl"
     )
     assert out.read_text() == '{"kept": true}\n'
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_a_full_disk_for_the_warc_is_a_one_line_error(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"kept": true}\n')
+    with serve_site(Site({"/": Response(body=page().body)})) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "trio_crawl", server.url("/"), "-q", "-o", str(out),
+             "--warc", "/dev/full"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 3
+    assert (
+        done.stderr.strip()
+        == "trio-crawl: error: cannot write to /dev/full: No space left on device"
+    )
+    assert out.read_text() == '{"kept": true}\n'

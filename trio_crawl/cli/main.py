@@ -362,7 +362,11 @@ def check_warc_path(path: str | None) -> str | None:
     if path is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+    if os.path.exists(path):  # an existing file needs no writable folder (/dev/full)
+        writable = not os.path.isdir(path) and os.access(path, os.W_OK)
+    else:
+        writable = os.path.isdir(folder) and os.access(folder, os.W_OK)
+    if not writable:
         raise UsageError(f"cannot write WARC file {path!r}")
     return path
 

@@ -81,6 +81,7 @@ import hashlib
 import json
 import os
 import queue
+import stat
 import struct
 import threading
 import time
@@ -324,8 +325,8 @@ class WarcWriter:
         file = open(path, "ab", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
             lock_warc(file.fileno(), path, lock_timeout)
-            if not append:
-                os.truncate(file.fileno(), 0)
+            if not append and stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                os.truncate(file.fileno(), 0)  # not /dev/full & co: EINVAL
             repaired = repair_warc(path)
             resumed = os.path.getsize(path) > 0
             writer = cls(
