@@ -212,6 +212,32 @@ def test_processes_option_starts_n_workers(
     assert sorted(map(key, got)) == sorted(map(key, expected))
 
 
+def test_each_worker_process_archives_what_it_fetched(
+    site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("warcio")
+    from trio_crawl.outputs.warc import read_warc_responses
+
+    url = site.url("/")
+    out, warc = tmp_path / "out.jsonl", tmp_path / "crawl.warc.gz"
+    result = cli(
+        url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--processes", "2",
+        "-o", str(out), "--warc", str(warc),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    all_listed: set[str] = set()
+    all_stored: set[str] = set()
+    for i in (1, 2):  # out.N.jsonl beside crawl.N.warc.gz
+        listed = {r["url"] for r in records(tmp_path / f"out.{i}.jsonl") if r["status"]}
+        stored = set(read_warc_responses(str(tmp_path / f"crawl.{i}.warc.gz")))
+        assert listed <= stored  # every page a worker lists, its archive has
+        all_listed |= listed
+        all_stored |= stored
+    # A 503 archived by one worker may be retried, and listed, by the other.
+    assert all_listed == all_stored
+    assert not warc.exists()
+
+
 def slow_site(size: int, delay: float) -> Site:
     rng = random.Random(size)
     routes: dict[str, Any] = {"/": page(*[f"/p/{i}" for i in range(10)])}
@@ -366,6 +392,8 @@ def test_numbered_outputs() -> None:
     assert numbered_output("out.jsonl", 2) == "out.2.jsonl"
     assert numbered_output("dir/out", 1) == os.path.join("dir", "out.1")
     assert numbered_output(".hidden", 3) == ".hidden.3"
+    assert numbered_output("a/crawl.warc.gz", 2) == os.path.join("a", "crawl.2.warc.gz")
+    assert numbered_output(".warc.gz", 2) == ".warc.2.gz"
 
 
 def test_crawl_delay_holds_across_workers_as_the_server_sees_it(

@@ -104,8 +104,6 @@ def _check_usage(args: argparse.Namespace) -> str | None:
         return "--redis needs --crawl-id NAME (the crawl to start or join)"
     if getattr(args, "page_requisites", False):
         return "--redis cannot be combined with --page-requisites yet"
-    if getattr(args, "warc", None) is not None:
-        return "--redis cannot be combined with --warc yet"
     for option in ("state", "seeds", "max_queue"):
         if getattr(args, option, None) is not None:
             return f"--redis cannot be combined with --{option.replace('_', '-')}"
@@ -155,12 +153,13 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     """One worker of the crawl, in this process."""
-    from .main import Outputs, UsageError, crawl_with_ui, open_output
+    from .main import Outputs, UsageError, check_warc_path, crawl_with_ui, open_output
 
     output = args.output or "-"
     if output != "-":
         repair_output(output)  # a kill mid-write leaves a torn line
     try:
+        warc = check_warc_path(getattr(args, "warc", None))
         records = open_output(output)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
@@ -188,6 +187,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
                 quiet=args.quiet,
                 frontier=frontier,
                 output=None if records.is_stdout else records.path,
+                warc=warc,  # appended to, like the output: a rerun resumes
             )
             if not args.quiet and frontier.done:
                 print(f"trio-crawl: crawl {args.crawl_id!r} is done", file=sys.stderr)
@@ -255,9 +255,17 @@ def _wait(pid: int) -> int:
         return os.waitstatus_to_exitcode(status)
 
 
+#: Two-part extensions that a worker's number goes in front of.
+_DOUBLE_EXTENSIONS = (".warc.gz", ".jsonl.gz", ".csv.gz")
+
+
 def numbered_output(path: str, index: int) -> str:
-    """``out.jsonl`` -> ``out.1.jsonl``; ``out`` -> ``out.1``."""
+    """``out.jsonl`` -> ``out.1.jsonl``; ``out`` -> ``out.1``;
+    ``crawl.warc.gz`` -> ``crawl.1.warc.gz``."""
     head, tail = os.path.split(path)
+    for double in _DOUBLE_EXTENSIONS:
+        if tail.endswith(double) and len(tail) > len(double):
+            return os.path.join(head, f"{tail[: -len(double)]}.{index}{double}")
     stem, dot, ext = tail.rpartition(".")
     name = f"{stem}.{index}.{ext}" if dot and stem else f"{tail}.{index}"
     return os.path.join(head, name)
@@ -289,10 +297,14 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.output == "-":
         return _fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
     base = _strip_options(
-        argv, {"--processes": True, "-o": True, "--output": True, "-q": False, "--quiet": False}
+        argv,
+        {"--processes": True, "-o": True, "--output": True, "--warc": True}
+        | {"-q": False, "--quiet": False},
     )
     worker_args = [
-        [*base, "-q", "-o", numbered_output(args.output, i)] for i in range(1, args.processes + 1)
+        [*base, "-q", "-o", numbered_output(args.output, i)]
+        + (["--warc", numbered_output(args.warc, i)] if getattr(args, "warc", None) else [])
+        for i in range(1, args.processes + 1)
     ]
     pids: list[int] = []
     started = time.monotonic()
