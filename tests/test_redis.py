@@ -307,3 +307,44 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
         for key in buckets:
             total += await client.hlen(key)
         assert total == 5001
+
+
+async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A graceful stop, and the sync call carrying the last finishes dies with
+    the crawl's cancellation (as coredis's connection does): ``aclose`` must
+    send those moves again, or ``bye`` queues the recorded pages once more and
+    the resumed crawl fetches them twice."""
+    graph = {n: [n + 1, n + 2] for n in range(60)}
+    pages = {url(n): FakePage(links=[url(c) for c in graph.get(n, [])], delay=0.005)
+             for n in range(62)}  # fmt: skip
+    fetcher = FakeFetcher(pages)
+    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+    first: list[CrawlRecord] = []
+    cut: list[int] = []
+    with trio.fail_after(30):
+        async with open_redis_frontier(redis_server.url, crawl_id, config, name="a") as frontier:
+            real = frontier._fcall
+
+            async def fcall(name: str, args: Sequence[object]) -> Any:
+                if name == "sync" and crawler.stopping and not cut and "F" in args:
+                    cut.append(args.count("F"))
+                    await trio.sleep_forever()  # cancelled when the crawl ends
+                return await real(name, args)
+
+            frontier._fcall = fcall  # type: ignore[method-assign]
+
+            def on_record(record: CrawlRecord) -> None:
+                first.append(record)
+                if len(first) == 10:
+                    crawler.stop()
+
+            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[on_record])
+            await crawler.run()
+    assert cut and cut[0] >= 1  # finishes were in the call that was cut off
+    parts, _ = await crawl_shared(redis_server, crawl_id, pages, 1)
+    second = parts[0]
+    counts = Counter(r.url for r in first + second)
+    assert [u for u, n in counts.items() if n > 1] == []
+    assert set(counts) == {url(n) for n in range(62)}

@@ -703,12 +703,16 @@ class RedisFrontier:
     async def _round(self, want: int) -> None:
         """One sync call: this worker's moves, then a take of ``want`` URLs."""
         batch, self._outbox = self._outbox, _Batch()
+        confirmed = batch.confirmed
         self._remote_kick = False
         try:
             floor = min(want, self._config.workers)
             reply = await self._fcall("sync", [self.owner, want, floor, *batch.ops])
+        except BaseException:
+            self._put_back(batch)
+            raise
         finally:
-            batch.confirmed.set()
+            confirmed.set()
         alive, due, counts, taken, idle, refused = reply
         # From here to the end: synchronous, so what the reply says is applied
         # in one step (rule 2 of docs/termination.md).
@@ -730,6 +734,24 @@ class RedisFrontier:
         if not alive:
             self._rejoin = True
         self._check_idle()
+
+    def _put_back(self, batch: _Batch) -> None:
+        """A sync call failed: its moves go back in front of the outbox.
+
+        A call that fails as the crawl is cancelled (coredis's connection
+        task is cancelled with it, so the shield in ``_fcall`` does not save
+        it) may or may not have run in Redis. ``aclose`` sends the moves
+        again: one Redis applied already is refused by its stale token, and
+        one it never saw is not lost. Lost, a finish left its page leased,
+        and ``bye`` queued it again: fetched twice after a graceful stop.
+        """
+        later = self._outbox
+        batch.ops += later.ops
+        batch.leases += later.leases
+        batch.urgent = batch.urgent or later.urgent
+        batch.first_at = min(batch.first_at, later.first_at)
+        batch.confirmed = later.confirmed
+        self._outbox = batch
 
     def _take(self, fields: Sequence[Any]) -> None:
         digest, url_b, depth, ref_b, chain_b, payload_b, tries, refetch, token, report = fields
