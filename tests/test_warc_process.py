@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,6 +110,17 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def writer_after(out: Path, lines: int, proc: subprocess.Popen[Any]) -> int:
+    """Wait (30 s at most) until the crawl has written ``lines`` records;
+    then the pid of its WARC writer."""
+    deadline = time.monotonic() + 30
+    while not (out.exists() and out.read_text().count("\n") >= lines):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.005)
+    (writer,) = children(proc.pid)
+    return writer
+
+
 def slow_site(pages: int) -> Site:
     return Site({f"/p/{i}": page(*(f"/p/{j}" for j in range(i + 1, min(i + 4, pages))))
                  for i in range(pages)})  # fmt: skip
@@ -125,11 +137,7 @@ def test_killing_the_writer_stops_the_crawl_and_lists_only_archived_pages(
                                 stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)  # fmt: skip
         try:
-            deadline = time.monotonic() + 30
-            while not (out.exists() and out.read_text().count("\n") >= 20):
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.01)
-            (writer,) = children(proc.pid)
+            writer = writer_after(out, 20, proc)
             # Stopped first, so pages pile up waiting for their acks: none of
             # them may be listed once the writer is gone.
             os.kill(writer, signal.SIGSTOP)
@@ -157,18 +165,15 @@ def test_a_killed_crawl_leaves_its_writer_to_finish_what_it_was_sent(tmp_path: P
         proc = subprocess.Popen([sys.executable, "-m", "trio_crawl", *args],
                                 stdin=subprocess.DEVNULL)  # fmt: skip
         try:
+            writer = writer_after(out, 50, proc)
             deadline = time.monotonic() + 30
-            while not (out.exists() and out.read_text().count("\n") >= 50):
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.005)
-            (writer,) = children(proc.pid)
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             # The writer ends on its own once the pipe is empty, and lets go of
             # the file: a new writer gets the lock.
             WarcWriter.open(warc, lock_timeout=20).close()
             while Path(f"/proc/{writer}").exists() and not _is_zombie(writer):
-                assert time.monotonic() < deadline + 30, "the writer did not end"
+                assert time.monotonic() < deadline, "the writer did not end"
                 time.sleep(0.01)
         finally:
             proc.kill()

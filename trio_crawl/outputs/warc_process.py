@@ -114,7 +114,6 @@ class WarcProcess:
         settings = {
             "fd": writer.fileno(),
             "path": path,
-            "filename": os.path.basename(path),
             "request_headers": dict(request_headers or {}),
             "warcinfo_id": writer.warcinfo_id,
             "compresslevel": compresslevel,
@@ -158,7 +157,9 @@ class WarcProcess:
         body = result.body
         header = _FRAME.pack(len(meta), len(body))
         self.submitted += 1
-        if self._pending or self.error is not None:
+        if self.error is not None:  # nobody reads any more: the caller is told
+            return self.submitted
+        if self._pending:  # behind what waits already, to keep the order
             self._pending += header + meta + body
             return self.submitted
         total = len(header) + len(meta) + len(body)
@@ -293,7 +294,7 @@ def main(argv: list[str]) -> int:
     file = os.fdopen(settings["fd"], "ab", buffering=0)
     writer = WarcWriter(
         file,
-        filename=settings["filename"],
+        filename=os.path.basename(settings["path"]),
         request_headers=settings["request_headers"],
         compresslevel=settings["compresslevel"],
         dedup=settings["dedup"],
