@@ -407,7 +407,7 @@ def test_what_a_crawl_exception_means() -> None:
     import sqlite3
 
     from trio_crawl.cli import main
-    from trio_crawl.engine.outputs import OutputError
+    from trio_crawl.outputs.jsonl import OutputError
 
     watch = main.HandlerWatch()
     busy = main.StateLockedError("crawl.db is in use by another crawl")

@@ -35,12 +35,11 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Awaitable,
-    Callable,
     Iterable,
     Iterator,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -54,13 +53,6 @@ from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize, host_port, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
-from ..engine.outputs import (
-    ItemCsvWriter,
-    ItemJsonLinesWriter,
-    JsonLinesWriter,
-    OutputError,
-    OutputFile,
-)
 from ..frontiers.base import FrontierBackend
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.resume import (
@@ -70,7 +62,14 @@ from ..frontiers.resume import (
     stored_start_urls,
 )
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
-from .archive import ArchiveLink, ArchiveTicket, open_archive_link
+from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
+from ..outputs.jsonl import (
+    ItemCsvWriter,
+    ItemJsonLinesWriter,
+    JsonLinesWriter,
+    OutputError,
+    OutputFile,
+)
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -371,22 +370,6 @@ def check_warc_path(path: str | None) -> str | None:
     return path
 
 
-def open_warc(
-    path: str, config: CrawlConfig, *, append: bool, on_failure: Callable[[OSError], None]
-) -> AbstractAsyncContextManager[ArchiveLink]:
-    """The archive for ``--warc``, written by a child process (see
-    ``cli/archive.py``): appended to when the crawl resumes."""
-    info = {
-        "software": f"trio-crawl/{__version__}",
-        "format": "WARC File Format 1.1",
-        "start-urls": list(config.start_url_strings),
-    }
-    headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
-    return open_archive_link(
-        path, info=info, request_headers=headers, append=append, on_failure=on_failure
-    )
-
-
 def new_default_output() -> OutputFile:
     """``crawl-YYYYmmdd-HHMMSS.jsonl`` in the current directory, never an
     existing file (``-2``, ``-3``... when one is there)."""
@@ -615,7 +598,7 @@ async def crawl_with_ui(
             async with AsyncExitStack() as stack:
                 if warc is not None:  # first: it may find the file busy (a lock)
                     archive = await stack.enter_async_context(
-                        open_warc(
+                        open_crawl_archive(
                             warc, config, append=outputs.append, on_failure=on_archive_failure
                         )
                     )

@@ -14,7 +14,7 @@ The guarantee stays the one of the inline writer: a page's JSON Lines record
 is written only after its exchange is in the WARC file. The child answers
 every batch it has written with an *ack*, the number of exchanges written so
 far, and the crawl waits for the ack of its exchange before the record
-(``ArchiveLink`` in ``cli/archive.py`` does the waiting with trio). If the
+(``ArchiveLink`` in ``outputs/archive.py`` does the waiting with trio). If the
 crawl is killed, the child still writes what is in the pipe (it reads to
 end-of-file, and it runs in its own session, so a terminal's Ctrl-C reaches
 only the crawl); if the child is killed, nothing it did not ack is listed.
