@@ -404,19 +404,20 @@ def test_dash_o_dash_on_a_terminal_prints_records_and_no_progress(tmp_path: Path
 
 
 def test_what_a_crawl_exception_means() -> None:
-    import sqlite3
-
     from trio_crawl.cli import main
-    from trio_crawl.outputs.jsonl import OutputError
+    from trio_crawl.errors import OutputError, StateWriteError
 
     watch = main.HandlerWatch()
     busy = main.StateLockedError("crawl.db is in use by another crawl")
     assert main.classify(ExceptionGroup("", [busy]), watch, "crawl.db") == main.Ending(
         75, "crawl.db is in use by another crawl"
     )
-    full = sqlite3.OperationalError("database or disk is full")
+    full = StateWriteError("crawl.db", "database or disk is full")
     assert main.classify(full, watch, "crawl.db") == main.Ending(
         3, "cannot write to crawl.db: database or disk is full"
+    )
+    assert main.classify(full, watch, None) == main.Ending(
+        3, "cannot write to the temporary state file: database or disk is full"
     )
     nospace = OutputError("out.jsonl", OSError(28, "No space left on device"))
     assert main.classify(nospace, watch, None).code == 3

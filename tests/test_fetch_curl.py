@@ -24,7 +24,8 @@ import trio
 import trio.testing
 
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
+from trio_crawl.errors import FetchError
 from trio_crawl.fetch.curl import (
     Collector,
     CurlError,

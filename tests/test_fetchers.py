@@ -37,7 +37,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError
+from trio_crawl.errors import FetchError
 from trio_crawl.fetch.decode import ACCEPT_ENCODING, BodyDecoder
 from trio_crawl.fetch.errors import to_fetch_error
 from trio_crawl.fetch.httpx import HttpxFetcher, error_kind, open_httpx_fetcher

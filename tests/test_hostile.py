@@ -24,7 +24,8 @@ import trio
 
 from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
+from trio_crawl.errors import FetchError
 
 from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 from hostile_server import Answer, HostileServer, hanging_server_process, serve_hostile

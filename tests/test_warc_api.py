@@ -15,14 +15,14 @@ import pytest
 import trio
 
 from trio_crawl import CrawlRecord, open_crawler, run_crawl
-from trio_crawl.outputs.jsonl import OutputError
+from trio_crawl.errors import OutputError
 from trio_crawl.testing import Site, page, serve_site
 
 pytest.importorskip("warcio")
 
-from trio_crawl.outputs.warc import read_warc_responses, repair_warc
-
 from test_warc_process import children
+
+from trio_crawl.outputs.warc import read_warc_responses, repair_warc
 
 PAGES = 60
 
@@ -95,11 +95,14 @@ async def test_a_killed_writer_ends_the_crawl_and_no_record_lacks_its_exchange(
             os.kill(writer, signal.SIGSTOP)
             os.kill(writer, signal.SIGKILL)
 
-    with serve_site(chain_site(400)) as server:
-        with trio.fail_after(30), pytest.raises(OutputError, match="WARC writer stopped"):
-            await run_crawl(
-                server.url("/p/0"), workers=4, rate=200, warc=str(warc), on_record=on_record
-            )
+    with (
+        serve_site(chain_site(400)) as server,
+        trio.fail_after(30),
+        pytest.raises(OutputError, match="WARC writer stopped"),
+    ):
+        await run_crawl(
+            server.url("/p/0"), workers=4, rate=200, warc=str(warc), on_record=on_record
+        )
     repair_warc(warc)
     stored = read_warc_responses(str(warc))
     assert 20 <= len(listed) < 400

@@ -27,7 +27,6 @@ import importlib
 import inspect
 import os
 import signal
-import sqlite3
 import sys
 import time
 import traceback
@@ -47,29 +46,25 @@ import trio
 from rich.console import Console
 
 from .. import __version__
-from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize, host_port, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
-from ..frontiers.base import FrontierBackend
-from ..frontiers.disk_backlog import seed_lines
-from ..frontiers.resume import (
+from ..errors import (
+    ConfigError,
+    OutputError,
     StateLockedError,
     StateUsageError,
-    status_text,
-    stored_start_urls,
+    StateWriteError,
 )
+from ..frontiers.base import FrontierBackend
+from ..frontiers.disk_backlog import seed_lines
+from ..frontiers.resume import status_text, stored_start_urls
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
-from ..outputs.jsonl import (
-    ItemCsvWriter,
-    ItemJsonLinesWriter,
-    JsonLinesWriter,
-    OutputError,
-    OutputFile,
-)
+from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -704,13 +699,10 @@ def classify(exc: BaseException, watch: HandlerWatch, state: str | None) -> Endi
             return Ending(EXIT_STATE_BUSY, str(leaf))
         if isinstance(leaf, (UsageError, StateUsageError, ConfigError)):
             return Ending(EXIT_USAGE, str(leaf))
+        if isinstance(leaf, StateWriteError) and state is None:  # --max-queue's own file
+            return Ending(EXIT_OUTPUT, f"cannot write to the temporary state file: {leaf.reason}")
         if isinstance(leaf, OutputError):
             return Ending(EXIT_OUTPUT, str(leaf))
-        if isinstance(leaf, sqlite3.OperationalError) and (
-            "full" in str(leaf) or "disk I/O" in str(leaf)
-        ):
-            where = state or "the temporary state file"
-            return Ending(EXIT_OUTPUT, f"cannot write to {where}: {leaf}")
     first = leaves[0]
     return Ending(
         EXIT_SOFTWARE,

@@ -12,15 +12,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..errors import ConfigError
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .scrape import Handler, Request
 from .url import parse_start_url
 
 FETCHERS = ("curl", "httpx", "asks")
-
-
-class ConfigError(ValueError):
-    """A bad setting; the message is one line meant for the user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

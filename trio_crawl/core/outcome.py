@@ -21,8 +21,9 @@ import enum
 import random
 from dataclasses import dataclass
 
+from ..errors import FetchError
 from .frontier import Entry
-from .models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from .models import CrawlRecord, ErrorInfo, FetchResult
 from .retry import RetryPolicy
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

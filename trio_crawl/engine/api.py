@@ -16,15 +16,15 @@ from typing import TypedDict, TypeVar, Unpack
 
 import trio
 
-from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import FetchConfig
 from ..core.models import CrawlRecord
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
+from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
 from ..frontiers.sqlite import SqliteFrontier
 from ..outputs.archive import ArchiveLink, open_crawl_archive
-from ..outputs.jsonl import OutputError
 from .crawler import Crawler, EngineStatistics
 from .delivery import ItemCallback, RecordCallback, ResponseCallback
 

@@ -39,7 +39,7 @@ import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry, RedirectOutcome
-from ..core.models import CrawlRecord, FetchError, FetchResult
+from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import Step, decide, make_record
 from ..core.requisites import REQUISITE
 from ..core.retry import RetryPolicy
@@ -47,6 +47,7 @@ from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import Scope, host_port, resolve
+from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..core.models import FetchError
 from ..core.robots import robots_url
-from ..core.sitemap import SitemapError, parse_sitemap
+from ..core.sitemap import parse_sitemap
 from ..core.url import canonicalize
+from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
 
 MAX_SITEMAPS_PER_HOST = 50

@@ -96,7 +96,8 @@ import trio
 from anyio.abc import SocketAttribute
 
 from ..core.http import FetchConfig
-from ..core.models import FetchError, FetchResult
+from ..core.models import FetchResult
+from ..errors import FetchError
 from .body import (
     close_shielded,
     content_length,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..core.models import FetchError
+from ..errors import FetchError
 
 __all__ = ["check_url", "request_headers"]
 

@@ -59,9 +59,10 @@ from ..core.frontier import (
     FrontierStatistics,
     RedirectOutcome,
 )
-from ..core.models import FetchError, FetchResult
+from ..core.models import FetchResult
 from ..core.scrape import Request
 from ..core.url import Scope, host_port
+from ..errors import FetchError
 from . import redis_lua
 from .base import Publish
 

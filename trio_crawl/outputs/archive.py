@@ -31,7 +31,7 @@ import trio
 from ..core.config import CrawlConfig
 from ..core.models import FetchResult
 from ..core.version import VERSION
-from .jsonl import OutputError
+from ..errors import OutputError
 from .warc_process import WarcProcess
 
 

@@ -30,16 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.models import CrawlRecord
-
-
-class OutputError(Exception):
-    """An output that cannot be written; ``str()`` is one line for the user."""
-
-    def __init__(self, path: str, error: OSError) -> None:
-        reason = error.strerror or str(error)
-        super().__init__(f"cannot write to {path}: {reason}")
-        self.path = path
-        self.errno = error.errno
+from ..errors import OutputError
 
 
 class OutputFile:

@@ -8,7 +8,8 @@ when to abort the transfer.
 
 from __future__ import annotations
 
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ...errors import FetchError
 from ..body import content_length, declared_too_large, drains, join_header, skips_body, too_large
 from .errors import CurlError
 

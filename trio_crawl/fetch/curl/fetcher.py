@@ -62,7 +62,8 @@ import pycurl
 import trio
 
 from ...core.http import FetchConfig
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ...errors import FetchError
 from ..errors import translated_errors
 from ..request import check_url, request_headers
 from ..tls import ca_locations

@@ -28,7 +28,8 @@ import pycurl
 import trio
 
 from ...core.http import FetchConfig
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ...errors import FetchError
 from .collector import Collector
 from .errors import CurlError
 
