@@ -144,8 +144,10 @@ class Collector:
         if declared_too_large(self.status, self.declared, self.max_bytes) is not None:
             self.abort = "too_large"
             return False
-        decoder = BodyDecoder(self.headers.get("content-encoding"))
-        self._decoder = None if decoder.passes_through else decoder
+        coding = self.headers.get("content-encoding")
+        if coding is not None:
+            decoder = BodyDecoder(coding)
+            self._decoder = None if decoder.passes_through else decoder
         return True
 
     def body(self, data: bytes) -> bool:
@@ -157,8 +159,13 @@ class Collector:
                 return True
             self.abort = "skipped"
             return False
-        if self._decoder is None:
-            return self._keep(data)
+        if self._decoder is None:  # the usual case, inline
+            self.size += len(data)
+            if self.size > self.max_bytes:
+                self.abort = "too_large"
+                return False
+            self.chunks.append(data)
+            return True
         self.wire += len(data)
         if self.wire > self.max_bytes:
             self.abort = "too_large"
