@@ -286,6 +286,10 @@ def test_collector_allows_one_request_per_transfer() -> None:
     assert isinstance(error, FetchError) and error.kind == "reset", error
     c.reset()
     assert c.request_sent()
+    # a request after an answer (libcurl answering an auth challenge) is no resend
+    assert c.header_line(b"HTTP/1.1 401 Unauthorized\r\n")
+    assert c.request_sent()
+    assert not c.request_sent()
 
 
 def test_collector_decodes_and_refuses_a_truncated_stream() -> None:

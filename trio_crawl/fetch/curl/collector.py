@@ -6,12 +6,14 @@ content codings); this module applies them to curl's raw header lines and
 raw body pieces, and says when to abort the transfer. Three decisions are
 curl's alone:
 
-1. One request per fetch. libcurl silently sends a request again, on another
-   connection (up to 5 times), when a reused keep-alive connection closes
-   before any answer; the crawler's ``--retries`` would no longer bound what
-   a server receives. ``request_sent`` (curl's pre-request callback) refuses
-   the second send: the fetch is ``reset``, and the crawler's own retry
-   policy decides, keep-alive untouched.
+1. No silent resend. libcurl sends a request again, on another connection
+   (up to 5 times), when a reused keep-alive connection closes before any
+   answer; the crawler's ``--retries`` would no longer bound what a server
+   receives. ``request_sent`` (curl's pre-request callback) refuses a send
+   that follows a request with no answer at all: the fetch is ``reset``, and
+   the crawler's own retry policy decides, keep-alive untouched. A request
+   that follows an answer (an authentication challenge that libcurl answers
+   itself) is not a resend and goes.
 2. A status line whose code is not three digits is ``protocol`` (libcurl
    accepts ``HTTP/1.1 2000``).
 3. Bodies arrive undecoded (libcurl's decoders accept a gzip stream cut
@@ -43,6 +45,7 @@ class Collector:
     """
 
     __slots__ = (
+        "_answered",
         "_decoder",
         "_last",
         "abort",
@@ -86,12 +89,14 @@ class Collector:
         #: what a "failed" abort ends with: our ``FetchError``, or a decoder's error
         self.failure: Exception | None = None
         self._decoder: BodyDecoder | None = None  # None: the body is not encoded
+        self._answered = False  # a status line came after the last request sent
         self._last: str | None = None  # last header name, for obs-fold lines
 
     def request_sent(self) -> bool:
-        """curl is about to send the request; ``False`` refuses a second send (rule 1)."""
+        """curl is about to send a request; ``False`` refuses a resend (rule 1)."""
         self.requests += 1
-        if self.requests == 1:
+        if self.requests == 1 or self._answered:
+            self._answered = False
             return True
         return self._fail(
             FetchError(
@@ -117,6 +122,7 @@ class Collector:
                 return self._fail(FetchError("protocol", f"bad status line: {shown!r}"))
             self.http_version = parts[0].decode("ascii", "replace")
             self.status = int(code)
+            self._answered = True
             self.headers = {}
             self._last = None
             return True
