@@ -29,8 +29,9 @@ Rules:
    ``curl.errors.error_kind`` as the classifier. Bad input (a control
    character in the URL, a line break in a header) is refused first by
    ``fetch.request``, as in every fetcher. The decisions about one response
-   (1xx heads, header folding, the HTML-only skip, the size cap) live in the
-   pure ``Collector``.
+   (1xx heads, header folding, the status code, the HTML-only skip, the
+   size cap, decoding, one request per transfer) live in the pure
+   ``Collector``.
 7. Behaviour matches ``HttpxFetcher``: exceptions leave ``open_curl_fetcher``
    bare, not in an exception group; an unwanted (non-HTML) body is skipped,
    and drained only when its declared length is small enough that keeping
