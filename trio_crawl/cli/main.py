@@ -49,7 +49,7 @@ from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
-from ..core.url import canonicalize, host_port, parse_start_url
+from ..core.url import canonicalize, host_port, mask_credentials, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
 from ..errors import (
@@ -639,12 +639,12 @@ def prepare_disk_frontier(
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    print(f"trio-crawl: error: {mask_credentials(message)}", file=sys.stderr)
     return code
 
 
 def _say(message: str) -> None:
-    print(f"trio-crawl: {message}", file=sys.stderr)
+    print(f"trio-crawl: {mask_credentials(message)}", file=sys.stderr)
 
 
 def run_cli(argv: Sequence[str]) -> int:

@@ -1,0 +1,83 @@
+"""What the README promises about scope, credentials, Crawl-delay and the
+output file (issue #18, items 2, 3, 7 and 9), held to real servers on
+127.0.0.1 through the command line. Every subprocess has a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trio_crawl.sites.server import SiteServer, serve_site
+from trio_crawl.sites.site import Route, Site, page, redirect
+
+from cli_helpers import run_cli
+
+TEXT = "text/plain"
+
+
+def jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def authority(server: SiteServer) -> str:
+    return server.base_url.removeprefix("http://")
+
+
+# -- 7: credentials in links are never sent, passwords never written ------------------
+
+
+def test_links_with_userinfo_are_fetched_without_credentials(tmp_path: Path) -> None:
+    routes: dict[str, Route] = {}
+    out = tmp_path / "out.jsonl"
+    with serve_site(Site(routes)) as server:
+        host = authority(server)
+        routes["/"] = page(
+            f"http://ann:hunter2@{host}/private",
+            f"//tok3n@{host}/token",
+            "/moved",
+            "/bad",
+        )
+        routes["/moved"] = redirect(f"http://bob:swordfish@{host}/target")
+        routes["/bad"] = redirect("ftp://carl:opensesame@files.example/x")
+        for target in ("/private", "/token", "/target"):
+            routes[target] = page()
+        result = run_cli(server.url("/"), "--ignore-robots", "-q", "-o", str(out))
+        log = list(server.log)
+    assert result.returncode == 0, result.stderr
+    assert sorted(entry.target for entry in log) == [
+        "/",
+        "/bad",
+        "/moved",
+        "/private",
+        "/target",
+        "/token",
+    ]
+    assert [e.target for e in log if "authorization" in e.headers] == []
+    text = out.read_text()
+    for secret in ("hunter2", "tok3n", "swordfish", "opensesame"):
+        assert secret not in text and secret not in result.stderr
+    records = {r["url"]: r for r in jsonl(out)}
+    assert records[server.url("/moved")]["redirect"] == server.url("/target")
+    bad = records[server.url("/bad")]["error"]
+    assert bad == {
+        "kind": "bad_redirect",
+        "message": "unusable Location: 'ftp://carl:***@files.example/x'",
+    }
+    assert all("@" not in str(url) for url in records)
+
+
+def test_a_start_url_with_credentials_is_refused_without_echoing_them(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("kept\n")
+    with serve_site(Site({"/": page()})) as server:
+        start = f"http://ann:hunter2@{authority(server)}/"
+        result = run_cli(start, "-q", "-o", str(out))
+        log = list(server.log)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"trio-crawl: error: start URL 'http://ann:***@{authority(server)}/' holds a user"
+        " name or password: credentials in URLs are never sent; give them with --user and"
+        " --password\n"
+    )
+    assert log == [] and out.read_text() == "kept\n"
