@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from trio_crawl.sites.server import SiteServer, serve_site
-from trio_crawl.sites.site import Route, Site, page, redirect
+from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
 from cli_helpers import run_cli
 
@@ -22,6 +22,62 @@ def jsonl(path: Path) -> list[dict[str, object]]:
 
 def authority(server: SiteServer) -> str:
     return server.base_url.removeprefix("http://")
+
+
+# -- 2: sitemaps are fetched only in scope --------------------------------------------
+
+XML = "application/xml"
+SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def sitemap_index(*locs: str) -> Response:
+    entries = "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in locs)
+    return Response(body=f"<sitemapindex {SITEMAP_NS}>{entries}</sitemapindex>".encode(),
+                    content_type=XML)  # fmt: skip
+
+
+def urlset(*locs: str) -> Response:
+    entries = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+    return Response(body=f"<urlset {SITEMAP_NS}>{entries}</urlset>".encode(), content_type=XML)
+
+
+def test_sitemaps_out_of_scope_are_never_fetched(tmp_path: Path) -> None:
+    """A ``Sitemap:`` line and a ``<sitemap><loc>`` pointing at another port
+    (another service on the same machine: the SSRF) are skipped; the
+    in-scope ones seed the crawl."""
+    routes: dict[str, Route] = {}
+    elsewhere_routes: dict[str, Route] = {}
+    out = tmp_path / "out.jsonl"
+    with serve_site(Site(routes)) as server, serve_site(Site(elsewhere_routes)) as elsewhere:
+        other = elsewhere.base_url
+        elsewhere_routes["/listed.xml"] = urlset(other + "/secret")
+        elsewhere_routes["/nested.xml"] = urlset(other + "/secret")
+        routes["/robots.txt"] = Response(
+            body=(
+                "User-agent: *\nDisallow:\n"
+                f"Sitemap: {other}/listed.xml\n"
+                f"Sitemap: http://ann:pw@{authority(server)}/index.xml\n"
+            ).encode(),
+            content_type=TEXT,
+        )
+        routes["/index.xml"] = sitemap_index(other + "/nested.xml", server.url("/pages.xml"))
+        routes["/pages.xml"] = urlset(server.url("/orphan"), other + "/secret")
+        routes["/"] = page()
+        routes["/orphan"] = page()
+        result = run_cli(server.url("/"), "--sitemaps", "-q", "-o", str(out))
+        log = list(server.log)
+        elsewhere_log = list(elsewhere.log)
+    assert result.returncode == 0, result.stderr
+    assert elsewhere_log == []
+    assert sorted(e.target for e in log) == [
+        "/",
+        "/index.xml",
+        "/orphan",
+        "/pages.xml",
+        "/robots.txt",
+    ]
+    assert [e.target for e in log if "authorization" in e.headers] == []
+    assert sorted(str(r["url"]) for r in jsonl(out)) == [server.url("/"), server.url("/orphan")]
 
 
 # -- 7: credentials in links are never sent, passwords never written ------------------

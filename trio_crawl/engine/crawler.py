@@ -107,7 +107,7 @@ class Crawler:
         #: before its record (or retry): the page's parse overlaps the wait.
         self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
-        scope = Scope(config.start_url_strings, config.allow_domains)
+        scope = self._scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
             config.start_urls, scope=scope, max_depth=config.max_depth, max_pages=config.max_pages
         )
@@ -339,7 +339,7 @@ class Crawler:
     async def _seed_from_sitemaps(self, page_url: str, listed: list[str]) -> None:
         """Admit the host's sitemap URLs as start URLs. Runs inside a crawler
         holding its token, so the crawl cannot end while sitemaps are read."""
-        found = await sitemap_page_urls(self._fetcher, page_url, listed)
+        found = await sitemap_page_urls(self._fetcher, page_url, listed, self._scope)
         for sitemap in dict.fromkeys(s for _, s in found):
             await self.frontier.admit_seeds([u for u, s in found if s == sitemap], sitemap)
 
