@@ -5,8 +5,11 @@ output file (issue #18, items 2, 3, 7 and 9), held to real servers on
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+
+import pytest
 
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
@@ -78,6 +81,36 @@ def test_sitemaps_out_of_scope_are_never_fetched(tmp_path: Path) -> None:
     ]
     assert [e.target for e in log if "authorization" in e.headers] == []
     assert sorted(str(r["url"]) for r in jsonl(out)) == [server.url("/"), server.url("/orphan")]
+
+
+# -- 3: Crawl-delay is capped ------------------------------------------------------------
+
+
+def test_a_huge_crawl_delay_is_capped_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the summary table on one line per row
+    out = tmp_path / "out.jsonl"
+    site = Site(
+        {
+            "/robots.txt": Response(
+                body=b"User-agent: *\nCrawl-delay: 99999999\n", content_type=TEXT
+            ),
+            "/": page("/a", "/b"),
+            "/a": page(),
+            "/b": page(),
+        }
+    )
+    with serve_site(site) as server:
+        result = run_cli(server.url("/"), "--max-crawl-delay", "0.25", "-o", str(out), timeout=30)
+        log = [e for e in server.log if e.target != "/robots.txt"]
+    assert result.returncode == 0, result.stderr
+    assert sorted(e.target for e in log) == ["/", "/a", "/b"]
+    gaps = [later.time - earlier.time for earlier, later in itertools.pairwise(log)]
+    assert all(0.25 <= gap < 5 for gap in gaps), gaps
+    assert len(jsonl(out)) == 3
+    (row,) = [line for line in result.stderr.splitlines() if "Crawl-delay capped" in line]
+    assert f"{authority(server)} asked for 99,999,999 s; waited --max-crawl-delay instead" in row
 
 
 # -- 7: credentials in links are never sent, passwords never written ------------------

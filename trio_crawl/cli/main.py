@@ -162,6 +162,13 @@ def build_parser(
         metavar="SECONDS",
         help="longest wait a Retry-After header can ask for before a retry (default 60)",
     )
+    p.add_argument(
+        "--max-crawl-delay",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60)",
+    )
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
     p.add_argument(
         "--fetcher",
@@ -240,6 +247,7 @@ def build_config(
         "allow_domains": tuple(args.allow_domain),
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
+        "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
         "html_only": not args.all_bodies,

@@ -132,9 +132,15 @@ class Crawler:
                 retry_period=ROBOTS_RETRY_PERIOD,
             )
         seed = self._seed_from_sitemaps if config.sitemaps else None
-        self._gate = HostGate(robots, self.schedule, seed)
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.stats = CrawlStats()
+        self._gate = HostGate(
+            robots,
+            self.schedule,
+            seed,
+            max_crawl_delay=config.max_crawl_delay,
+            capped_delays=self.stats.capped_crawl_delays,
+        )
         self._delivery = Delivery(self.stats, on_record=on_record, on_item=on_item)
         self._pages = PageReader(self.frontier, self._delivery, scope, config)
         self._started_at: float | None = None
