@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from test_cli_exits import HANDLER_MODULE, dead_port, run_in
 
+from trio_crawl.outputs.jsonl import OutputFile
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
@@ -170,3 +172,86 @@ def test_a_start_url_with_credentials_is_refused_without_echoing_them(tmp_path: 
         " --password\n"
     )
     assert log == [] and out.read_text() == "kept\n"
+
+
+# -- 9: a crawl that reaches no start URL leaves the output as it was ------------------------
+
+
+def small_site() -> Site:
+    return Site({"/": page("/a", "/b"), "/a": page("/"), "/b": page()})
+
+
+@pytest.mark.parametrize("robots", [True, False])
+def test_no_start_url_reached_leaves_the_outputs_as_they_were(
+    tmp_path: Path, robots: bool
+) -> None:
+    (tmp_path / "my_handlers.py").write_text(HANDLER_MODULE)
+    out, items = tmp_path / "keep.jsonl", tmp_path / "items.jsonl"
+    with serve_site(small_site()) as server:
+        first = run_in(tmp_path, server.url("/"), "-q", "-o", str(out), "--ignore-robots",
+                       "--handler", "my_handlers:titles", "--items", str(items))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    kept, kept_items = out.read_bytes(), items.read_bytes()
+    assert len(kept.splitlines()) == 3 and len(kept_items.splitlines()) == 3
+    args = [f"http://127.0.0.1:{dead_port()}/", "-o", str(out), "--timeout", "5"]
+    args += ["--handler", "my_handlers:titles", "--items", str(items)]
+    result = run_in(tmp_path, *args, *([] if robots else ["--ignore-robots"]))
+    assert result.returncode == 4, result.stderr
+    assert out.read_bytes() == kept and items.read_bytes() == kept_items
+    assert "trio-crawl report" not in result.stderr  # no hint to report on the old file
+
+
+def test_a_crawl_that_reaches_a_start_url_replaces_the_output(tmp_path: Path) -> None:
+    """The records of unreachable start URLs wait until another start URL
+    answers; then the old content goes and they are written first."""
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"url": "http://old.example/"}\n' * 50)
+    dead = f"http://127.0.0.1:{dead_port()}/"
+    routes: dict[str, Route] = {"/a": page(), "/b": page()}
+    with serve_site(Site(routes)) as server:
+        # The live start URL answers only after the dead one has failed.
+        routes["/"] = Response(body=page("/a", "/b").body, delay=0.5)
+        result = run_cli(
+            dead, server.url("/"), "-q", "-o", str(out), "--ignore-robots", "--retries", "0"
+        )
+    assert result.returncode == 0, result.stderr
+    records = jsonl(out)
+    assert [r["url"] for r in records[:2]] == [dead, server.url("/")]
+    assert sorted(str(r["url"]) for r in records[2:]) == [server.url("/a"), server.url("/b")]
+    assert records[0]["error"] is not None and records[0]["error"]["kind"] == "connect"  # type: ignore[index]
+
+
+def test_a_new_output_gets_the_records_of_a_crawl_that_reached_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "new.jsonl"
+    dead = f"http://127.0.0.1:{dead_port()}/"
+    result = run_cli(dead, "-q", "-o", str(out), "--ignore-robots", "--timeout", "5")
+    assert result.returncode == 4, result.stderr
+    assert [r["url"] for r in jsonl(out)] == [dead]
+
+
+def test_a_held_output_keeps_its_content_until_commit(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"old 1\nold 2\n")
+    output = OutputFile.open(str(path))
+    output.begin(append=False, hold=True)
+    assert output.holding and output.write(b"new 1\n")
+    assert path.read_bytes() == b"old 1\nold 2\n"
+    output.commit()
+    assert not output.holding and output.write(b"new 2\n")
+    output.close()
+    assert path.read_bytes() == b"new 1\nnew 2\n"
+
+    output = OutputFile.open(str(path))
+    output.begin(append=False, hold=True)
+    output.write(b"lost\n")
+    output.drop_held()
+    output.close()
+    assert path.read_bytes() == b"new 1\nnew 2\n" and output.kept_old
+
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    output = OutputFile.open(str(empty))
+    output.begin(append=False, hold=True)  # nothing to keep: written at once
+    assert not output.holding and output.write(b"x\n")
+    assert empty.read_bytes() == b"x\n"
+    output.close()

@@ -471,14 +471,17 @@ class StartWatch:
         self.unreachable = 0
         self.first_failure: str | None = None
 
-    def __call__(self, record: CrawlRecord) -> None:
+    def __call__(self, record: CrawlRecord) -> bool:
+        """Note ``record``; True if it is a start URL that could not be connected to."""
         if record.depth != 0 or record.referrer is not None:
-            return
+            return False
         self.seen += 1
         if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
             self.unreachable += 1
             if self.first_failure is None:
                 self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+            return True
+        return False
 
     @property
     def none_reachable(self) -> bool:
@@ -487,19 +490,34 @@ class StartWatch:
 
 @dataclasses.dataclass
 class Outputs:
-    """The crawl's open outputs; emptied only when the crawl starts."""
+    """The crawl's open outputs; emptied only when the crawl starts and, with
+    ``hold``, only once it has reached a start URL (``commit``): a crawl that
+    reaches none (exit 4) leaves them as they were (``drop_held``)."""
 
     records: OutputFile
     append: bool = False
     items: OutputFile | None = None
     items_csv: bool = False
+    hold: bool = False
 
     def all(self) -> list[OutputFile]:
         return [self.records] if self.items is None else [self.records, self.items]
 
     def begin(self) -> None:
         for output in self.all():
-            output.begin(append=self.append)
+            output.begin(append=self.append, hold=self.hold)
+
+    def commit(self) -> None:
+        for output in self.all():
+            output.commit()
+
+    def drop_held(self) -> None:
+        for output in self.all():
+            output.drop_held()
+
+    @property
+    def holding(self) -> bool:
+        return any(o.holding for o in self.all())
 
     def close(self) -> None:
         for output in self.all():
@@ -550,7 +568,10 @@ async def crawl_with_ui(
                     crawler.stop()
 
         def on_record(record: CrawlRecord) -> None:
-            starts(record)
+            if not starts(record) and outputs.holding:
+                outputs.commit()  # a start URL was reached: now the old file goes
+                if item_writer is not None and item_writer.output.failed:
+                    check(item_writer.output)
             if writer.output.failed:
                 check(writer.output)
 
@@ -612,13 +633,18 @@ async def crawl_with_ui(
             if archive is not None and archive.error is not None and failed is None:
                 failed = OutputError(str(warc), archive.error)
             nursery.cancel_scope.cancel()
+    unreachable = failed is None and signalled == EXIT_OK
+    unreachable = unreachable and starts.none_reachable and not summary.stopped
+    if unreachable:
+        outputs.drop_held()  # the earlier crawl's output stays as it was
     if not quiet:
-        print_summary(summary, sys.stderr, None if failed is not None else output)
+        hint = None if failed is not None or outputs.records.kept_old else output
+        print_summary(summary, sys.stderr, hint)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:
         return Ending(signalled)
-    if starts.none_reachable and not summary.stopped:
+    if unreachable:
         return Ending(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
         )
@@ -746,6 +772,8 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             outputs.items_csv = items_path.lower().endswith(".csv")
         frontier = prepare_disk_frontier(args, config, args.output or "-")
         outputs.append = args.append or (frontier is not None and frontier.resumed)
+        # With --state the output is the resume's list of what is done: never held.
+        outputs.hold = not outputs.append and not getattr(args, "state", None)
         if frontier is not None and not args.quiet:
             for note in frontier.notes:
                 _say(note)
