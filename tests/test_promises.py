@@ -13,6 +13,7 @@ import pytest
 from test_cli_exits import HANDLER_MODULE, dead_port, run_in
 
 from trio_crawl.outputs.jsonl import OutputFile
+from trio_crawl.outputs.warc import WarcWriter, iter_members
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
@@ -186,18 +187,20 @@ def test_no_start_url_reached_leaves_the_outputs_as_they_were(
     tmp_path: Path, robots: bool
 ) -> None:
     (tmp_path / "my_handlers.py").write_text(HANDLER_MODULE)
-    out, items = tmp_path / "keep.jsonl", tmp_path / "items.jsonl"
+    out, items, warc = tmp_path / "keep.jsonl", tmp_path / "items.jsonl", tmp_path / "a.warc.gz"
+    outputs = ["-o", str(out), "--handler", "my_handlers:titles", "--items", str(items)]
+    outputs += ["--warc", str(warc)]
     with serve_site(small_site()) as server:
-        first = run_in(tmp_path, server.url("/"), "-q", "-o", str(out), "--ignore-robots",
-                       "--handler", "my_handlers:titles", "--items", str(items))  # fmt: skip
+        first = run_in(tmp_path, server.url("/"), "-q", "--ignore-robots", *outputs)
     assert first.returncode == 0, first.stderr
-    kept, kept_items = out.read_bytes(), items.read_bytes()
+    kept, kept_items, kept_warc = out.read_bytes(), items.read_bytes(), warc.read_bytes()
     assert len(kept.splitlines()) == 3 and len(kept_items.splitlines()) == 3
-    args = [f"http://127.0.0.1:{dead_port()}/", "-o", str(out), "--timeout", "5"]
-    args += ["--handler", "my_handlers:titles", "--items", str(items)]
+    assert len(list(iter_members(warc))) == 7  # a warcinfo, then a response and a request a page
+    args = [f"http://127.0.0.1:{dead_port()}/", "--timeout", "5", *outputs]
     result = run_in(tmp_path, *args, *([] if robots else ["--ignore-robots"]))
     assert result.returncode == 4, result.stderr
     assert out.read_bytes() == kept and items.read_bytes() == kept_items
+    assert warc.read_bytes() == kept_warc
     assert "trio-crawl report" not in result.stderr  # no hint to report on the old file
 
 
@@ -229,6 +232,18 @@ def test_a_new_output_gets_the_records_of_a_crawl_that_reached_nothing(tmp_path:
     assert [r["url"] for r in jsonl(out)] == [dead]
 
 
+def test_a_deferred_warc_start_leaves_the_file_until_the_first_record(tmp_path: Path) -> None:
+    path = tmp_path / "a.warc.gz"
+    path.write_bytes(b"an earlier archive")
+    WarcWriter.open(path, info={"crawl": "two"}, append=False, defer_start=True).close()
+    assert path.read_bytes() == b"an earlier archive"
+    with WarcWriter.open(path, info={"crawl": "two"}, append=False, defer_start=True) as writer:
+        writer.write_metadata("http://h.example/", {"note": "x"})
+    members = list(iter_members(path))
+    assert len(members) == 2 and members[0][0] == 0  # a warcinfo, then the metadata
+    assert b"an earlier archive" not in path.read_bytes()
+
+
 def test_a_held_output_keeps_its_content_until_commit(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     path.write_bytes(b"old 1\nold 2\n")
@@ -241,12 +256,14 @@ def test_a_held_output_keeps_its_content_until_commit(tmp_path: Path) -> None:
     output.close()
     assert path.read_bytes() == b"new 1\nnew 2\n"
 
-    output = OutputFile.open(str(path))
-    output.begin(append=False, hold=True)
-    output.write(b"lost\n")
-    output.drop_held()
-    output.close()
-    assert path.read_bytes() == b"new 1\nnew 2\n" and output.kept_old
+    for drop in (True, False):  # never committed: the file stays as it was
+        output = OutputFile.open(str(path))
+        output.begin(append=False, hold=True)
+        output.write(b"lost\n")
+        if drop:
+            output.drop_held()
+        output.close()
+        assert path.read_bytes() == b"new 1\nnew 2\n" and output.kept_old
 
     empty = tmp_path / "empty.jsonl"
     empty.touch()

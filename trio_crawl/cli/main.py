@@ -492,7 +492,7 @@ class StartWatch:
 class Outputs:
     """The crawl's open outputs; emptied only when the crawl starts and, with
     ``hold``, only once it has reached a start URL (``commit``): a crawl that
-    reaches none (exit 4) leaves them as they were (``drop_held``)."""
+    reaches none (exit 4, or stopped before) leaves them as they were."""
 
     records: OutputFile
     append: bool = False
@@ -623,7 +623,11 @@ async def crawl_with_ui(
                 if warc is not None:  # first: it may find the file busy (a lock)
                     archive = await stack.enter_async_context(
                         open_crawl_archive(
-                            warc, config, append=outputs.append, on_failure=on_archive_failure
+                            warc,
+                            config,
+                            append=outputs.append,
+                            on_failure=on_archive_failure,
+                            defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
                         )
                     )
                 outputs.begin()  # the crawl starts: only now are outputs emptied
@@ -638,7 +642,8 @@ async def crawl_with_ui(
     if unreachable:
         outputs.drop_held()  # the earlier crawl's output stays as it was
     if not quiet:
-        hint = None if failed is not None or outputs.records.kept_old else output
+        old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
+        hint = None if failed is not None or old else output
         print_summary(summary, sys.stderr, hint)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))

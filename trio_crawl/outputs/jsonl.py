@@ -9,8 +9,9 @@ crawl starts leaves an existing file exactly as it was:
 2. ``begin(append=...)`` empties it (unless appending), when the crawl starts.
    With ``hold=True`` a file that has content is not emptied yet: what is
    written waits in a spooled buffer until ``commit()`` (the crawl reached a
-   start URL: the caller decides), and ``drop_held()`` leaves the file as it
-   was (the crawl reached none, issue #18 item 9). ``close()`` commits.
+   start URL: the caller decides). Without it, ``close()`` (or
+   ``drop_held()``) leaves the file as it was: a crawl that reached nothing
+   does not replace the last crawl's output (issue #18 item 9).
 
 Each record is written with ``os.write`` as one complete line, at once: a
 crawl killed at any moment leaves only complete lines behind. A write that
@@ -173,8 +174,8 @@ class OutputFile:
                 os.unlink(self.path)
 
     def close(self) -> None:
-        """Close, writing what is held first (``drop_held()`` to keep the old file)."""
-        self.commit()
+        """Close; what is still held (never committed) is dropped."""
+        self.drop_held()
         if self._owned and self._fd >= 0:
             os.close(self._fd)
         self._fd = -1
