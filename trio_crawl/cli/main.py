@@ -49,7 +49,7 @@ from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
-from ..core.url import canonicalize, host_port, parse_start_url
+from ..core.url import canonicalize, host_port, mask_credentials, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
 from ..errors import (
@@ -162,6 +162,13 @@ def build_parser(
         metavar="SECONDS",
         help="longest wait a Retry-After header can ask for before a retry (default 60)",
     )
+    p.add_argument(
+        "--max-crawl-delay",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60)",
+    )
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
     p.add_argument(
         "--fetcher",
@@ -240,6 +247,7 @@ def build_config(
         "allow_domains": tuple(args.allow_domain),
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
+        "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
         "html_only": not args.all_bodies,
@@ -463,14 +471,17 @@ class StartWatch:
         self.unreachable = 0
         self.first_failure: str | None = None
 
-    def __call__(self, record: CrawlRecord) -> None:
+    def __call__(self, record: CrawlRecord) -> bool:
+        """Note ``record``; True if it is a start URL that could not be connected to."""
         if record.depth != 0 or record.referrer is not None:
-            return
+            return False
         self.seen += 1
         if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
             self.unreachable += 1
             if self.first_failure is None:
                 self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+            return True
+        return False
 
     @property
     def none_reachable(self) -> bool:
@@ -479,19 +490,34 @@ class StartWatch:
 
 @dataclasses.dataclass
 class Outputs:
-    """The crawl's open outputs; emptied only when the crawl starts."""
+    """The crawl's open outputs; emptied only when the crawl starts and, with
+    ``hold``, only once it has reached a start URL (``commit``): a crawl that
+    reaches none (exit 4, or stopped before) leaves them as they were."""
 
     records: OutputFile
     append: bool = False
     items: OutputFile | None = None
     items_csv: bool = False
+    hold: bool = False
 
     def all(self) -> list[OutputFile]:
         return [self.records] if self.items is None else [self.records, self.items]
 
     def begin(self) -> None:
         for output in self.all():
-            output.begin(append=self.append)
+            output.begin(append=self.append, hold=self.hold)
+
+    def commit(self) -> None:
+        for output in self.all():
+            output.commit()
+
+    def drop_held(self) -> None:
+        for output in self.all():
+            output.drop_held()
+
+    @property
+    def holding(self) -> bool:
+        return any(o.holding for o in self.all())
 
     def close(self) -> None:
         for output in self.all():
@@ -542,7 +568,10 @@ async def crawl_with_ui(
                     crawler.stop()
 
         def on_record(record: CrawlRecord) -> None:
-            starts(record)
+            if not starts(record) and outputs.holding:
+                outputs.commit()  # a start URL was reached: now the old file goes
+                if item_writer is not None and item_writer.output.failed:
+                    check(item_writer.output)
             if writer.output.failed:
                 check(writer.output)
 
@@ -594,7 +623,11 @@ async def crawl_with_ui(
                 if warc is not None:  # first: it may find the file busy (a lock)
                     archive = await stack.enter_async_context(
                         open_crawl_archive(
-                            warc, config, append=outputs.append, on_failure=on_archive_failure
+                            warc,
+                            config,
+                            append=outputs.append,
+                            on_failure=on_archive_failure,
+                            defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
                         )
                     )
                 outputs.begin()  # the crawl starts: only now are outputs emptied
@@ -604,13 +637,19 @@ async def crawl_with_ui(
             if archive is not None and archive.error is not None and failed is None:
                 failed = OutputError(str(warc), archive.error)
             nursery.cancel_scope.cancel()
+    unreachable = failed is None and signalled == EXIT_OK
+    unreachable = unreachable and starts.none_reachable and not summary.stopped
+    if unreachable:
+        outputs.drop_held()  # the earlier crawl's output stays as it was
     if not quiet:
-        print_summary(summary, sys.stderr, None if failed is not None else output)
+        old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
+        hint = None if failed is not None or old else output
+        print_summary(summary, sys.stderr, hint)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:
         return Ending(signalled)
-    if starts.none_reachable and not summary.stopped:
+    if unreachable:
         return Ending(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
         )
@@ -639,12 +678,12 @@ def prepare_disk_frontier(
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    print(f"trio-crawl: error: {mask_credentials(message)}", file=sys.stderr)
     return code
 
 
 def _say(message: str) -> None:
-    print(f"trio-crawl: {message}", file=sys.stderr)
+    print(f"trio-crawl: {mask_credentials(message)}", file=sys.stderr)
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -738,6 +777,8 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             outputs.items_csv = items_path.lower().endswith(".csv")
         frontier = prepare_disk_frontier(args, config, args.output or "-")
         outputs.append = args.append or (frontier is not None and frontier.resumed)
+        # With --state the output is the resume's list of what is done: never held.
+        outputs.hold = not outputs.append and not getattr(args, "state", None)
         if frontier is not None and not args.quiet:
             for note in frontier.notes:
                 _say(note)

@@ -49,6 +49,8 @@ class CrawlConfig:
     html_only: bool = True
     grace: float = 10.0
     max_retry_after: float = 60.0
+    #: The longest robots.txt Crawl-delay obeyed; larger ones are cut to it.
+    max_crawl_delay: float = 60.0
     backend: str = "curl"
     #: CA certificates (PEM file or hashed directory) for https; see FetchConfig.
     ca_bundle: str | None = None
@@ -85,6 +87,10 @@ class CrawlConfig:
             (self.max_bytes > 0, f"--max-bytes must be > 0 (got {self.max_bytes})"),
             (self.grace >= 0, f"--grace must be >= 0 (got {self.grace})"),
             (self.max_retry_after >= 0, "--max-retry-after must be >= 0"),
+            (
+                0 <= self.max_crawl_delay < float("inf"),
+                f"--max-crawl-delay must be a number of seconds >= 0 (got {self.max_crawl_delay})",
+            ),
             (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
             (bool(self.user_agent.strip()), "--user-agent must not be empty"),
             (

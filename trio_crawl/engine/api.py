@@ -59,6 +59,7 @@ class CrawlOptions(TypedDict, total=False):
     html_only: bool
     grace: float
     max_retry_after: float
+    max_crawl_delay: float
     backend: str
     thread_parse_bytes: int
     debug: bool

@@ -124,14 +124,21 @@ async def open_archive_link(
     request_headers: Mapping[str, str],
     append: bool,
     on_failure: Callable[[OSError], None],
+    defer_start: bool = False,
 ) -> AsyncIterator[ArchiveLink]:
     """Start the writer process for ``path`` and link it to this crawl. On
     exit the child finishes what it was sent; then ``link.error`` says
     whether all went to disk. ``on_failure`` is called (once) when a page
     waits for a writer that has failed. A file that cannot be opened, or
-    that another writer holds, is an ``OutputError``."""
+    that another writer holds, is an ``OutputError``. ``defer_start``: see
+    ``WarcWriter.open``."""
     start = functools.partial(
-        WarcProcess.start, path, info=info, request_headers=request_headers, append=append
+        WarcProcess.start,
+        path,
+        info=info,
+        request_headers=request_headers,
+        append=append,
+        defer_start=defer_start,
     )
     try:  # in a thread: it may wait for the file's lock (``WarcWriter.open``)
         process = await trio.to_thread.run_sync(start)
@@ -151,10 +158,16 @@ async def open_archive_link(
 
 
 def open_crawl_archive(
-    path: str, config: CrawlConfig, *, append: bool, on_failure: Callable[[OSError], None]
+    path: str,
+    config: CrawlConfig,
+    *,
+    append: bool,
+    on_failure: Callable[[OSError], None],
+    defer_start: bool = False,
 ) -> AbstractAsyncContextManager[ArchiveLink]:
     """The archive of one crawl (``--warc``, or ``warc=`` in the library):
-    its warcinfo names the crawl; appended to when the crawl resumes."""
+    its warcinfo names the crawl; appended to when the crawl resumes.
+    ``defer_start``: an existing file is emptied only by the first exchange."""
     info = {
         "software": f"trio-crawl/{VERSION}",
         "format": "WARC File Format 1.1",
@@ -162,5 +175,10 @@ def open_crawl_archive(
     }
     headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
     return open_archive_link(
-        path, info=info, request_headers=headers, append=append, on_failure=on_failure
+        path,
+        info=info,
+        request_headers=headers,
+        append=append,
+        on_failure=on_failure,
+        defer_start=defer_start,
     )
