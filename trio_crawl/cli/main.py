@@ -41,6 +41,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -49,6 +50,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.identity import parse_header
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize, host_port, parse_start_url
@@ -186,6 +188,7 @@ def build_parser(
     p.add_argument(
         "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
     )
+    add_identity_options(p)
     p.add_argument(
         "--handler",
         metavar="MODULE:FUNCTION",
@@ -223,6 +226,91 @@ def build_parser(
     return p
 
 
+def add_identity_options(p: argparse.ArgumentParser) -> None:
+    """Headers, cookies, basic auth and proxy (README, Identity)."""
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="send this header (repeatable); Authorization and Cookie only to the start "
+        "URLs' hosts",
+    )
+    p.add_argument(
+        "--cookies",
+        metavar="FILE",
+        help="send and keep cookies, starting from "
+        "this Netscape cookie file (as curl -b / wget --load-cookies read it)",
+    )
+    p.add_argument(
+        "--save-cookies",
+        metavar="FILE",
+        help="keep cookies during the crawl and "
+        "write them all to this Netscape cookie file at the end",
+    )
+    p.add_argument("--user", help="HTTP basic auth user for the start URLs' hosts only")
+    p.add_argument("--password", help="HTTP basic auth password (with --user)")
+    p.add_argument(
+        "--netrc", action="store_true", help="basic auth for the start hosts from ~/.netrc"
+    )
+    p.add_argument("--netrc-file", metavar="FILE", help="like --netrc, from FILE")
+    p.add_argument(
+        "--proxy",
+        metavar="URL",
+        help="send every request through this http(s) "
+        "proxy ('' for none; default: $HTTP_PROXY / $HTTPS_PROXY / $NO_PROXY, "
+        "never for localhost)",
+    )
+
+
+def identity_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The CrawlConfig options of ``add_identity_options``; reads the cookie file."""
+    options: dict[str, Any] = {}
+    try:
+        options["headers"] = tuple(parse_header(text) for text in args.header)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if (args.user is None) != (args.password is None):
+        raise UsageError("--user and --password go together (or use --netrc)")
+    if args.user is not None:
+        options["auth"] = (args.user, args.password)
+    if args.netrc_file or args.netrc:
+        options["netrc_file"] = args.netrc_file or os.path.expanduser("~/.netrc")
+    if args.cookies or args.save_cookies:
+        options["cookies"] = load_cookies(args.cookies)
+    if args.save_cookies:
+        check_writable(args.save_cookies, "cookie file")
+    options["proxy"] = args.proxy
+    return options
+
+
+def load_cookies(path: str | None) -> MozillaCookieJar:
+    """A jar with the cookies of a Netscape cookie file (session cookies too,
+    expired ones dropped); empty for ``None``."""
+    jar = MozillaCookieJar()
+    if path is None:
+        return jar
+    try:
+        jar.load(path, ignore_discard=True)
+    except LoadError:  # its message quotes a line: a cookie, maybe
+        raise UsageError(f"--cookies {path}: not a Netscape cookie file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read cookie file {path!r}: {exc.strerror or exc}") from None
+    return jar
+
+
+def save_cookies(jar: CookieJar | None, path: str | None) -> str | None:
+    """Write the crawl's cookies (``--save-cookies``); a message on failure."""
+    if not isinstance(jar, MozillaCookieJar) or path is None:
+        return None
+    try:
+        jar.save(path, ignore_discard=True)
+    except OSError as exc:
+        return f"cannot write cookie file {path!r}: {exc.strerror or exc}"
+    return None
+
+
 # -- checks before anything is opened ---------------------------------------
 
 
@@ -252,6 +340,7 @@ def build_config(
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
         "debug": args.debug,
+        **identity_options(args),
     }
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
@@ -361,13 +450,19 @@ def check_warc_path(path: str | None) -> str | None:
     """A ``--warc`` path that can be written, checked before anything starts."""
     if path is None:
         return None
+    return check_writable(path, "WARC file")
+
+
+def check_writable(path: str, what: str) -> str:
+    """``path`` if it can be written (an existing file, or a new one in a
+    writable folder); else ``UsageError``."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(path):  # an existing file needs no writable folder (/dev/full)
         writable = not os.path.isdir(path) and os.access(path, os.W_OK)
     else:
         writable = os.path.isdir(folder) and os.access(folder, os.W_OK)
     if not writable:
-        raise UsageError(f"cannot write WARC file {path!r}")
+        raise UsageError(f"cannot write {what} {path!r}")
     return path
 
 
@@ -742,6 +837,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     watch = HandlerWatch()
     outputs: Outputs | None = None
     frontier: SqliteFrontier | None = None
+    crawled: CrawlConfig | None = None
     try:
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
@@ -775,6 +871,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             output=None if records.is_stdout else records.path,
             warc=check_warc_path(getattr(args, "warc", None)),
         )
+        crawled = config
         ending = trio.run(run, config, outputs)
     except Exception as exc:
         ending = classify(exc, watch, getattr(args, "state", None))
@@ -785,6 +882,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             frontier.close()
         if outputs is not None:
             outputs.close()
+    if crawled is not None:
+        problem = save_cookies(crawled.cookies, getattr(args, "save_cookies", None))
+        if problem is not None and ending.message is None:
+            ending = Ending(EXIT_OUTPUT, problem)
     if ending.message is not None:
         return _fail(ending.message, ending.code)
     return ending.code

@@ -38,6 +38,7 @@ class Collector:
         "html_only",
         "http_version",
         "max_bytes",
+        "set_cookies",
         "size",
         "skip",
         "status",
@@ -53,6 +54,8 @@ class Collector:
         self.status = 0
         self.http_version: str | None = None  # from the status line: "HTTP/1.1", "HTTP/2"
         self.headers: dict[str, str] = {}
+        #: each Set-Cookie field of the final head, unjoined (``fetch.identity``)
+        self.set_cookies: list[str] = []
         self.chunks: list[bytes] = []
         self.size = 0
         self.declared: int | None = None
@@ -71,6 +74,7 @@ class Collector:
             self.http_version = parts[0].decode("ascii", "replace")
             self.status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
             self.headers = {}
+            self.set_cookies = []
             self._last = None
             return True
         if not line.strip():
@@ -86,6 +90,8 @@ class Collector:
         if not sep:
             return True  # not a header; curl already judged the head acceptable
         self._last = join_header(self.headers, name.strip(), value.strip())
+        if self._last == "set-cookie":
+            self.set_cookies.append(value.strip())
         return True
 
     def _end_of_head(self) -> bool:
