@@ -287,16 +287,21 @@ def identity_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def load_cookies(path: str | None) -> MozillaCookieJar:
     """A jar with the cookies of a Netscape cookie file (session cookies too,
-    expired ones dropped); empty for ``None``."""
+    whether their expiry is empty or 0, as curl and wget write them; expired
+    ones dropped); empty for ``None``."""
     jar = MozillaCookieJar()
     if path is None:
         return jar
     try:
-        jar.load(path, ignore_discard=True)
+        jar.load(path, ignore_discard=True, ignore_expires=True)
     except LoadError:  # its message quotes a line: a cookie, maybe
         raise UsageError(f"--cookies {path}: not a Netscape cookie file") from None
     except OSError as exc:
         raise UsageError(f"cannot read cookie file {path!r}: {exc.strerror or exc}") from None
+    for cookie in jar:
+        if cookie.expires == 0:  # curl and wget write session cookies so
+            cookie.expires, cookie.discard = None, True
+    jar.clear_expired_cookies()
     return jar
 
 

@@ -124,6 +124,11 @@ class CrawlConfig:
                 dataclasses.replace(start, url=url) if isinstance(start, Request) else url
             )
         object.__setattr__(self, "start_urls", tuple(canonical))
+        if any("@" in urlsplit(url).netloc for url in self.start_url_strings):
+            raise ConfigError(
+                "a start URL has a user name or password in it: give them with --user and "
+                "--password or --netrc instead (URLs are written to the records)"
+            )
         object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
 
     def _check_identity(self) -> None:

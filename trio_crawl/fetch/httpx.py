@@ -295,7 +295,7 @@ def make_client(config: FetchConfig) -> httpx2.AsyncClient:
         http2=config.http2,
         limits=limits,
         transport=ProxyRouter(chooser, transport) if chooser.may_proxy else None,
-        cookies=httpx2.Cookies(CookieJar(policy=_NoCookies())),
+        cookies=CookieJar(policy=_NoCookies()),
         timeout=httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None),
         follow_redirects=False,
         headers={"User-Agent": config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
