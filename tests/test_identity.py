@@ -504,3 +504,12 @@ def test_cli_a_bad_cookie_file_is_not_quoted(tmp_path: Path) -> None:
     done = crawl("http://127.0.0.1:9/", "-o", "-", "--cookies", str(path))
     assert done.returncode == 2
     assert "not a Netscape cookie file" in done.stderr and SECRET not in done.stderr
+
+
+def test_cli_redis_cannot_save_cookies() -> None:
+    done = crawl(
+        "http://127.0.0.1:9/", "--redis", "redis://127.0.0.1:9/0", "--crawl-id", "c",
+        "--save-cookies", "/tmp/never-written.txt",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--redis cannot be combined with --save-cookies" in done.stderr
