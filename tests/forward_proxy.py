@@ -4,13 +4,17 @@ It takes absolute-form requests (``GET http://host:port/path HTTP/1.1``), logs
 each request line and its headers, and forwards the request to one upstream
 server, whatever host the URL names: a test can crawl ``http://site.invalid/``
 and only ever connect to 127.0.0.1. Bodies are passed on as they come
-(content codings untouched), with a ``Content-Length``.
+(content codings untouched), with a ``Content-Length``. ``CONNECT host:port``
+(https through the proxy) opens a tunnel to ``127.0.0.1:tunnel_port``,
+whatever host it names, and relays bytes both ways until either side closes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import select
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +30,7 @@ _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encodin
 class ForwardProxy:
     url: str
     upstream_port: int
+    tunnel_port: int | None = None
     #: (request line, lower-cased headers) of every request, in order
     seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
@@ -67,13 +72,38 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
             finally:
                 upstream.close()
 
+        def do_CONNECT(self) -> None:
+            proxy.seen.append((self.requestline, {k.lower(): v for k, v in self.headers.items()}))
+            if proxy.tunnel_port is None:
+                self.send_error(405, "no tunnels here")
+                return
+            with socket.create_connection(("127.0.0.1", proxy.tunnel_port), timeout=10) as far:
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+                near = self.connection
+                for _ in range(100_000):  # bounded relay
+                    ready, _, _ = select.select([near, far], [], [], 10)
+                    if not ready:
+                        break
+                    data = b""
+                    for sock in ready:
+                        data = sock.recv(65536)
+                        if not data:
+                            break
+                        (far if sock is near else near).sendall(data)
+                    if not data:
+                        break
+            self.close_connection = True
+
     return Forward
 
 
 @contextlib.contextmanager
-def serve_proxy(upstream_port: int) -> Iterator[ForwardProxy]:
-    """A running proxy forwarding to ``127.0.0.1:upstream_port``."""
-    proxy = ForwardProxy(url="", upstream_port=upstream_port)
+def serve_proxy(upstream_port: int, tunnel_port: int | None = None) -> Iterator[ForwardProxy]:
+    """A running proxy forwarding to ``127.0.0.1:upstream_port`` (tunnels:
+    to ``127.0.0.1:tunnel_port``)."""
+    proxy = ForwardProxy(url="", upstream_port=upstream_port, tunnel_port=tunnel_port)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
     server.daemon_threads = True
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"

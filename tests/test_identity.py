@@ -10,12 +10,16 @@ printed or written to a record.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import ssl
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from http.cookiejar import CookieJar, MozillaCookieJar
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -357,6 +361,64 @@ async def test_proxy_variables_never_take_loopback_hosts(
                     assert proxied.status == 200
     assert result.status == 200 and site.count("/echo") == before + 1
     assert all("127.0.0.1" not in line for line in proxy.lines)
+
+
+@contextlib.contextmanager
+def serve_https(certfile: str, keyfile: str) -> Iterator[int]:
+    """A stdlib HTTPS server on 127.0.0.1 answering every GET with a page; its port."""
+
+    class Page(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b"<p>over tls</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    server.daemon_threads = True
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile, keyfile)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def test_https_goes_through_a_proxy_tunnel(
+    open_fetcher: FetcherFactory, tmp_path: Path, no_proxy_variables: None
+) -> None:
+    if open_fetcher.__name__ == "open_asks_fetcher":
+        pytest.skip("asks cannot use a proxy (it refuses FetchConfig.proxy)")
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    cert = ca.issue_cert("site.invalid")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    with (
+        serve_https(str(cert_file), str(key_file)) as tls_port,
+        serve_proxy(0, tunnel_port=tls_port) as proxy,
+    ):
+        config = FetchConfig(proxy=proxy.url, ca_bundle=str(ca_file))
+        with trio.fail_after(10):
+            async with open_fetcher(config) as fetcher:
+                result = await fetcher.fetch("https://site.invalid/secure")
+    assert result.status == 200 and result.body == b"<p>over tls</p>"
+    assert [line.split()[:2] for line in proxy.lines] == [["CONNECT", "site.invalid:443"]]
 
 
 # -- the command line --------------------------------------------------------------

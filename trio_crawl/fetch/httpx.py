@@ -39,7 +39,8 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
     refuses everything, so httpx never keeps or sends a cookie behind its
     back), the proxy of each request by ``fetch.proxy`` through
     ``ProxyRouter`` (httpx's own reading of the environment is off:
-    ``trust_env=False``).
+    ``trust_env=False``). A user-supplied client gets the identity headers
+    and cookies too, but keeps its own transport, proxies and cookie jar.
 
 Exceptions and their kinds (see ``error_kind``)::
 
