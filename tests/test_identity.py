@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_crawl.cli.main import load_cookies
 from trio_crawl.core.config import ConfigError, CrawlConfig
@@ -36,6 +38,8 @@ from trio_crawl.core.identity import (
     start_credentials,
 )
 from trio_crawl.core.proxy import ProxyChooser, bypasses, environment_proxies
+from trio_crawl.fetch.cookies import CrawlCookieJar
+from trio_crawl.fetch.identity import Identity
 from trio_crawl.sites.server import LoggedRequest, SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
@@ -197,6 +201,56 @@ def test_proxy_choice() -> None:
 )
 def test_no_proxy(host: str, port: int, no_proxy: str, bypassed: bool) -> None:
     assert bypasses(host, port, no_proxy) is bypassed
+
+
+HOSTS = ["a.test", "b.a.test", "c.b.a.test", "other.test", "127.0.0.1", "dotless", "A.Test"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sets=st.lists(
+        st.tuples(
+            st.sampled_from(HOSTS),
+            st.sampled_from(["", "; Domain=a.test", "; Domain=.a.test", "; Domain=b.a.test"]),
+            st.sampled_from(["", "; Path=/", "; Path=/x", "; Path=/x/y"]),
+            st.sampled_from(["", "; Secure", "; Max-Age=0", "; Max-Age=100"]),
+            st.sampled_from(["k", "m", "n"]),
+        ),
+        max_size=12,
+    ),
+    asks=st.lists(
+        st.tuples(
+            st.sampled_from(["http", "https"]),
+            st.sampled_from(HOSTS),
+            st.sampled_from(["/", "/x", "/x/y/z", "/other"]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_crawl_cookie_jar_sends_what_the_standard_jar_sends(
+    sets: list[tuple[str, str, str, str, str]], asks: list[tuple[str, str, str]]
+) -> None:
+    jars = [CrawlCookieJar(), MozillaCookieJar()]
+    identities = [Identity(FetchConfig(cookies=jar)) for jar in jars]
+    for number, (host, domain, path, flag, name) in enumerate(sets):
+        for identity in identities:
+            identity.received(f"http://{host}/x/page", [f"{name}={number}{domain}{path}{flag}"])
+    for scheme, host, path in asks:
+        url = f"{scheme}://{host}:8080{path}"
+        sent = [(i.outgoing(url, None) or {}).get("Cookie", "") for i in identities]
+        assert sorted(sent[0].split("; ")) == sorted(sent[1].split("; ")), url
+
+
+def test_crawl_cookie_jar_lookups_do_not_grow_with_the_jar() -> None:
+    jar = CrawlCookieJar()
+    identity = Identity(FetchConfig(cookies=jar))
+    for i in range(5000):
+        identity.received(f"http://h{i}.test/", [f"s{i}=v"])
+    found: list[str] = []  # the domains asked about: a full scan would ask about 5,000
+    jar._cookies_for_domain = lambda domain, request: found.append(domain) or []  # type: ignore[attr-defined]
+    identity.outgoing("http://h7.test/", None)
+    assert found == ["h7.test"]
 
 
 # -- every fetcher ----------------------------------------------------------------

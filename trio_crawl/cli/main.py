@@ -63,6 +63,7 @@ from ..engine.outputs import (
     OutputError,
     OutputFile,
 )
+from ..fetch.cookies import CrawlCookieJar
 from ..frontiers.base import FrontierBackend
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.resume import (
@@ -285,11 +286,11 @@ def identity_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def load_cookies(path: str | None) -> MozillaCookieJar:
+def load_cookies(path: str | None) -> CrawlCookieJar:
     """A jar with the cookies of a Netscape cookie file (session cookies too,
     whether their expiry is empty or 0, as curl and wget write them; expired
     ones dropped); empty for ``None``."""
-    jar = MozillaCookieJar()
+    jar = CrawlCookieJar()
     if path is None:
         return jar
     try:
