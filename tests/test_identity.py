@@ -27,7 +27,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.cli.main import load_cookies
+from trio_crawl.cli.identity import load_cookies
 from trio_crawl.core.config import ConfigError, CrawlConfig
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.identity import (

@@ -41,7 +41,6 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -50,7 +49,6 @@ from rich.console import Console
 
 from .. import __version__
 from ..core.config import FETCHERS, ConfigError, CrawlConfig
-from ..core.identity import parse_header
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize, host_port, parse_start_url
@@ -63,7 +61,6 @@ from ..engine.outputs import (
     OutputError,
     OutputFile,
 )
-from ..fetch.cookies import CrawlCookieJar
 from ..frontiers.base import FrontierBackend
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.resume import (
@@ -74,6 +71,7 @@ from ..frontiers.resume import (
 )
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from .archive import ArchiveLink, ArchiveTicket, open_archive_link
+from .identity import add_identity_options, identity_options, save_cookies
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -227,96 +225,6 @@ def build_parser(
     return p
 
 
-def add_identity_options(p: argparse.ArgumentParser) -> None:
-    """Headers, cookies, basic auth and proxy (README, Identity)."""
-    p.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="send this header (repeatable); Authorization and Cookie only to the start "
-        "URLs' hosts",
-    )
-    p.add_argument(
-        "--cookies",
-        metavar="FILE",
-        help="send and keep cookies, starting from "
-        "this Netscape cookie file (as curl -b / wget --load-cookies read it)",
-    )
-    p.add_argument(
-        "--save-cookies",
-        metavar="FILE",
-        help="keep cookies during the crawl and "
-        "write them all to this Netscape cookie file at the end",
-    )
-    p.add_argument("--user", help="HTTP basic auth user for the start URLs' hosts only")
-    p.add_argument("--password", help="HTTP basic auth password (with --user)")
-    p.add_argument(
-        "--netrc", action="store_true", help="basic auth for the start hosts from ~/.netrc"
-    )
-    p.add_argument("--netrc-file", metavar="FILE", help="like --netrc, from FILE")
-    p.add_argument(
-        "--proxy",
-        metavar="URL",
-        help="send every request through this http(s) "
-        "proxy ('' for none; default: $HTTP_PROXY / $HTTPS_PROXY / $NO_PROXY, "
-        "never for localhost)",
-    )
-
-
-def identity_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The CrawlConfig options of ``add_identity_options``; reads the cookie file."""
-    options: dict[str, Any] = {}
-    try:
-        options["headers"] = tuple(parse_header(text) for text in args.header)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if (args.user is None) != (args.password is None):
-        raise UsageError("--user and --password go together (or use --netrc)")
-    if args.user is not None:
-        options["auth"] = (args.user, args.password)
-    if args.netrc_file or args.netrc:
-        options["netrc_file"] = args.netrc_file or os.path.expanduser("~/.netrc")
-    if args.cookies or args.save_cookies:
-        options["cookies"] = load_cookies(args.cookies)
-    if args.save_cookies:
-        check_writable(args.save_cookies, "cookie file")
-    options["proxy"] = args.proxy
-    return options
-
-
-def load_cookies(path: str | None) -> CrawlCookieJar:
-    """A jar with the cookies of a Netscape cookie file (session cookies too,
-    whether their expiry is empty or 0, as curl and wget write them; expired
-    ones dropped); empty for ``None``."""
-    jar = CrawlCookieJar()
-    if path is None:
-        return jar
-    try:
-        jar.load(path, ignore_discard=True, ignore_expires=True)
-    except LoadError:  # its message quotes a line: a cookie, maybe
-        raise UsageError(f"--cookies {path}: not a Netscape cookie file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read cookie file {path!r}: {exc.strerror or exc}") from None
-    for cookie in jar:
-        if cookie.expires == 0:  # curl and wget write session cookies so
-            cookie.expires, cookie.discard = None, True
-    jar.clear_expired_cookies()
-    return jar
-
-
-def save_cookies(jar: CookieJar | None, path: str | None) -> str | None:
-    """Write the crawl's cookies (``--save-cookies``); a message on failure."""
-    if not isinstance(jar, MozillaCookieJar) or path is None:
-        return None
-    try:
-        jar.save(path, ignore_discard=True)
-    except OSError as exc:
-        return f"cannot write cookie file {path!r}: {exc.strerror or exc}"
-    return None
-
-
 # -- checks before anything is opened ---------------------------------------
 
 
@@ -346,8 +254,13 @@ def build_config(
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
         "debug": args.debug,
-        **identity_options(args),
     }
+    try:
+        options.update(identity_options(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if getattr(args, "save_cookies", None):
+        check_writable(args.save_cookies, "cookie file")
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
     if getattr(args, "handler", None):
