@@ -23,7 +23,14 @@ from urllib.parse import urlsplit
 
 __all__ = ["ForwardProxy", "serve_proxy"]
 
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+}
 
 
 @dataclass

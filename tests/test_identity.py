@@ -385,7 +385,8 @@ async def test_a_proxy_carries_every_request(
                 pass
         return
     with serve_proxy(site.port) as proxy, trio.fail_after(10):
-        async with open_fetcher(FetchConfig(proxy=proxy.url)) as fetcher:
+        with_login = proxy.url.replace("http://", "http://pu:pp@")
+        async with open_fetcher(FetchConfig(proxy=with_login)) as fetcher:
             # site.invalid is never resolved: only the proxy is connected to
             result = await fetcher.fetch("http://site.invalid/page")
             local = await fetcher.fetch(site.url("/echo"))
@@ -395,6 +396,8 @@ async def test_a_proxy_carries_every_request(
         "GET http://site.invalid/page HTTP/1.1",
         f"GET {site.url('/echo')} HTTP/1.1",
     ]
+    # the proxy's own credentials, from its URL, go to the proxy
+    assert {h.get("proxy-authorization") for _, h in proxy.seen} == {basic("pu", "pp")}
 
 
 async def test_proxy_variables_never_take_loopback_hosts(
@@ -578,8 +581,11 @@ def test_cli_netrc(tmp_path: Path) -> None:
 def test_cli_proxy(tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
     with serve_site(cookie_site()) as server, serve_proxy(server.port) as proxy:
-        done = crawl("http://site.invalid/", "-o", str(out), "-q", "--proxy", proxy.url)
+        login = proxy.url.replace("http://", f"http://pu:{SECRET}@")
+        done = crawl("http://site.invalid/", "-o", str(out), "--proxy", login)
         assert done.returncode == 0, done.stderr
+    for text in (done.stdout, done.stderr, out.read_text()):
+        assert SECRET not in text
     assert proxy.lines == [
         f"GET http://site.invalid{target} HTTP/1.1" for target in ("/", "/next", "/last")
     ]

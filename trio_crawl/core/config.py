@@ -68,6 +68,8 @@ class CrawlConfig:
     #: Re-raise the first handler exception (cancelling the crawl) instead
     #: of recording it with kind "handler".
     fail_fast: bool = False
+    #: Identity (the fields up to ``proxy``) configures the fetcher the crawl
+    #: opens; a fetcher passed to ``run_crawl`` / ``open_crawler`` keeps its own.
     #: Extra request headers, ``(name, value)``; credential headers
     #: (Authorization, Cookie) go to the start URLs' origins only (core.identity).
     headers: Sequence[tuple[str, str]] = field(default=(), repr=False)
