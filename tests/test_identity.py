@@ -268,6 +268,9 @@ def routes() -> dict[str, Route]:
             content_type=None,
         ),
         "/other-path": Response(headers=(("Set-Cookie", "deep=4; Path=/deep"),)),
+        "/odd": Response(
+            headers=(("Set-Cookie", "odd=caf\u00e9; Path=/"), ("Set-Cookie", "fine=5; Path=/"))
+        ),
         "/echo": Response(body=b"<p>echo</p>"),
         "/page": page("/echo"),
     }
@@ -325,6 +328,19 @@ async def test_a_cookie_set_by_one_page_is_sent_to_the_next(
             await fetcher.fetch(site.url("/echo"))
             assert cookies_sent(site, "/echo") == {"a=1", "b=2", "hop=3"}
     assert sorted(c.name for c in jar) == ["a", "b", "deep", "hop"]
+
+
+async def test_a_cookie_that_cannot_be_sent_back_is_not_kept(
+    open_fetcher: FetcherFactory, site: SiteServer
+) -> None:
+    jar = CookieJar()
+    with trio.fail_after(10):
+        async with open_fetcher(FetchConfig(cookies=jar)) as fetcher:
+            await fetcher.fetch(site.url("/odd"))
+            echo = await fetcher.fetch(site.url("/echo"))
+    assert echo.status == 200
+    assert cookies_sent(site, "/echo") == {"fine=5"}
+    assert [c.name for c in jar] == ["fine"]
 
 
 async def test_without_a_jar_no_cookie_is_kept(

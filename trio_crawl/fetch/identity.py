@@ -18,6 +18,11 @@ Rules:
    own lock, so the tasks of a crawl share one jar safely.
 4. A ``Cookie`` header from ``--header`` (start origins only) comes first,
    followed by the jar's cookies for that URL.
+5. Only cookies that can be sent back are kept: a ``Set-Cookie`` field with
+   text outside visible ASCII (RFC 6265 cookie values are ASCII; a header
+   ``fetch.request`` would refuse) is ignored, and such a cookie from a
+   cookie file is left out of the ``Cookie`` header, so one odd cookie can
+   never make every later request to its site fail.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Iterable
 from http.cookiejar import CookieJar
 
 from ..core.http import FetchConfig
-from ..core.identity import identity_headers, merged
+from ..core.identity import HEADER_VALUE, identity_headers, merged
 
 __all__ = ["Identity"]
 
@@ -71,7 +76,7 @@ class Identity:
         if self.cookies is not None:
             request = urllib.request.Request(url)
             self.cookies.add_cookie_header(request)
-            jar = request.get_header("Cookie")
+            jar = _sendable(request.get_header("Cookie") or "")
             if jar:
                 own = next((v for k, v in sent.items() if k.lower() == "cookie"), None)
                 sent = merged(sent, {"Cookie": f"{own}; {jar}" if own else jar})
@@ -82,9 +87,16 @@ class Identity:
         """Let the jar keep what the answer to ``url`` set (its policy decides)."""
         if self.cookies is None:
             return
-        values = list(set_cookies)
+        values = [value for value in set_cookies if HEADER_VALUE.fullmatch(value)]
         if values:
             self.cookies.extract_cookies(
                 _Answer(values),  # type: ignore[arg-type]
                 urllib.request.Request(url),
             )
+
+
+def _sendable(header: str) -> str:
+    """The jar's ``Cookie`` header without pairs we cannot send (rule 5)."""
+    if HEADER_VALUE.fullmatch(header):
+        return header
+    return "; ".join(pair for pair in header.split("; ") if HEADER_VALUE.fullmatch(pair))
