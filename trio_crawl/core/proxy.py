@@ -14,7 +14,9 @@ Rules (``ProxyChooser.proxy_for``):
 2. ``None`` (the default): the environment, as curl and wget read it:
    ``http_proxy`` for http URLs, ``https_proxy`` for https, ``all_proxy``
    for either when the specific one is unset; lower case wins over upper
-   case; ``HTTP_PROXY`` (upper case) is ignored when ``REQUEST_METHOD`` is
+   case; only http:// and https:// proxies are used (a SOCKS proxy is
+   ignored: not every fetcher speaks it); ``HTTP_PROXY`` (upper case) is
+   ignored when ``REQUEST_METHOD`` is
    set (a CGI script: "httpoxy"), as Python's ``urllib`` does. A value
    without a scheme (``proxy:3128``) is an http proxy.
 3. ``NO_PROXY`` / ``no_proxy`` is a comma-separated list, matched as curl
@@ -49,8 +51,11 @@ def environment_proxies(environ: Mapping[str, str]) -> dict[str, str]:
         if name == "http" and "REQUEST_METHOD" in environ:
             upper = ""
         value = (environ.get(f"{name}_proxy", "") or upper).strip()
-        if value and name != "no" and "://" not in value:
-            value = f"http://{value}"  # "host:3128", as curl reads it
+        if value and name != "no":
+            if "://" not in value:
+                value = f"http://{value}"  # "host:3128", as curl reads it
+            if value.split("://", 1)[0].lower() not in ("http", "https"):
+                continue  # socks5://...: not every fetcher speaks it
         if value:
             found[name] = value
     return found
