@@ -65,6 +65,7 @@ from ..frontiers.resume import status_text, stored_start_urls
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from .identity import add_identity_options, identity_options, save_cookies
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -187,6 +188,7 @@ def build_parser(
     p.add_argument(
         "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
     )
+    add_identity_options(p)
     p.add_argument(
         "--handler",
         metavar="MODULE:FUNCTION",
@@ -255,6 +257,12 @@ def build_config(
         "http2": args.http2,
         "debug": args.debug,
     }
+    try:
+        options.update(identity_options(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if getattr(args, "save_cookies", None):
+        check_writable(args.save_cookies, "cookie file")
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
     if getattr(args, "handler", None):
@@ -363,13 +371,19 @@ def check_warc_path(path: str | None) -> str | None:
     """A ``--warc`` path that can be written, checked before anything starts."""
     if path is None:
         return None
+    return check_writable(path, "WARC file")
+
+
+def check_writable(path: str, what: str) -> str:
+    """``path`` if it can be written (an existing file, or a new one in a
+    writable folder); else ``UsageError``."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(path):  # an existing file needs no writable folder (/dev/full)
         writable = not os.path.isdir(path) and os.access(path, os.W_OK)
     else:
         writable = os.path.isdir(folder) and os.access(folder, os.W_OK)
     if not writable:
-        raise UsageError(f"cannot write WARC file {path!r}")
+        raise UsageError(f"cannot write {what} {path!r}")
     return path
 
 
@@ -756,6 +770,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     watch = HandlerWatch()
     outputs: Outputs | None = None
     frontier: SqliteFrontier | None = None
+    crawled: CrawlConfig | None = None
     try:
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
@@ -791,6 +806,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             output=None if records.is_stdout else records.path,
             warc=check_warc_path(getattr(args, "warc", None)),
         )
+        crawled = config
         ending = trio.run(run, config, outputs)
     except Exception as exc:
         ending = classify(exc, watch, getattr(args, "state", None))
@@ -801,6 +817,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             frontier.close()
         if outputs is not None:
             outputs.close()
+    if crawled is not None:
+        problem = save_cookies(crawled.cookies, getattr(args, "save_cookies", None))
+        if problem is not None and ending.message is None:
+            ending = Ending(EXIT_OUTPUT, problem)
     if ending.message is not None:
         return _fail(ending.message, ending.code)
     return ending.code

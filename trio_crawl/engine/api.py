@@ -12,6 +12,7 @@ import contextlib
 import functools
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
+from http.cookiejar import CookieJar
 from typing import TypedDict, TypeVar, Unpack
 
 import trio
@@ -67,6 +68,11 @@ class CrawlOptions(TypedDict, total=False):
     fail_fast: bool
     ca_bundle: str | None
     http2: bool
+    headers: Sequence[tuple[str, str]]
+    auth: tuple[str, str] | None
+    netrc_file: str | None
+    cookies: CookieJar | None
+    proxy: str | None
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:

@@ -24,7 +24,8 @@ Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
    retry policy (libcurl would, after a reused connection dies).
 
 What the fetchers share lives beside this module, one job each: ``errors``
-(translation), ``request`` (URL and request-header checks), ``body`` (limits,
+(translation), ``request`` (URL and request-header checks), ``identity``
+(headers, basic auth and cookies; the proxy comes from ``core.proxy``), ``body`` (limits,
 skipping, draining, header joining, releasing connections) and ``decode``
 (content codings in bounded steps).
 """

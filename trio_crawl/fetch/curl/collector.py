@@ -60,6 +60,7 @@ class Collector:
         "http_version",
         "max_bytes",
         "requests",
+        "set_cookies",
         "size",
         "skip",
         "status",
@@ -76,6 +77,8 @@ class Collector:
         self.status = 0
         self.http_version: str | None = None  # from the status line: "HTTP/1.1", "HTTP/2"
         self.headers: dict[str, str] = {}
+        #: each Set-Cookie field of the final head, unjoined (``fetch.identity``)
+        self.set_cookies: list[str] = []
         self.chunks: list[bytes] = []
         self.size = 0  # decoded body bytes kept
         self.wire = 0  # body bytes received, before decoding (counted when encoded)
@@ -124,6 +127,7 @@ class Collector:
             self.status = int(code)
             self._answered = True
             self.headers = {}
+            self.set_cookies = []
             self._last = None
             return True
         if not line.strip():
@@ -139,6 +143,8 @@ class Collector:
         if not sep:
             return True  # not a header; curl already judged the head acceptable
         self._last = join_header(self.headers, name.strip(), value.strip())
+        if self._last == "set-cookie":
+            self.set_cookies.append(value.strip())
         return True
 
     def _end_of_head(self) -> bool:

@@ -64,8 +64,10 @@ import trio
 
 from ...core.http import FetchConfig
 from ...core.models import FetchResult
+from ...core.proxy import ProxyChooser
 from ...errors import FetchError
 from ..errors import translated_errors
+from ..identity import Identity
 from ..request import check_url, request_headers
 from ..tls import ca_locations
 from .errors import error_kind
@@ -116,6 +118,8 @@ class CurlFetcher:
         ca = ca_locations(config.ca_bundle, os.environ, curl=True)
         if ca == (None, None):
             ca = (find_ca_bundle(ssl.get_default_verify_paths().cafile, os.path.isfile), None)
+        self._identity = Identity(config)
+        self._proxies = ProxyChooser(config.proxy, os.environ)
         self._slots = [Slot(config, ca) for _ in range(config.max_connections)]
         self._free = list(self._slots)
         self._pool = trio.Semaphore(len(self._slots))
@@ -168,7 +172,8 @@ class CurlFetcher:
         await trio.lowlevel.checkpoint_if_cancelled()
         with translated_errors(error_kind, self.config.timeout):
             check_url(url)
-            outcome = await self._transfer(url, request_headers(headers), any_body)
+            sent = request_headers(self._identity.outgoing(url, headers))
+            outcome = await self._transfer(url, sent, any_body)
             if not isinstance(outcome, FetchResult):
                 raise outcome
             return outcome
@@ -193,7 +198,10 @@ class CurlFetcher:
             try:
                 self._start(slot, url, headers, any_body, deadline)
                 await slot.done.wait()
-                return slot.outcome()
+                outcome = slot.outcome()
+                if isinstance(outcome, FetchResult):
+                    self._identity.received(url, slot.collector.set_cookies)
+                return outcome
             except BaseException:
                 self._abandon(slot)
                 raise
@@ -227,7 +235,7 @@ class CurlFetcher:
         deadline: float,
     ) -> None:
         now = trio.current_time()
-        slot.begin(url, headers, deadline - now, any_body)
+        slot.begin(url, headers, deadline - now, any_body, self._proxies.proxy_for(url))
         slot.started = now
         self._multi.add_handle(slot.curl)
         self._running[slot.curl] = slot

@@ -6,8 +6,10 @@ Rules:
    followed, only ``http`` and ``https`` (``PROTOCOLS``), the content codings
    ``fetch.decode`` undoes, received undecoded (the ``Collector`` decodes),
    the connect timeout and User-Agent of the ``FetchConfig``. ``begin`` adds
-   what one transfer needs (URL, extra headers, what is left of the total
-   deadline).
+   what one transfer needs (URL, extra headers, its proxy, what is left of
+   the total deadline). The proxy is always set, ``""`` for none, so libcurl
+   never reads the proxy variables itself (``fetch.proxy`` decides), and its
+   cookie engine stays off (``fetch.identity`` sends and keeps cookies).
 2. TLS peers are verified against ``FetchConfig.ca_bundle``, else the
    standard environment variables, else the system's CA bundle
    (``fetch.tls``; ``find_ca_bundle``), never the path compiled into
@@ -97,9 +99,15 @@ class Slot:
         self._has_headers = False
 
     def begin(
-        self, url: str, headers: dict[str, str] | None, timeout: float, any_body: bool
+        self,
+        url: str,
+        headers: dict[str, str] | None,
+        timeout: float,
+        any_body: bool,
+        proxy: str | None = None,
     ) -> None:
-        """Ready the handle for ``url``, with ``timeout`` seconds for everything."""
+        """Ready the handle for ``url``, with ``timeout`` seconds for everything,
+        through ``proxy`` (``None``: directly)."""
         c = self.curl
         # check_url kept control characters out; libcurl takes other text as UTF-8
         c.setopt(pycurl.URL, url if url.isascii() else url.encode("utf-8", "surrogatepass"))
@@ -109,6 +117,7 @@ class Slot:
         elif self._has_headers:
             c.unsetopt(pycurl.HTTPHEADER)
             self._has_headers = False
+        c.setopt(pycurl.PROXY, proxy or "")
         c.setopt(pycurl.TIMEOUT_MS, max(1, round(timeout * 1000)))
         self.url = url
         self.collector.reset(any_body=any_body)
