@@ -69,7 +69,7 @@ from servers import _nginx_version, _stop, _tail, find_nginx
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("trio-crawl", "scrapy")
-DEFAULT_CONFIGS = "1000x100x20,1000x0x20,100x100x100,100x0x100"
+DEFAULT_CONFIGS = "1000x100x20,1000x0x20,100x100x50,100x0x50"
 LUA_MODULES = (
     "/usr/lib/nginx/modules/ndk_http_module.so",
     "/usr/lib/nginx/modules/ngx_http_lua_module.so",
