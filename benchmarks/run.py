@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,8 +77,17 @@ class Measured:
     timed_out: bool
 
 
-def run_measured(command: Sequence[str], *, timeout: float, log_path: Path) -> Measured:
+def run_measured(
+    command: Sequence[str],
+    *,
+    timeout: float,
+    log_path: Path,
+    on_spawn: Callable[[int], None] | None = None,
+) -> Measured:
     """Run ``command`` with stdout/stderr to ``log_path``; measure it; kill it on timeout.
+
+    ``on_spawn(pid)`` is called once the child exists (broad.py starts a sampler of its
+    descriptors there).
 
     A thread blocks in ``os.wait4`` so the wall time stops at the exit, not at a polling
     tick. On timeout the whole process group gets SIGTERM, then SIGKILL 5 s later (the
@@ -94,6 +103,8 @@ def run_measured(command: Sequence[str], *, timeout: float, log_path: Path) -> M
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        if on_spawn is not None:
+            on_spawn(proc.pid)
 
         done = threading.Event()
 

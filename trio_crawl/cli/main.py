@@ -49,6 +49,7 @@ from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
+from ..core.stats import latency_bound_hint
 from ..core.url import canonicalize, host_port, mask_credentials, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
@@ -329,6 +330,17 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def _workers_within_fd_limit(ceiling: int = 512) -> int:
+    """Half the soft descriptor limit (a socket per worker, room for the rest), at most
+    ``ceiling``: the most workers the latency-bound hint suggests."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ceiling
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return ceiling if soft == resource.RLIM_INFINITY else max(16, min(ceiling, soft // 2))
 
 
 def check_seeds(path: str, *, other_urls: bool) -> str | None:
@@ -647,6 +659,7 @@ async def crawl_with_ui(
                 outputs.begin()  # the crawl starts: only now are outputs emptied
                 if show:
                     nursery.start_soon(show_progress, crawler, console)
+                cpu_at_start = time.process_time()
                 summary = await crawler.run()
             if archive is not None and archive.error is not None and failed is None:
                 failed = OutputError(str(warc), archive.error)
@@ -659,6 +672,15 @@ async def crawl_with_ui(
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
         print_summary(summary, sys.stderr, hint)
+        latency_hint = latency_bound_hint(
+            summary,
+            workers=config.workers,
+            per_host=config.per_host_concurrency,
+            cpu_seconds=time.process_time() - cpu_at_start,
+            max_workers=_workers_within_fd_limit(),
+        )
+        if latency_hint is not None:
+            print(latency_hint, file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:
