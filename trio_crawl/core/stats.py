@@ -21,7 +21,9 @@ def percentile(sorted_values: list[float], fraction: float) -> float | None:
 class CrawlSummary:
     """What a finished (or stopped) crawl did. ``failures`` counts records by
     error kind, ``statuses`` by HTTP status code; ``bytes`` adds up the
-    records' ``size`` (bodies as downloaded and decoded)."""
+    records' ``size`` (bodies as downloaded and decoded); ``depth_updates``
+    counts corrections of earlier records' depth (``DepthUpdate``), which
+    are not records."""
 
     records: int
     pages_ok: int
@@ -35,6 +37,7 @@ class CrawlSummary:
     unfinished: int
     items: int = 0
     bytes: int = 0
+    depth_updates: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -55,6 +58,7 @@ class CrawlStats:
         self.statuses: Counter[int] = Counter()
         self.items = 0
         self.bytes = 0
+        self.depth_updates = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
 
@@ -86,4 +90,5 @@ class CrawlStats:
             unfinished=unfinished,
             items=self.items,
             bytes=self.bytes,
+            depth_updates=self.depth_updates,
         )
