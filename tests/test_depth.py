@@ -19,7 +19,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, run_crawl
 from trio_crawl.testing import Response, Site, page, redirect, serve_site
 
 from cli_helpers import run_cli
@@ -155,6 +155,34 @@ async def test_a_redirect_lowered_later_lowers_its_target(autojump_clock: object
     assert depths[url("x")] == (2, url("r"))
     assert depths[url("y")] == (3, url("x"))
     assert len(records) == 7
+
+
+async def test_run_crawl_hands_depth_updates_to_its_callback(autojump_clock: object) -> None:
+    records: list[CrawlRecord] = []
+    updates: list[DepthUpdate] = []
+    await run_crawl(
+        url(0),
+        fetcher=FakeFetcher(chain_site(hang=1.0, length=5)),
+        on_record=records.append,
+        on_depth_update=updates.append,
+        ignore_robots=True,
+        workers=4,
+    )
+    # The chain (0.5 s) was done before the hanging page (1 s) linked to c3.
+    assert [(u.url, u.depth, u.previous_depth, u.t) for u in updates] == [
+        (url("c3"), 2, 4, 1.0),
+        (url("c4"), 3, 5, 1.0),
+        (url("c5"), 4, 6, 1.0),
+    ]
+    assert len(records) == 8
+    assert updates[0].to_json() == {
+        "url": url("c3"),
+        "depth": 2,
+        "referrer": url("hang"),
+        "depth_update": True,
+        "previous_depth": 4,
+        "t": 1.0,
+    }
 
 
 # -- a real server, from the command line ------------------------------------

@@ -24,7 +24,7 @@ from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
 from ..frontiers.sqlite import SqliteFrontier
 from .crawler import Crawler, EngineStatistics
-from .delivery import ItemCallback, RecordCallback
+from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
 
 T = TypeVar("T")
 
@@ -136,6 +136,7 @@ async def _crawler(
     on_record: RecordCallback | None,
     on_item: ItemCallback | None,
     state: str | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
 ) -> Crawler:
     """A Crawler with the caller's fetcher, or one the ``stack`` owns; with
     ``state``, on a ``SqliteFrontier`` in that file (created, or resumed)."""
@@ -154,6 +155,7 @@ async def _crawler(
         frontier=frontier,
         on_record=[on_record] if on_record is not None else [],
         on_item=[on_item] if on_item is not None else [],
+        on_depth_update=[on_depth_update] if on_depth_update is not None else [],
     )
 
 
@@ -164,6 +166,7 @@ async def run_crawl(
     on_item: ItemCallback | None = None,
     fetcher: Fetcher | None = None,
     state: str | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
     **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
@@ -171,13 +174,17 @@ async def run_crawl(
     ``start_urls`` is a URL, a ``Request``, or an iterable of them;
     ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...:
     ``CrawlOptions``). ``on_record`` is called synchronously for each record
-    as it is final, ``on_item`` for each item a handler yields. ``state``
+    as it is final, ``on_item`` for each item a handler yields,
+    ``on_depth_update`` for each ``DepthUpdate`` (a shorter path to a URL
+    whose record was already out; without ``state`` only). ``state``
     names a SQLite file that keeps the crawl's frontier: the same call again
     resumes it (see ``open_crawler``).
     """
     config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
+        crawler = await _crawler(
+            config, stack, fetcher, on_record, on_item, state, on_depth_update
+        )
         return await crawler.run()
 
 
@@ -352,6 +359,7 @@ async def open_crawler(
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
     state: str | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
     **options: Unpack[CrawlOptions],
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
@@ -366,7 +374,8 @@ async def open_crawler(
     ``start_urls`` is a URL, a ``Request``, or an iterable of them;
     ``options`` are ``CrawlConfig`` fields (``CrawlOptions``). Leaving the
     block before the crawl has ended cancels it. See ``RunningCrawl`` for
-    the output streams.
+    the output streams. A record says the depth known when it is made;
+    ``on_depth_update`` is called for each later correction (``DepthUpdate``).
 
     ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
     memory; depth is the depth at first discovery), and the same call again
@@ -378,7 +387,9 @@ async def open_crawler(
     """
     config = crawl_config(start_urls, options)
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
+        crawler = await _crawler(
+            config, stack, fetcher, on_record, on_item, state, on_depth_update
+        )
         keep_items = on_item is None and _may_yield_items(config)
         # With a state file, a record counts as delivered when the reader has
         # taken it (no buffer), so a reader that stops early loses nothing on

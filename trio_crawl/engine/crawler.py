@@ -74,7 +74,7 @@ class EngineStatistics:
     """A snapshot for progress displays (all counts are exact at the instant).
 
     ``queued``: URLs ready for a crawler, in memory or waiting in the
-    frontier backend (its disk queue, or the depth gate); ``active``: URLs a
+    frontier backend (its disk queue); ``active``: URLs a
     crawler holds; ``waiting``: URLs parked in the politeness schedule.
     """
 
