@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,55 @@ async def test_a_redirect_lowered_later_lowers_its_target(autojump_clock: object
     assert depths[url("x")] == (2, url("r"))
     assert depths[url("y")] == (3, url("x"))
     assert len(records) == 7
+
+
+class Later:
+    """What a response callback may return: the record waits for it (as for
+    the WARC writer's "on disk")."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def _wait(self) -> None:
+        await trio.sleep(self.seconds)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._wait().__await__()
+
+
+async def test_a_shorter_path_found_while_a_record_waits_goes_into_the_record(
+    autojump_clock: object,
+) -> None:
+    """x's record is made at depth 3 (by way of c), then waits 5 s for its
+    archive; meanwhile a (depth 1) links to x. The record goes out saying
+    depth 2 and referrer a, with no update line."""
+    pages = {
+        url(0): FakePage(links=[url("a"), url("b")]),
+        url("a"): FakePage(links=[url("x")], delay=1.0),
+        url("b"): FakePage(links=[url("c")]),
+        url("c"): FakePage(links=[url("x")]),
+        url("x"): FakePage(),
+    }
+    records: list[CrawlRecord] = []
+    updates: list[DepthUpdate] = []
+
+    def archive(page_url: str, result: object) -> Later | None:
+        return Later(5.0) if page_url == url("x") else None
+
+    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+    crawler = Crawler(
+        config,
+        FakeFetcher(pages),
+        on_record=[records.append],
+        on_response=[archive],
+        on_depth_update=[updates.append],
+    )
+    with trio.fail_after(100):
+        await crawler.run()
+    (x,) = [r for r in records if r.url == url("x")]
+    assert (x.depth, x.referrer, x.t) == (2, url("a"), 0.0)
+    assert trio.current_time() == 5.0
+    assert updates == []
 
 
 async def test_run_crawl_hands_depth_updates_to_its_callback(autojump_clock: object) -> None:

@@ -66,6 +66,7 @@ Rules
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -417,10 +418,12 @@ class Frontier:
         self, entry: Entry, depth: int, referrer: str | None, admitted: list[Entry]
     ) -> None:
         """Lower ``entry``'s depth (``referrer`` is the page on the shorter
-        path) and propagate through its redirect and stored out-links."""
-        work = [(entry, depth, referrer)]
+        path) and propagate through its redirect and stored out-links,
+        shallowest first, so that each entry is lowered (and corrected) once."""
+        work = [(depth, 0, entry, referrer)]
+        pushed = 0
         while work:
-            current, new_depth, via = work.pop()
+            new_depth, _, current, via = heapq.heappop(work)
             if new_depth >= current.depth:
                 continue
             if current.written:
@@ -440,7 +443,8 @@ class Frontier:
                 # even while this entry's own record is still being made.
                 target = self.seen.get(current.redirect)
                 if target is not None:
-                    work.append((target, new_depth, current.url))
+                    pushed += 1
+                    heapq.heappush(work, (new_depth, pushed, target, current.url))
             if current.state is not EntryState.DONE or not current.links:
                 # Not fetched yet (its links will be offered at the new depth
                 # when it finishes), or nothing to propagate.
@@ -454,7 +458,8 @@ class Frontier:
                     if not self.budget_spent and self._in_scope(url):
                         admitted.append(self._admit(url, child_depth, current.url))
                 elif child_depth < child.depth:
-                    work.append((child, child_depth, current.url))
+                    pushed += 1
+                    heapq.heappush(work, (child_depth, pushed, child, current.url))
 
     def _move(self, entry: Entry, state: EntryState) -> None:
         unfinished = (EntryState.QUEUED, EntryState.FETCHING)
