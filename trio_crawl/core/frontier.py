@@ -46,9 +46,12 @@ Rules
    A settled entry's out-links are dropped and its slot in ``seen`` becomes
    a shared placeholder, about 170 bytes a URL with the string for a
    60-character URL (``benchmarks/bench_memory.py``). Until then a DONE
-   entry keeps its out-links, so memory grows only while a shallow page is
-   slow. With ``late_starts`` (sitemap seeds arrive at depth 0 mid-crawl)
-   and ``max_depth``, entries are never settled, so a late seed still
+   entry keeps its out-links: references to the entries they lead to (8
+   bytes a link), and as strings only the in-scope links ``max_depth`` cut
+   off. Pages of the deepest level finished while the level above still
+   runs are unsettled for a while; a slow shallow page keeps more so.
+   With ``late_starts`` (sitemap seeds arrive at depth 0 mid-crawl) and
+   ``max_depth``, entries are never settled, so a late seed still
    admits what its links reach; without ``max_depth``, a seed that comes
    after its URL settled leaves it at its link depth.
 8. A record states the depth known when it is written (the engine sets
@@ -112,7 +115,9 @@ class Entry:
         self.chain = chain
         self.state = EntryState.QUEUED
         self.attempts = 0
-        self.links: tuple[str, ...] | None = None
+        #: Kept while DONE and not settled (rule 7): the entries its links
+        #: lead to, and the in-scope URLs ``max_depth`` cut off (not admitted).
+        self.links: tuple[Entry | str, ...] | None = None
         #: The admitted (or known) target of its 3xx: it shares this depth.
         self.redirect: str | None = None
         #: Its record is out: a shorter path now needs a correction (rule 8).
@@ -384,7 +389,7 @@ class Frontier:
                 # Settled already (rule 7): keep only the key.
                 self.seen[entry.url] = _FINISHED
             else:
-                entry.links = tuple(links) if links else None
+                entry.links = self._out_links(links, entry.depth + 1) if links else None
                 if self._settles:
                     self._unsettled.setdefault(entry.depth, {})[entry] = None
         self._settle()
@@ -452,14 +457,36 @@ class Frontier:
             child_depth = new_depth + 1
             if self.max_depth is not None and child_depth > self.max_depth:
                 continue
-            for url in current.links:
-                child = self.seen.get(url)
-                if child is None:
-                    if not self.budget_spent and self._in_scope(url):
-                        admitted.append(self._admit(url, child_depth, current.url))
-                elif child_depth < child.depth:
+            for link in current.links:
+                if isinstance(link, str):
+                    # Cut off by max_depth before; maybe admitted since.
+                    known = self.seen.get(link)
+                    if known is None:
+                        if not self.budget_spent:
+                            admitted.append(self._admit(link, child_depth, current.url))
+                        continue
+                    child = known
+                else:
+                    child = link
+                if child_depth < child.depth:
                     pushed += 1
                     heapq.heappush(work, (child_depth, pushed, child, current.url))
+
+    def _out_links(self, links: Sequence[str], child_depth: int) -> tuple[Entry | str, ...]:
+        """What a DONE entry keeps of its links until it settles (rule 7):
+        the entries they lead to that are not settled (only those could
+        still be lowered), and the in-scope URLs ``max_depth`` cut off."""
+        seen = self.seen
+        cut = self.max_depth is not None and child_depth > self.max_depth
+        kept: list[Entry | str] = []
+        for url in links:
+            child = seen.get(url)
+            if child is None:
+                if cut and self._in_scope(url):
+                    kept.append(url)
+            elif child is not _FINISHED:
+                kept.append(child)
+        return tuple(kept)
 
     def _move(self, entry: Entry, state: EntryState) -> None:
         unfinished = (EntryState.QUEUED, EntryState.FETCHING)
