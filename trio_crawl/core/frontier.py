@@ -389,7 +389,7 @@ class Frontier:
                 # Settled already (rule 7): keep only the key.
                 self.seen[entry.url] = _FINISHED
             else:
-                entry.links = self._out_links(links, entry.depth + 1) if links else None
+                entry.links = self._out_links(links, entry.depth + 1, low) if links else None
                 if self._settles:
                     self._unsettled.setdefault(entry.depth, {})[entry] = None
         self._settle()
@@ -472,20 +472,25 @@ class Frontier:
                     pushed += 1
                     heapq.heappush(work, (child_depth, pushed, child, current.url))
 
-    def _out_links(self, links: Sequence[str], child_depth: int) -> tuple[Entry | str, ...]:
+    def _out_links(
+        self, links: Sequence[str], child_depth: int, low: int | None
+    ) -> tuple[Entry | str, ...]:
         """What a DONE entry keeps of its links until it settles (rule 7):
-        the entries they lead to that are not settled (only those could
-        still be lowered), and the in-scope URLs ``max_depth`` cut off."""
+        the entries they lead to that it could still bring closer, and the
+        in-scope URLs ``max_depth`` cut off. Every path still to be found
+        through this entry starts at an unfinished entry, at depth ``low``
+        or more, so a child already at ``low + 1`` or less gains nothing."""
         seen = self.seen
         cut = self.max_depth is not None and child_depth > self.max_depth
+        floor = (low or 0) + 1
         kept: list[Entry | str] = []
         for url in links:
             child = seen.get(url)
             if child is None:
                 if cut and self._in_scope(url):
                     kept.append(url)
-            elif child is not _FINISHED:
-                kept.append(child)
+            elif child.depth > floor:
+                kept.append(child)  # (settled ones have depth -1)
         return tuple(kept)
 
     def _move(self, entry: Entry, state: EntryState) -> None:
