@@ -64,8 +64,8 @@ def site(n: int, slow: float, seed: int = 0) -> dict[str, tuple[bytes, float]]:
     return pages
 
 
-def measure(n: int, slow: float, max_depth: int | None) -> None:
-    pages = site(n, slow)
+def measure(n: int, slow: float, max_depth: int | None, seed: int) -> None:
+    pages = site(n, slow, seed)
     start = next(iter(pages))
     updates = 0
 
@@ -102,16 +102,17 @@ def main() -> None:
     parser.add_argument("--slow", type=float, default=0.01, help="share of 5 s pages")
     parser.add_argument("--src", help="run this on another checkout of trio-crawl")
     parser.add_argument("--max-depth", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0, help="of the random site")
     args = parser.parse_args()
     if args.src:
         env = {**os.environ, "PYTHONPATH": args.src}
         argv = [sys.executable, __file__, "--pages", str(args.pages), "--slow", str(args.slow)]
-        argv += ["--max-depth", str(args.max_depth)]
+        argv += ["--max-depth", str(args.max_depth), "--seed", str(args.seed)]
         subprocess.run(argv, check=True, env=env, cwd=args.src)
         return
     print(f"{args.pages:,} pages, {args.slow:.0%} of them take 5 s")
-    measure(args.pages, args.slow, None)
-    measure(args.pages, args.slow, args.max_depth)
+    measure(args.pages, args.slow, None, args.seed)
+    measure(args.pages, args.slow, args.max_depth, args.seed)
 
 
 if __name__ == "__main__":
