@@ -625,6 +625,7 @@ async def crawl_with_ui(
             fetcher,
             frontier=frontier,
             on_record=[writer.write, on_record],
+            on_depth_update=[writer.write],
             on_item=[on_item] if item_writer is not None else [],
             on_response=[on_response] if warc is not None else [],
         )

@@ -32,7 +32,9 @@ class CrawlSummary:
     error kind, ``statuses`` by HTTP status code; ``bytes`` adds up the
     records' ``size`` (bodies as downloaded and decoded).
     ``capped_crawl_delays`` maps each host:port whose robots.txt asked for a
-    Crawl-delay above ``max_crawl_delay`` to what it asked for."""
+    Crawl-delay above ``max_crawl_delay`` to what it asked for;
+    ``depth_updates`` counts corrections of earlier records' depth
+    (``DepthUpdate``), which are not records."""
 
     records: int
     pages_ok: int
@@ -52,6 +54,7 @@ class CrawlSummary:
     busy_seconds: float = 0.0
     #: Distinct hosts among the records, counted up to ``HOSTS_COUNTED``.
     hosts: int = 0
+    depth_updates: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -74,6 +77,7 @@ class CrawlStats:
         self.bytes = 0
         #: host:port -> the Crawl-delay asked for, where it was capped.
         self.capped_crawl_delays: dict[str, float] = {}
+        self.depth_updates = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
         self._busy_ms = 0.0
@@ -114,6 +118,7 @@ class CrawlStats:
             capped_crawl_delays=dict(self.capped_crawl_delays),
             busy_seconds=self._busy_ms / 1000,
             hosts=len(self._hosts),
+            depth_updates=self.depth_updates,
         )
 
 
