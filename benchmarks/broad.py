@@ -59,13 +59,14 @@ from run import (
     Measured,
     Verdict,
     machine_info,
+    print_failure,
     read_scrapy,
     read_trio_crawl,
     run_measured,
     tool_versions,
     trio_crawl_command,
 )
-from servers import _nginx_version, _stop, _tail, find_nginx
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, _tail, find_nginx
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("trio-crawl", "scrapy")
@@ -139,19 +140,7 @@ http {{
         text/html html;
         text/plain txt;
     }}
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    tcp_nodelay on;
-    keepalive_timeout 75s;
-    keepalive_requests 1000000;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    server {{
+{http_settings}    server {{
 {listen}
         server_name _;
         root {root};
@@ -187,6 +176,7 @@ def nginx_config(
         nofile=connections + 64,
         connections=connections,
         tmp=tmp,
+        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
         root=root,
         listen="\n".join(f"        listen {a}:{port};" for a in addresses),
         delay=delay,
@@ -668,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
                             flush=True,
                         )
                         if not run.ok:
-                            _print_failure(run)
+                            print_failure(run)
 
     print()
     print(runs_table(runs))
@@ -711,21 +701,6 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0 if all(r.ok for r in runs) else 1
-
-
-def _print_failure(run: BroadRun) -> None:
-    v = run.verdict
-    for label, items in (
-        ("missing", v.missing),
-        ("fetched twice", v.duplicates),
-        ("unexpected", v.unexpected),
-        ("errors", v.error_samples),
-    ):
-        if items:
-            print(f"    {label} ({len(items)}): {', '.join(items[:5])}")
-    if run.log_tail:
-        print("    last lines of its output:")
-        print("\n".join(f"      {line}" for line in run.log_tail.splitlines()))
 
 
 if __name__ == "__main__":

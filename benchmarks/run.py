@@ -589,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 if not run.ok:
-                    _print_failure(run)
+                    print_failure(run)
 
     print()
     print(format_table(runs, len(expected)))
@@ -647,7 +647,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
-def _print_failure(run: Run) -> None:
+def print_failure(run: Run | Any) -> None:
+    """What went wrong in a run that was not exact (also for broad.py's runs,
+    which carry the same ``verdict`` and ``log_tail``)."""
     v = run.verdict
     for label, items in (
         ("missing", v.missing),
