@@ -516,6 +516,12 @@ class Scope:
             cache[key] = answer
         return answer
 
+    def allows_requisite(self, url: str) -> bool:
+        """Whether a page requisite (an image, a stylesheet) may be fetched:
+        here the same as ``allows``; ``core.filters.FilteredScope`` exempts
+        requisites from its URL filters."""
+        return self.allows(url)
+
     def __repr__(self) -> str:
         return (
             f"Scope(host_ports={sorted(self.host_ports)!r}, "

@@ -64,11 +64,11 @@ class MemoryFrontier:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        allows = self._scope.allows
+        allows = self._scope.allows_requisite  # URL filters spare requisites
         for url in urls:
             if allows(url):
                 entries = self.core.offer(
-                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True
+                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True, scoped=False
                 )
                 self._hand_out(entries)
 
@@ -79,7 +79,12 @@ class MemoryFrontier:
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
-        outcome, admitted = self.core.redirect(entry, target)
+        if entry.payload is REQUISITE:  # a moved image: URL filters spare it too
+            if not self._scope.allows_requisite(target):
+                return RedirectOutcome.OUT_OF_SCOPE
+            outcome, admitted = self.core.redirect(entry, target, scoped=False)
+        else:
+            outcome, admitted = self.core.redirect(entry, target)
         self._hand_out(admitted)
         return outcome
 
