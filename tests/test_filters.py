@@ -71,6 +71,7 @@ def filter_site() -> Site:
             "/a/b/?sort=1": page(),
             "/a/b/c.html": page(
                 extra='<img src="/static/logo.png"><img src="/a/b/private/i.png">'
+                '<img src="/a/b/img-moved">'
             ),
             "/a/b/sub/": page("deep.html", "/a/b/sub/../../"),
             "/a/b/sub/deep.html": page(),
@@ -83,6 +84,8 @@ def filter_site() -> Site:
             "/other/landing": page(),
             "/other/listed.html": page(),
             "/static/logo.png": IMG,
+            "/a/b/img-moved": redirect("/static/moved.png"),
+            "/static/moved.png": IMG,
             "/a/b/private/i.png": IMG,
         }
     )
@@ -189,7 +192,15 @@ async def test_requisites_of_a_followed_page_are_fetched_whatever_the_filters() 
         "/a/b/", no_parent=True, include=[r"c\.html"], exclude=["private"], page_requisites=True
     )
     # /static/ is above /a/b/, private is excluded, neither matches the include.
-    assert got == {"/a/b/", "/a/b/c.html", "/static/logo.png", "/a/b/private/i.png"}
+    # A requisite that moved above /a/b/ is followed there too.
+    assert got == {
+        "/a/b/",
+        "/a/b/c.html",
+        "/static/logo.png",
+        "/a/b/private/i.png",
+        "/a/b/img-moved",
+        "/static/moved.png",
+    }
 
 
 async def test_handler_requests_are_filtered() -> None:
