@@ -248,7 +248,7 @@ def test_parent_root_edge_cases() -> None:
     assert parent_root("http://h/") == ("h", "/")
     assert parent_root("http://h/a/b") == ("h", "/a/")
     assert parent_root("http://h/a/b/") == ("h", "/a/b/")
-    assert parent_root("http://u:p@h:81/a/b/index.html?x=/y/#f") == ("h:81", "/a/b/")
+    assert parent_root("http://u:p@h:81/a/b/index.html?x=/y/") == ("h:81", "/a/b/")
     assert parent_root("http://[::1]:8080/a//b") == ("[::1]:8080", "/a//")
 
 
@@ -412,3 +412,13 @@ def test_a_start_url_and_everything_below_its_directory_pass(
 def test_no_filters_pass_everything(url: str) -> None:
     f = UrlFilter()
     assert f.allows(url) and not f.active and f.identity() is None
+
+
+@given(st.lists(st.tuples(hosts, paths), min_size=1, max_size=3), st.lists(urls, max_size=30))
+def test_no_parent_answers_do_not_depend_on_the_cache(
+    starts: list[tuple[str, str]], many: list[str]
+) -> None:
+    start_urls = [f"http://{host}{path}" for host, path in starts]
+    shared = UrlFilter(no_parent=True, start_urls=start_urls, cache_size=3)
+    for url in many + many:
+        assert shared.allows(url) == UrlFilter(no_parent=True, start_urls=start_urls).allows(url)

@@ -49,22 +49,17 @@ def _compile(option: str, patterns: Iterable[str]) -> tuple[re.Pattern[str], ...
 
 def _site_and_path(url: str) -> tuple[str, str]:
     """The site (``host[:port]``, the port only when not the scheme's default)
-    and the path of a canonical http(s) URL. String slicing, not parsing: it
-    runs for every link."""
-    rest = url.partition("://")[2]
-    slash = rest.find("/")
+    and the path of a canonical http(s) URL (no fragment, default port
+    dropped). String slicing, not parsing."""
+    begin = url.find("://") + 3
+    end = url.find("?", begin)
+    if end < 0:
+        end = len(url)
+    slash = url.find("/", begin, end)
     if slash < 0:
-        authority, path = rest, "/"
+        authority, path = url[begin:end], "/"
     else:
-        authority, path = rest[:slash], rest[slash:]
-    for stop in "?#":
-        cut = path.find(stop)
-        if cut >= 0:
-            path = path[:cut]
-    for stop in "?#":
-        cut = authority.find(stop)
-        if cut >= 0:
-            authority = authority[:cut]
+        authority, path = url[begin:slash], url[slash:end]
     return authority[authority.rfind("@") + 1 :], path
 
 
@@ -82,7 +77,16 @@ class UrlFilter:
     """The include/exclude patterns and ``--no-parent`` roots of a crawl.
     See the module docstring for the rules."""
 
-    __slots__ = ("_exclude", "_include", "_roots", "exclude", "include", "no_parent")
+    __slots__ = (
+        "_cache",
+        "_cache_size",
+        "_exclude",
+        "_include",
+        "_roots",
+        "exclude",
+        "include",
+        "no_parent",
+    )
 
     def __init__(
         self,
@@ -91,6 +95,7 @@ class UrlFilter:
         exclude: Sequence[str] = (),
         no_parent: bool = False,
         start_urls: Iterable[str] = (),
+        cache_size: int = 65536,
     ) -> None:
         """Raises ``ConfigError`` (one line) for a pattern that does not compile."""
         self.include = tuple(include)
@@ -99,6 +104,10 @@ class UrlFilter:
         self._include = _compile("--include", self.include)
         self._exclude = _compile("--exclude", self.exclude)
         self._roots: dict[str, set[str]] | None = None
+        # --no-parent's answer per "scheme://site/directory/": a page's links
+        # share a few directories (cleared when it grows past cache_size).
+        self._cache: dict[str, bool] = {}
+        self._cache_size = cache_size
         if no_parent:
             self._roots = {}
             self.add_roots(start_urls)
@@ -112,6 +121,7 @@ class UrlFilter:
         for url in start_urls:
             site, directory = parent_root(url)
             roots.setdefault(site, set()).add(directory)
+            self._cache.clear()
 
     @property
     def active(self) -> bool:
@@ -127,6 +137,17 @@ class UrlFilter:
         return self._roots is None or self._below_a_root(url)
 
     def _below_a_root(self, url: str) -> bool:
+        query = url.find("?")
+        key = url[: url.rfind("/", 0, len(url) if query < 0 else query) + 1]
+        answer = self._cache.get(key)
+        if answer is None:
+            answer = self._below_a_root_uncached(key)
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[key] = answer
+        return answer
+
+    def _below_a_root_uncached(self, url: str) -> bool:
         assert self._roots is not None
         site, path = _site_and_path(url)
         directories = self._roots.get(site)
