@@ -18,8 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trio_crawl
-from trio_crawl import CrawlConfig, CrawlRecord, run_crawl
-from trio_crawl.core.config import ConfigError
+from trio_crawl import ConfigError, CrawlConfig, CrawlRecord, run_crawl
 from trio_crawl.core.filters import FilteredScope, UrlFilter, parent_root
 from trio_crawl.core.url import Scope
 from trio_crawl.testing import Response, Site, SiteRequest, page, redirect, serve_site
