@@ -77,6 +77,7 @@ def filter_site() -> Site:
             "/a/b/private/x.html": page(),
             "/a/b/page.pdf": PDF,
             "/a/b/moved": redirect("/other/landing"),
+            "/hop": redirect("/a/b/moved"),
             "/a/b/listed.html": page(),
             "/a/bb/": page(),
             "/other/": page(),
@@ -165,16 +166,26 @@ async def test_filters_and_no_parent_combine() -> None:
     assert got == (ALL_BELOW_AB | {"/a/b", "/a/bb/"}) - {"/a/b/sub/", "/a/b/sub/deep.html"}
 
 
-async def test_a_redirect_target_is_filtered() -> None:
+async def test_a_links_redirect_target_is_filtered() -> None:
     records: list[CrawlRecord] = []
     with serve_site(filter_site()) as server:
         with trio.fail_after(60):
-            await run_crawl(server.url("/a/b/moved"), on_record=records.append, no_parent=True)
+            await run_crawl(server.url("/a/b/"), on_record=records.append, no_parent=True)
         targets = server.targets()
-    assert "/other/landing" not in targets
+    assert "/a/b/moved" in targets and "/other/landing" not in targets
     (record,) = [r for r in records if r.url.endswith("/a/b/moved")]
     assert record.status == 301 and record.error is not None
     assert record.error.kind == "out_of_scope_redirect"
+
+
+@pytest.mark.parametrize("state", [False, True])
+async def test_a_start_urls_redirects_are_followed_whatever_the_filters(
+    state: bool, tmp_path: Path
+) -> None:
+    # /hop -> /a/b/moved -> /other/landing: all three are the start URL.
+    options: dict[str, Any] = {"state": str(tmp_path / "crawl.db")} if state else {}
+    got = await fetched("/hop", exclude=["moved", "landing"], no_parent=True, **options)
+    assert got == {"/hop", "/a/b/moved", "/other/landing"}
 
 
 async def test_sitemap_seeds_are_filtered() -> None:
@@ -365,6 +376,13 @@ def test_redis_join_with_other_filters_is_refused(
         # Joining with no URL adopts the crawl's filters.
         joined = cli(*base, "-o", str(tmp_path / "b.jsonl"))
         assert joined.returncode == 0, joined.stderr
+        # A start URL's redirects are followed whatever the filters, as in one process.
+        before = len(server.targets())
+        hop = ("--redis", redis_server.url, "--crawl-id", crawl_id + "-hop", "-q")
+        result = cli(server.url("/hop"), *hop, "-o", str(tmp_path / "c.jsonl"), "--exclude", "o")
+        assert result.returncode == 0, result.stderr
+        later = {t for t in server.targets()[before:] if t != "/robots.txt"}
+        assert later == {"/hop", "/a/b/moved", "/other/landing"}
 
 
 # -- the pure filter --------------------------------------------------------------

@@ -4,9 +4,12 @@ Scope says which *hosts* a crawl may visit; these filters narrow it to the
 URLs the user wants there. They are judged on canonical URLs, once per link,
 in the one place every admission passes through (``FilteredScope.allows``):
 links, sitemap seeds, redirect targets and a handler's requests alike. The
-crawl's own start URLs are not filtered (they define the crawl), and page
-requisites of a followed page are exempt (``FilteredScope.allows_requisite``:
-an image is part of its page, whatever its URL looks like).
+crawl's own start URLs are not filtered (they define the crawl), nor the
+chain of redirects that starts at one (``FilteredScope.judge_redirect``: an
+``http://`` start URL that moves to ``https://`` must not end the crawl);
+page requisites of a followed page are exempt too
+(``FilteredScope.allows_requisite``: an image is part of its page, whatever
+its URL looks like). The scope still judges all of these.
 
 Rules (a URL is followed when all hold):
 
@@ -30,7 +33,7 @@ the canonical URL, case-sensitively (write ``(?i)`` to ignore case).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -86,6 +89,7 @@ class UrlFilter:
         "exclude",
         "include",
         "no_parent",
+        "start_urls",
     )
 
     def __init__(
@@ -98,6 +102,9 @@ class UrlFilter:
         cache_size: int = 65536,
     ) -> None:
         """Raises ``ConfigError`` (one line) for a pattern that does not compile."""
+        start_urls = tuple(start_urls)
+        #: Their redirects are spared the filters (``FilteredScope.judge_redirect``).
+        self.start_urls = frozenset(start_urls)
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self.no_parent = no_parent
@@ -203,6 +210,11 @@ class FilteredScope(Scope):
 
     def allows_requisite(self, url: str) -> bool:
         return Scope.allows(self, url)
+
+    def judge_redirect(self, first: str) -> Callable[[str], bool]:
+        if first in self.url_filter.start_urls:  # fetched whatever the filters:
+            return self.allows_requisite  # so is where it leads
+        return self.allows
 
     def __repr__(self) -> str:
         return f"{Scope.__repr__(self)[:-1]}, url_filter={self.url_filter!r})"

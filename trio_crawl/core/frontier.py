@@ -270,20 +270,21 @@ class Frontier:
         return self._pass_gate(admitted)
 
     def redirect(
-        self, entry: Entry, target: str, *, scoped: bool = True
+        self, entry: Entry, target: str, *, in_scope: Callable[[str], bool] | None = None
     ) -> tuple[RedirectOutcome, list[Entry]]:
         """Decide about the canonical ``target`` of a 3xx answered for ``entry``.
 
         Returns the outcome and the entries it admitted: the target itself for
         FOLLOW; for SEEN, whatever a shorter depth for the known target admits.
-        ``scoped=False``: the caller has judged the target's scope.
+        ``in_scope`` judges the target instead of the frontier's predicate
+        (a requisite's or a start URL's redirect is spared the URL filters).
         """
         chain = (*entry.chain, entry.url)
         if target in chain:
             return RedirectOutcome.LOOP, []
         if len(chain) > MAX_REDIRECT_HOPS:
             return RedirectOutcome.TOO_MANY, []
-        if scoped and not self._in_scope(target):
+        if not (in_scope or self._in_scope)(target):
             return RedirectOutcome.OUT_OF_SCOPE, []
         existing = self.seen.get(target)
         if existing is not None:

@@ -67,7 +67,7 @@ never change an answer, only how fast it comes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ada_url import idna_to_ascii
@@ -521,6 +521,12 @@ class Scope:
         here the same as ``allows``; ``core.filters.FilteredScope`` exempts
         requisites from its URL filters."""
         return self.allows(url)
+
+    def judge_redirect(self, first: str) -> Callable[[str], bool]:
+        """The predicate for the targets of a redirect chain that began at
+        ``first``: here ``allows``; ``core.filters.FilteredScope`` spares the
+        redirects of start URLs its URL filters."""
+        return self.allows
 
     def __repr__(self) -> str:
         return (

@@ -79,12 +79,12 @@ class MemoryFrontier:
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
+        judge: Callable[[str], bool]
         if entry.payload is REQUISITE:  # a moved image: URL filters spare it too
-            if not self._scope.allows_requisite(target):
-                return RedirectOutcome.OUT_OF_SCOPE
-            outcome, admitted = self.core.redirect(entry, target, scoped=False)
+            judge = self._scope.allows_requisite
         else:
-            outcome, admitted = self.core.redirect(entry, target)
+            judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
+        outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
         self._hand_out(admitted)
         return outcome
 

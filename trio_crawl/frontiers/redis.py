@@ -444,7 +444,7 @@ class RedisFrontier:
             return RedirectOutcome.LOOP
         if len(chain) > MAX_REDIRECT_HOPS:
             return RedirectOutcome.TOO_MANY
-        if not self._scope.allows(target):
+        if not self._scope.judge_redirect(chain[0])(target):
             return RedirectOutcome.OUT_OF_SCOPE
         # Sent with this page's finish; whether the target was known makes no
         # difference to the record.
