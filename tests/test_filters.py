@@ -275,8 +275,8 @@ def test_no_filters_keep_the_plain_scope() -> None:
     assert type(CrawlConfig(start_urls=["http://h/"]).scope()) is Scope
     scope = CrawlConfig(start_urls=["http://h/a/"], no_parent=True).scope()
     assert isinstance(scope, FilteredScope)
-    assert not scope.allows("http://h/") and scope.allows_requisite("http://h/")
-    assert not scope.allows_requisite("http://elsewhere/")
+    assert not scope.allows("http://h/") and scope.allows_unfiltered("http://h/")
+    assert not scope.allows_unfiltered("http://elsewhere/")
 
 
 # -- the CLI --------------------------------------------------------------------
@@ -439,3 +439,30 @@ def test_no_parent_answers_do_not_depend_on_the_cache(
     shared = UrlFilter(no_parent=True, start_urls=start_urls, cache_size=3)
     for url in many + many:
         assert shared.allows(url) == UrlFilter(no_parent=True, start_urls=start_urls).allows(url)
+
+
+async def test_a_sitemap_on_another_host_in_scope_is_read_whatever_the_filters() -> None:
+    # The filters judge the pages a sitemap lists, not the sitemap files.
+    listing = Site({"/sitemap.xml": sitemap, "/robots.txt": Response(status=404)})
+    with serve_site(listing) as other:
+        sitemap_url = other.url("/sitemap.xml").replace("127.0.0.1", "localhost")
+        home = Site(
+            {
+                "/robots.txt": Response(
+                    body=f"Sitemap: {sitemap_url}\n".encode(), content_type="text/plain"
+                ),
+                "/": page(),
+            },
+            fallback=lambda request: Response(status=404),
+        )
+        with serve_site(home) as start:
+            with trio.fail_after(60):
+                await run_crawl(
+                    start.url("/"),
+                    sitemaps=True,
+                    allow_domains=["localhost"],
+                    include=["listed"],
+                )
+            # Its listed pages (on localhost, in scope, matching) were admitted.
+            assert "/sitemap.xml" in other.targets()
+            assert {"/a/b/listed.html", "/other/listed.html"} <= set(other.targets())

@@ -8,7 +8,7 @@ crawl's own start URLs are not filtered (they define the crawl), nor the
 chain of redirects that starts at one (``FilteredScope.judge_redirect``: an
 ``http://`` start URL that moves to ``https://`` must not end the crawl);
 page requisites of a followed page are exempt too
-(``FilteredScope.allows_requisite``: an image is part of its page, whatever
+(``FilteredScope.allows_unfiltered``: an image is part of its page, whatever
 its URL looks like). The scope still judges all of these.
 
 Rules (a URL is followed when all hold):
@@ -190,7 +190,7 @@ class UrlFilter:
 
 class FilteredScope(Scope):
     """A ``Scope`` whose ``allows`` also asks a ``UrlFilter``. Requisites are
-    judged by the scope alone (``allows_requisite``)."""
+    judged by the scope alone (``allows_unfiltered``)."""
 
     __slots__ = ("url_filter",)
 
@@ -208,12 +208,12 @@ class FilteredScope(Scope):
     def allows(self, url: str) -> bool:
         return Scope.allows(self, url) and self.url_filter.allows(url)
 
-    def allows_requisite(self, url: str) -> bool:
+    def allows_unfiltered(self, url: str) -> bool:
         return Scope.allows(self, url)
 
     def judge_redirect(self, first: str) -> Callable[[str], bool]:
         if first in self.url_filter.start_urls:  # fetched whatever the filters:
-            return self.allows_requisite  # so is where it leads
+            return self.allows_unfiltered  # so is where it leads
         return self.allows
 
     def __repr__(self) -> str:

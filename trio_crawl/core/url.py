@@ -516,10 +516,10 @@ class Scope:
             cache[key] = answer
         return answer
 
-    def allows_requisite(self, url: str) -> bool:
-        """Whether a page requisite (an image, a stylesheet) may be fetched:
-        here the same as ``allows``; ``core.filters.FilteredScope`` exempts
-        requisites from its URL filters."""
+    def allows_unfiltered(self, url: str) -> bool:
+        """Whether ``url`` is in scope whatever the URL filters say (page
+        requisites, a start URL's redirects, sitemap files): here the same as
+        ``allows``; ``core.filters.FilteredScope`` skips its filters."""
         return self.allows(url)
 
     def judge_redirect(self, first: str) -> Callable[[str], bool]:

@@ -64,7 +64,7 @@ class MemoryFrontier:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        allows = self._scope.allows_requisite  # URL filters spare requisites
+        allows = self._scope.allows_unfiltered  # URL filters spare requisites
         for url in urls:
             if allows(url):
                 entries = self.core.offer(
@@ -81,7 +81,7 @@ class MemoryFrontier:
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
         judge: Callable[[str], bool]
         if entry.payload is REQUISITE:  # a moved image: URL filters spare it too
-            judge = self._scope.allows_requisite
+            judge = self._scope.allows_unfiltered
         else:
             judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
         outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
