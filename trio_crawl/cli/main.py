@@ -155,6 +155,20 @@ def build_parser(
         metavar="HOST",
         help="also crawl HOST and its subdomains (repeatable)",
     )
+    for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
+        p.add_argument(
+            f"--{flag}",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help=f"follow {what} REGEX (searched in the canonical URL; repeatable; "
+            "--exclude wins; start URLs are always fetched)",
+        )
+    p.add_argument(
+        "--no-parent",
+        action="store_true",
+        help="follow no link above a start URL's directory on its host (like wget -np)",
+    )
     p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
     p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
     p.add_argument(
@@ -248,6 +262,9 @@ def build_config(
         "sitemaps": args.sitemaps,
         "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
+        "include": tuple(args.include),
+        "exclude": tuple(args.exclude),
+        "no_parent": args.no_parent,
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
         "max_crawl_delay": args.max_crawl_delay,

@@ -280,18 +280,21 @@ class Frontier:
         payload: object = None,
         *,
         beyond_max_depth: bool = False,
+        scoped: bool = True,
     ) -> list[Entry]:
         """Offer one URL found (or asked for) on a page at ``depth``, carrying
         ``payload``; return the entries this admits (like ``discover``).
         ``beyond_max_depth``: a page requisite, fetched whatever the depth
-        limit (an image is part of its page, not a link away from it)."""
+        limit (an image is part of its page, not a link away from it).
+        ``scoped=False``: the caller has judged the URL's scope (requisites
+        are exempt from URL filters)."""
         child_depth = depth + 1
         admitted: list[Entry] = []
         if not beyond_max_depth and self.max_depth is not None and child_depth > self.max_depth:
             return admitted
         entry = self.seen.get(url)
         if entry is None:
-            if not self.budget_spent and self._in_scope(url):
+            if not self.budget_spent and (not scoped or self._in_scope(url)):
                 admitted.append(self._admit(url, child_depth, referrer, payload=payload))
         elif child_depth < entry.depth:
             self._improve(entry, child_depth, referrer, admitted)
@@ -319,19 +322,23 @@ class Frontier:
                 self._improve(entry, child_depth, referrer, admitted)
         return admitted
 
-    def redirect(self, entry: Entry, target: str) -> tuple[RedirectOutcome, list[Entry]]:
+    def redirect(
+        self, entry: Entry, target: str, *, in_scope: Callable[[str], bool] | None = None
+    ) -> tuple[RedirectOutcome, list[Entry]]:
         """Decide about the canonical ``target`` of a 3xx answered for ``entry``.
 
         Returns the outcome and the entries it admitted: the target itself for
         FOLLOW; for SEEN, whatever a shorter depth for the known target admits.
         The target shares ``entry``'s depth from now on (rule 3).
+        ``in_scope`` judges the target instead of the frontier's predicate
+        (a requisite's or a start URL's redirect is spared the URL filters).
         """
         chain = (*entry.chain, entry.url)
         if target in chain:
             return RedirectOutcome.LOOP, []
         if len(chain) > MAX_REDIRECT_HOPS:
             return RedirectOutcome.TOO_MANY, []
-        if not self._in_scope(target):
+        if not (in_scope or self._in_scope)(target):
             return RedirectOutcome.OUT_OF_SCOPE, []
         existing = self.seen.get(target)
         if existing is not None:

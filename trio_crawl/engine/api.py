@@ -55,6 +55,9 @@ class CrawlOptions(TypedDict, total=False):
     sitemaps: bool
     page_requisites: bool
     allow_domains: Sequence[str]
+    include: Sequence[str]
+    exclude: Sequence[str]
+    no_parent: bool
     user_agent: str
     max_bytes: int
     html_only: bool

@@ -47,7 +47,7 @@ from ..core.retry import RetryPolicy
 from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
-from ..core.url import Scope, host_port, resolve
+from ..core.url import host_port, resolve
 from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
@@ -118,7 +118,7 @@ class Crawler:
         #: before its record (or retry): the page's parse overlaps the wait.
         self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
-        scope = self._scope = Scope(config.start_url_strings, config.allow_domains)
+        scope = self._scope = config.scope()
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
             config.start_urls,
             scope=scope,

@@ -87,11 +87,11 @@ class MemoryFrontier:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        allows = self._scope.allows
+        allows = self._scope.allows_unfiltered  # URL filters spare requisites
         for url in urls:
             if allows(url):
                 entries = self.core.offer(
-                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True
+                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True, scoped=False
                 )
                 self._hand_out(entries)
 
@@ -102,7 +102,12 @@ class MemoryFrontier:
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
-        outcome, admitted = self.core.redirect(entry, target)
+        judge: Callable[[str], bool]
+        if entry.payload is REQUISITE:  # a moved image: URL filters spare it too
+            judge = self._scope.allows_unfiltered
+        else:
+            judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
+        outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
         self._hand_out(admitted)
         return outcome
 
