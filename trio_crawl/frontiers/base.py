@@ -131,6 +131,21 @@ class FrontierBackend(Protocol):
 
 
 @runtime_checkable
+class AdmitsLinkChunks(Protocol):
+    """A backend that takes a page's links in chunks, while the page is still
+    being parsed: the engine hands a huge page's links over as they are
+    found (``parse.iter_link_chunks``), so they are never all in memory at
+    once, then calls ``finish(entry, None)``. A backend without it gets the
+    whole list in ``finish``."""
+
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        """Admit some of ``parent``'s links now, as ``finish`` would (rule 3
+        holds: ``finish`` comes after the last chunk). ``links`` has no
+        duplicates itself but may repeat links of earlier chunks."""
+        ...
+
+
+@runtime_checkable
 class SharedPoliteness(Protocol):
     """A backend shared by several processes (Redis) that spaces requests to
     each host itself, as every worker sees them: ``--rate``, Crawl-delay and

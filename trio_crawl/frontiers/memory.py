@@ -36,6 +36,9 @@ class MemoryFrontier:
         self._scope = scope
         self.core = Frontier(in_scope=scope.allows, max_depth=max_depth, max_pages=max_pages)
         self._publish: Publish = _unattached
+        #: With ``max_depth``, a page's links streamed in (``admit_links``)
+        #: wait for ``finish``: the core stores them with the page (rule 3).
+        self._kept: dict[Entry, list[str]] = {}
 
     def attach(
         self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
@@ -86,13 +89,21 @@ class MemoryFrontier:
     def start(self, entry: Entry) -> bool:
         return self.core.start(entry)
 
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        if self.core.max_depth is not None:
+            self._kept.setdefault(parent, []).extend(links)
+        else:
+            self._hand_out(self.core.discover(links, parent.depth, parent.url))
+
     async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
-        self._hand_out(self.core.finish(entry, links))
+        kept = self._kept.pop(entry, None)
+        self._hand_out(self.core.finish(entry, kept if links is None else links))
 
     def recorded(self, entry: Entry) -> None:
         return None
 
     def abandon(self, entry: Entry) -> None:
+        self._kept.pop(entry, None)
         self._hand_out(self.core.abandon(entry))
 
     def stop(self) -> None:

@@ -183,11 +183,15 @@ class SqliteFrontier:
             self._backlog.note(Start(entry.url))
         return started
 
-    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
-        child_depth = entry.depth + 1
-        if links and (self._max_depth is None or child_depth <= self._max_depth):
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        child_depth = parent.depth + 1
+        if self._max_depth is None or child_depth <= self._max_depth:
             in_scope = [url for url in links if self._scope.allows(url)]
-            await self._admit(in_scope, child_depth, entry.url)
+            await self._admit(in_scope, child_depth, parent.url)
+
+    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
+        if links:
+            await self.admit_links(entry, links)
         self.core.finish(entry)
 
     def recorded(self, entry: Entry) -> None:
