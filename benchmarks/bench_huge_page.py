@@ -77,7 +77,7 @@ def main() -> None:
                 for leftover in (out, state):
                     leftover.unlink(missing_ok=True)
                 cmd = [*crawl, f"{server.base_url}/", "-o", str(out), "-q", "--ignore-robots"]
-                cmd += ["--max-pages", "2", "--max-bytes", str(64 * 1024 * 1024)]
+                cmd += ["--max-pages", "2", "--workers", "1", "--max-bytes", str(64 * 1024 * 1024)]
                 cmd += [*MODES[mode], *([str(state)] if mode == "state" else [])]
                 wall, rss, code, err = run(cmd)
                 records = [json.loads(line) for line in out.open()] if out.exists() else []
