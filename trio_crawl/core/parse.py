@@ -1,7 +1,9 @@
 """Pure HTML work: find a page's links (the hot path), its requisites, and
 parse trees for handlers.
 
-``extract_links`` is the crawl's per-page path. ``extract_links_and_requisites``
+``extract_links`` is the crawl's per-page path; ``iter_link_chunks`` gives
+the same links in chunks while parsing, for huge pages (rule 7).
+``extract_links_and_requisites``
 gives the same links and the page's requisites (``requisites.py`` says which)
 from one parse, for ``--page-requisites``; ``stylesheet_urls`` gives those of a
 fetched stylesheet.
@@ -49,6 +51,19 @@ Rules:
    parser stops silently where the tree parser reports the nesting limit; the
    element it stopped in is then 2048 deep, which sends the page to the
    tokenizer too (as it does a page whose last element is that deep).
+7. ``iter_link_chunks`` hands a big page's links out as the push parser
+   finds them, resolved ``LINK_CHUNK`` (8,192) hrefs at a time, so that no
+   list, set or canonical string of them all ever exists: the crawl's link
+   pipeline for a page of 1,000,000 links is a few chunks, not ~240 MB. Rule
+   2 still holds: when the body has no ``<base`` the base is the document
+   URL from the start; else the raw hrefs wait until the parse meets the
+   ``<base href>`` (in the head, as a rule) or the end. On a page libxml2
+   gives up on (rule 5), the chunks already handed out were libxml2's, and
+   the tokenizer's links for the whole page follow: a superset of
+   ``extract_links`` that equals it whenever the two parsers agree on the
+   part libxml2 read (every page in the tests). libxml2 itself keeps the
+   pushed input (it does not shrink it in push mode) and interns short text
+   nodes, so parsing a body costs up to about its size again.
 
 Speed (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``; no parser option changed it measurably.
@@ -471,7 +486,8 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
 
 
-#: Rule 7: the most links ``iter_link_chunks`` hands out at once.
+#: Rule 7: the most links ``iter_link_chunks`` hands out at once (the SQLite
+#: frontier writes one transaction per chunk).
 LINK_CHUNK: Final = 8192
 #: Rule 7: a ``<base`` start tag, or text that might be one (in a comment, a
 #: script): the base of a page without it is known before parsing.

@@ -16,7 +16,8 @@ Rules a backend keeps (the engine's termination invariant rests on them):
    handed out and those waiting. The engine cross-checks it when the pool
    says the crawl is idle: a mismatch is a bug and ends the crawl loudly.
 3. A page's children are admitted (and, for a durable backend, stored)
-   inside ``finish``, before the page's record is written, so a crash can
+   inside ``finish`` (a huge page's in ``admit_links`` chunks before it:
+   ``AdmitsLinkChunks``), before the page's record is written, so a crash can
    lose a record's children only together with the record.
 4. ``budget_spent`` is final: once true, nothing new is handed out, and
    waiting URLs stop counting as work (they stay stored for a resume with a

@@ -3,7 +3,10 @@
 Everything lives in the process: the seen set, depths (exact, with the
 depth gate of ``core/frontier.py`` rule 7), the page budget. URLs are handed
 to the crawlers as soon as they are admitted, except those the depth gate
-holds: those are this backend's ``waiting`` room.
+holds: those are this backend's ``waiting`` room. A huge page's links come
+in chunks (``admit_links``) and are offered as they come, unless
+``max_depth`` is set: then they wait for ``finish``, which stores them with
+the page (``core/frontier.py`` rule 3).
 """
 
 from __future__ import annotations
