@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from test_requisites import EVERY_KIND, EVERY_KIND_EXPECTED
 
 from trio_crawl.core import parse
-from trio_crawl.core.parse import extract_links, extract_links_and_requisites
+from trio_crawl.core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
 
 URL = "http://example.com/dir/page.html"
 HTML = "text/html; charset=utf-8"
@@ -43,7 +43,11 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
         patch.setattr(parse, "_STREAM_BYTES", 0)
         patch.setattr(parse, "_STREAM_CHUNK", chunk)
         streamed = (extract_links(body, URL, HTML), extract_links_and_requisites(body, URL, HTML))
+        chunks = list(iter_link_chunks(body, URL, HTML, size=2))
     assert streamed == tree
+    # Rule 7: the same links, in chunks of at most 2, each de-duplicated.
+    assert all(0 < len(chunk) <= 2 and len(set(chunk)) == len(chunk) for chunk in chunks)
+    assert list(dict.fromkeys(link for chunk in chunks for link in chunk)) == tree[0]
 
 
 @pytest.mark.parametrize("chunk", [3, 64 * 1024])

@@ -1,7 +1,9 @@
 """Pure HTML work: find a page's links (the hot path), its requisites, and
 parse trees for handlers.
 
-``extract_links`` is the crawl's per-page path. ``extract_links_and_requisites``
+``extract_links`` is the crawl's per-page path; ``iter_link_chunks`` gives
+the same links in chunks while parsing, for huge pages (rule 7).
+``extract_links_and_requisites``
 gives the same links and the page's requisites (``requisites.py`` says which)
 from one parse, for ``--page-requisites``; ``stylesheet_urls`` gives those of a
 fetched stylesheet.
@@ -49,6 +51,19 @@ Rules:
    parser stops silently where the tree parser reports the nesting limit; the
    element it stopped in is then 2048 deep, which sends the page to the
    tokenizer too (as it does a page whose last element is that deep).
+7. ``iter_link_chunks`` hands a big page's links out as the push parser
+   finds them, resolved ``LINK_CHUNK`` (8,192) hrefs at a time, so that no
+   list, set or canonical string of them all ever exists: the crawl's link
+   pipeline for a page of 1,000,000 links is a few chunks, not ~240 MB. Rule
+   2 still holds: when the body has no ``<base`` the base is the document
+   URL from the start; else the raw hrefs wait until the parse meets the
+   ``<base href>`` (in the head, as a rule) or the end. On a page libxml2
+   gives up on (rule 5), the chunks already handed out were libxml2's, and
+   the tokenizer's links for the whole page follow: a superset of
+   ``extract_links`` that equals it whenever the two parsers agree on the
+   part libxml2 read (every page in the tests). libxml2 itself keeps the
+   pushed input (it does not shrink it in push mode) and interns short text
+   nodes, so parsing a body costs up to about its size again.
 
 Speed (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``; no parser option changed it measurably.
@@ -69,6 +84,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Generator, Iterator
 from html.parser import HTMLParser as _Tokenizer
 from typing import Final, Literal
 
@@ -85,6 +101,7 @@ __all__ = [
     "extract_links",
     "extract_links_and_requisites",
     "extract_requisites",
+    "iter_link_chunks",
     "parse_html",
     "stylesheet_urls",
 ]
@@ -154,6 +171,8 @@ def _utf8(body: bytes, content_type: str | None) -> bytes:
     when it is valid UTF-8 already."""
     codec = _sniff(body, content_type)
     if codec == "utf-8":
+        if body.isascii():  # no copy of a huge page to validate it (and ~10x faster)
+            return body
         try:
             body.decode("utf-8")
         except UnicodeDecodeError:
@@ -310,29 +329,61 @@ _STYLE_ATTRIBUTE: Final = re.compile(rb"style\s*=", re.I)
 _LIBXML2_MAX_DEPTH: Final = 2048
 
 
-def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], list[str]] | None:
-    """Rule 6: (base, hrefs, raw requisites) of ``data`` from libxml2's push
-    parser; None when libxml2 gave up part-way (the caller falls back to the
-    tokenizer, as with a whole tree).
+class _PushParse:
+    """Rule 6: libxml2's push parser over ``data``, read one chunk at a time.
+
+    ``batches`` yields the hrefs (fragments cut, rule 1) and raw requisites
+    found in each chunk fed; ``base`` is the first ``<base href>`` seen so
+    far; ``failed`` is set at the end when libxml2 gave up part-way (the
+    caller falls back to the tokenizer, as with a whole tree).
 
     Only the tags that matter raise events (libxml2 filters them), and after
     each chunk every finished element is deleted: all but the last child at
     each level of the path to the element being parsed."""
-    tags: set[str] | None = {"html", *_LINK_TAGS}
-    if requisites:
-        # A style attribute may be on any element: then every element counts.
-        tags = None if _STYLE_ATTRIBUTE.search(data) else {"html", *_WALK_TAGS}
-    # End events only for <style> text: 20,000 links make 20,000 more events.
-    events: tuple[Literal["start", "end"], ...] = ("start", "end") if requisites else ("start",)
-    parser = etree.HTMLPullParser(events=events, tag=tags, encoding="utf-8", huge_tree=True)
-    base: str | None = None
-    hrefs: list[str] = []
-    refs: list[str] = []
-    link_tags = _LINK_TAGS
-    root: etree._Element | None = None
 
-    def drain() -> None:
-        nonlocal base, root
+    def __init__(self, data: bytes, *, requisites: bool) -> None:
+        self._data = data
+        self._requisites = requisites
+        self.base: str | None = None
+        self.failed = False
+        self._root: etree._Element | None = None
+
+    def batches(self) -> Iterator[tuple[list[str], list[str]]]:
+        data = self._data
+        requisites = self._requisites
+        tags: set[str] | None = {"html", *_LINK_TAGS}
+        if requisites:
+            # A style attribute may be on any element: then every element counts.
+            tags = None if _STYLE_ATTRIBUTE.search(data) else {"html", *_WALK_TAGS}
+        # End events only for <style> text: 20,000 links make 20,000 more events.
+        events: tuple[Literal["start", "end"], ...] = (
+            ("start", "end") if requisites else ("start",)
+        )
+        parser = etree.HTMLPullParser(events=events, tag=tags, encoding="utf-8", huge_tree=True)
+        try:
+            for start in range(0, len(data), _STREAM_CHUNK):
+                parser.feed(data[start : start + _STREAM_CHUNK])
+                yield self._drain(parser)
+                self._prune()
+            parser.close()
+        except etree.LxmlError:
+            self.failed = True
+            return
+        yield self._drain(parser)
+        last = parser.error_log.last_error
+        # At the nesting limit the push parser stops silently, its last element
+        # 2048 deep (where a page that ends at that depth is sent as well).
+        if self._prune() >= _LIBXML2_MAX_DEPTH or (
+            last is not None and last.level == etree.ErrorLevels.FATAL
+        ):
+            self.failed = True
+
+    def _drain(self, parser: etree.HTMLPullParser) -> tuple[list[str], list[str]]:
+        """The hrefs and raw requisites of the events parsed so far."""
+        hrefs: list[str] = []
+        refs: list[str] = []
+        requisites = self._requisites
+        link_tags = _LINK_TAGS
         for event, element in parser.read_events():
             if not isinstance(element, etree._Element):
                 continue  # not with these events; for the type checker
@@ -342,8 +393,8 @@ def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], li
                 if tag == "style":
                     element_refs(tag, get, element.text, refs)
                 continue
-            if root is None:
-                root = element.getroottree().getroot()
+            if self._root is None:
+                self._root = element.getroottree().getroot()
             if tag in link_tags:
                 href = get("href")
                 if href is not None:
@@ -354,8 +405,8 @@ def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], li
                         elif cut > 0 and href[cut - 1] > " ":
                             href = href[:cut]
                         hrefs.append(href)
-                    elif base is None:
-                        base = href
+                    elif self.base is None:
+                        self.base = href
             if requisites and tag != "style":
                 if tag in REQUISITE_TAGS:
                     element_refs(tag, get, None, refs)
@@ -363,12 +414,13 @@ def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], li
                     style = get("style")
                     if style and "(" in style:
                         refs.extend(css_refs(style))
+        return hrefs, refs
 
-    def prune() -> int:
+    def _prune(self) -> int:
         """Delete every element before the last one inserted, on its path
         from the root (they are finished); the length of that path."""
         depth = 0
-        node = root
+        node = self._root
         while node is not None:
             depth += 1
             if not len(node):
@@ -378,23 +430,17 @@ def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], li
             node = node[-1]
         return depth
 
-    try:
-        for start in range(0, len(data), _STREAM_CHUNK):
-            parser.feed(data[start : start + _STREAM_CHUNK])
-            drain()
-            prune()
-        parser.close()
-    except etree.LxmlError:
-        return None
-    drain()
-    last = parser.error_log.last_error
-    # At the nesting limit the push parser stops silently, its last element
-    # 2048 deep (where a page that ends at that depth is sent as well).
-    if prune() >= _LIBXML2_MAX_DEPTH or (
-        last is not None and last.level == etree.ErrorLevels.FATAL
-    ):
-        return None
-    return base, hrefs, refs
+
+def _stream(data: bytes, *, requisites: bool) -> tuple[str | None, list[str], list[str]] | None:
+    """Rule 6: (base, hrefs, raw requisites) of ``data`` from libxml2's push
+    parser; None when libxml2 gave up part-way."""
+    push = _PushParse(data, requisites=requisites)
+    hrefs: list[str] = []
+    refs: list[str] = []
+    for found, needed in push.batches():
+        hrefs += found
+        refs += needed
+    return None if push.failed else (push.base, hrefs, refs)
 
 
 def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
@@ -438,6 +484,61 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     if not hrefs:
         return []
     return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
+
+
+#: Rule 7: the most links ``iter_link_chunks`` hands out at once (the SQLite
+#: frontier writes one transaction per chunk).
+LINK_CHUNK: Final = 8192
+#: Rule 7: a ``<base`` start tag, or text that might be one (in a comment, a
+#: script): the base of a page without it is known before parsing.
+_BASE_TAG: Final = re.compile(rb"<base(?![\w:.-])", re.I)
+
+
+def iter_link_chunks(
+    body: bytes, url: str, content_type: str | None, *, size: int = LINK_CHUNK
+) -> Generator[list[str], None, None]:
+    """``extract_links`` handed out in chunks of at most ``size`` links, as
+    the page is parsed (rule 7), so that a huge page's links are never all
+    in memory at once. Each chunk is de-duplicated and canonical; a link may
+    come again in a later chunk (``DistinctCounter`` counts them once). The
+    chunks are ``extract_links`` in order, split, except on a page libxml2
+    gives up on: see rule 7. Never raises because of the body's content.
+    """
+    if not body or not is_html_content_type(content_type):
+        return
+    data = _reopen_html_end(_utf8(body, content_type))
+    if len(data) < _STREAM_BYTES:
+        links = extract_links(body, url, content_type)  # rare: 1 MiB once transcoded
+        for start in range(0, len(links), size):
+            yield links[start : start + size]
+        return
+    push = _PushParse(data, requisites=False)
+    # Rule 2: the base applies to the links before it too. Without a <base
+    # anywhere it is the document URL from the start; else the hrefs wait
+    # (raw) until the parse meets it, or the end.
+    base_url: str | None = url if _BASE_TAG.search(data) is None else None
+    waiting: list[str] = []
+    for hrefs, _ in push.batches():
+        if base_url is None and push.base is not None:
+            base_url = _frozen_base(push.base, url)
+        if base_url is None:
+            waiting += hrefs
+            continue
+        if waiting:
+            hrefs, waiting = waiting + hrefs, []
+        yield from _resolved_chunks(hrefs, base_url, size)
+    if push.failed:  # rule 5's fallback, for the whole page
+        base, waiting = _tokenize_links(data)
+        base_url = url if base is None else _frozen_base(base, url)
+    yield from _resolved_chunks(waiting, base_url or url, size)
+
+
+def _resolved_chunks(hrefs: list[str], base_url: str, size: int) -> Iterator[list[str]]:
+    """``hrefs`` resolved, a chunk of at most ``size`` at a time."""
+    for start in range(0, len(hrefs), size):
+        links = resolve_many(hrefs[start : start + size], base_url)
+        if links:
+            yield links
 
 
 _LINK_TAGS: Final = frozenset({"a", "area", "base"})

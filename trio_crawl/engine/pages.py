@@ -3,6 +3,11 @@
 A handler runs while its page's entry is held (the crawler's token is
 borrowed), so every request it yields is admitted and every item delivered
 before the crawl can consider the page done.
+
+A big page (``thread_parse_bytes``, 1 MiB by default) is parsed in a worker
+thread; when the frontier takes links in chunks (``AdmitsLinkChunks``), the
+thread hands them over as it finds them (``parse.iter_link_chunks``), so a
+page with a million links never holds them all at once.
 """
 
 from __future__ import annotations
@@ -17,14 +22,20 @@ from typing import Any, TypeVar
 import trio
 
 from ..core.config import CrawlConfig
+from ..core.distinct import DistinctCounter
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
-from ..core.parse import extract_links, extract_links_and_requisites, stylesheet_urls
+from ..core.parse import (
+    extract_links,
+    extract_links_and_requisites,
+    iter_link_chunks,
+    stylesheet_urls,
+)
 from ..core.requisites import REQUISITE
 from ..core.scrape import Handler, Page, Request
 from ..core.url import Scope, resolve
-from ..frontiers.base import FrontierBackend
+from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
 
 T = TypeVar("T")
@@ -32,8 +43,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PageOutcome:
-    """What reading a page gave: its links (None: nothing to follow), how
-    many links or requests were followed, and an error ``(kind, message)``
+    """What reading a page gave: its links (None: nothing to follow, or
+    nothing more: they were admitted in chunks already), how many distinct
+    links or requests were followed, and an error ``(kind, message)``
     with its traceback (``--debug``) if reading it failed."""
 
     links: list[str] | None = None
@@ -59,6 +71,7 @@ class PageReader:
         self._scope = scope
         self._config = config
         self._parse_limiter = trio.CapacityLimiter(parse_threads)
+        self._chunked = frontier if isinstance(frontier, AdmitsLinkChunks) else None
 
     async def read(
         self, entry: Entry, result: FetchResult, handler: Handler | None
@@ -67,6 +80,8 @@ class PageReader:
         none and it is HTML. An exception becomes the outcome's error (kind
         ``handler``, or ``internal`` for the link extractor), except a
         handler's under ``fail_fast``, which propagates."""
+        if handler is None and self._streams_links(entry, result):
+            return await self._stream_links(entry, result)
         try:
             if handler is not None:
                 return PageOutcome(followed=await self.run_handler(handler, entry, result))
@@ -94,6 +109,51 @@ class PageReader:
                 error = ("internal", f"link extraction failed: {exc!r}")
             tb = traceback.format_exc() if self._config.debug else None
             return PageOutcome(error=error, traceback=tb)
+
+    def _streams_links(self, entry: Entry, result: FetchResult) -> bool:
+        """Whether the page's links go to the frontier in chunks: a big HTML
+        page read for links alone, and a frontier that takes them."""
+        return (
+            len(result.body) >= self._config.thread_parse_bytes
+            and self._chunked is not None
+            and entry.payload is not REQUISITE
+            and not self._config.page_requisites
+            and not result.body_skipped
+            and is_html_content_type(result.content_type)
+        )
+
+    async def _stream_links(self, entry: Entry, result: FetchResult) -> PageOutcome:
+        """Admit the page's links a chunk at a time, as a parse thread finds
+        them. The parse stays in its one thread (an lxml parser is not moved
+        between threads) and waits while each chunk is admitted, so the
+        frontier sets the pace. A frontier error propagates, as one from
+        ``finish`` does; a parser error becomes the page's error (kind
+        ``internal``), after the chunks admitted before it."""
+        assert self._chunked is not None
+        admit = self._chunked.admit_links
+        counter = DistinctCounter()
+
+        def parse() -> Exception | None:
+            chunks = iter_link_chunks(result.body, entry.url, result.content_type)
+            try:
+                while True:
+                    try:
+                        chunk = next(chunks, None)
+                    except Exception as exc:
+                        return exc
+                    if chunk is None:
+                        return None
+                    counter.add(chunk)
+                    trio.from_thread.run(admit, entry, chunk)
+            finally:
+                chunks.close()
+
+        failure = await self.run_in_thread(parse)
+        if failure is None:
+            return PageOutcome(followed=counter.count())
+        error = ("internal", f"link extraction failed: {failure!r}")
+        tb = "".join(traceback.format_exception(failure)) if self._config.debug else None
+        return PageOutcome(followed=counter.count(), error=error, traceback=tb)
 
     async def run_in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in one of the crawl's parse threads (``Page.run_sync``)."""

@@ -16,7 +16,8 @@ Rules a backend keeps (the engine's termination invariant rests on them):
    handed out and those waiting. The engine cross-checks it when the pool
    says the crawl is idle: a mismatch is a bug and ends the crawl loudly.
 3. A page's children are admitted (and, for a durable backend, stored)
-   inside ``finish``, before the page's record is written, so a crash can
+   inside ``finish`` (a huge page's in ``admit_links`` chunks before it:
+   ``AdmitsLinkChunks``), before the page's record is written, so a crash can
    lose a record's children only together with the record.
 4. ``budget_spent`` is final: once true, nothing new is handed out, and
    waiting URLs stop counting as work (they stay stored for a resume with a
@@ -127,6 +128,21 @@ class FrontierBackend(Protocol):
 
     async def aclose(self) -> None:
         """Write what is pending; bounded, safe to call when cancelled."""
+        ...
+
+
+@runtime_checkable
+class AdmitsLinkChunks(Protocol):
+    """A backend that takes a page's links in chunks, while the page is still
+    being parsed: the engine hands a huge page's links over as they are
+    found (``parse.iter_link_chunks``), so they are never all in memory at
+    once, then calls ``finish(entry, None)``. A backend without it gets the
+    whole list in ``finish``."""
+
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        """Admit some of ``parent``'s links now, as ``finish`` would (rule 3
+        holds: ``finish`` comes after the last chunk). ``links`` has no
+        duplicates itself but may repeat links of earlier chunks."""
         ...
 
 

@@ -8,10 +8,13 @@ never waits on the disk.
 What the engine relies on
 -------------------------
 1. ``admit`` is atomic with respect to every other call: the seen-check and
-   the insert of a page's new links happen in one thread call, so two pages
-   that find the same link admit it once. It returns only after the rows are
-   committed, so a page's children are on disk before its record is written:
-   a crash can lose a record's children only together with the record.
+   the insert of a page's new links (or of one chunk of a huge page's) happen
+   in one thread call, so two pages that find the same link admit it once.
+   It returns only after the rows are committed, so a page's children are on
+   disk before its record is written: a crash can lose a record's children
+   only together with the record. Its memory is that of the URLs it is given:
+   a huge page's links come in chunks (``parse.LINK_CHUNK``), never as one
+   list of Admit ops.
 2. ``queued_on_disk`` changes only synchronously, right after a thread call
    returns, in the same step in which the engine publishes what came back:
    the termination invariant counts it as a fourth place (docs/termination.md).

@@ -5,7 +5,10 @@ URLs are handed to the crawlers as soon as they are admitted: nothing waits
 here (``waiting`` is always 0), so a slow page holds up nothing else. Depth
 is the shortest path in the end (``core/frontier.py`` rules 3 and 8): when
 a shorter path lowers a page whose record is already out, the correction
-goes to ``on_correction`` (the engine writes a ``depth_update`` line).
+goes to ``on_correction`` (the engine writes a ``depth_update`` line). A
+huge page's links come in chunks (``admit_links``) and are offered as they
+come; they are also kept until ``finish``, which hands the whole list to the
+core, since a page keeps its links while a shorter path could still lower it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class MemoryFrontier:
         self._publish: Publish = _unattached
         #: Called, not a checkpoint, for each correction of a written record.
         self.on_correction: Callable[[DepthCorrection], None] = _ignore
+        #: A page's links streamed in (``admit_links``), for ``finish``: the
+        #: core keeps them with the page while its depth may still drop.
+        self._kept: dict[Entry, list[str]] = {}
 
     def attach(
         self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
@@ -114,13 +120,19 @@ class MemoryFrontier:
     def start(self, entry: Entry) -> bool:
         return self.core.start(entry)
 
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        self._kept.setdefault(parent, []).extend(links)  # references: 8 bytes a link
+        self._hand_out(self.core.discover(links, parent.depth, parent.url))
+
     async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
-        self._hand_out(self.core.finish(entry, links))
+        kept = self._kept.pop(entry, None)
+        self._hand_out(self.core.finish(entry, kept if links is None else links))
 
     def recorded(self, entry: Entry) -> None:
         return None
 
     def abandon(self, entry: Entry) -> None:
+        self._kept.pop(entry, None)
         self.core.abandon(entry)
 
     def stop(self) -> None:

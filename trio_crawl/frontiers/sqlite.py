@@ -8,13 +8,14 @@ as the crawlers drain the channel. Disk-queued URLs are this backend's
 
 Order of writes for one page (``disk_backlog`` has the details):
 
-1. ``finish``: the page's new links are committed in one transaction;
+1. ``finish``: the page's new links are committed in one transaction (a
+   huge page's in one per chunk, ``admit_links``, as they are parsed);
 2. the engine writes the page's record;
 3. ``recorded``: a Finish mark is noted, written behind in a batch.
 
-A crash between 1 and 2 leaves children whose parent has no record (it is
-fetched again on resume); between 2 and 3 the output file, reconciled on
-resume, says the URL is done. Depth is the depth at first discovery.
+A crash between 1 and 2 (or between two chunks) leaves children whose
+parent has no record (it is fetched again on resume); between 2 and 3 the
+output file, reconciled on resume, says the URL is done. Depth is the depth at first discovery.
 """
 
 from __future__ import annotations
@@ -185,11 +186,15 @@ class SqliteFrontier:
             self._backlog.note(Start(entry.url))
         return started
 
-    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
-        child_depth = entry.depth + 1
-        if links and (self._max_depth is None or child_depth <= self._max_depth):
+    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
+        child_depth = parent.depth + 1
+        if self._max_depth is None or child_depth <= self._max_depth:
             in_scope = [url for url in links if self._scope.allows(url)]
-            await self._admit(in_scope, child_depth, entry.url)
+            await self._admit(in_scope, child_depth, parent.url)
+
+    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
+        if links:
+            await self.admit_links(entry, links)
         self.core.finish(entry)
 
     def recorded(self, entry: Entry) -> None:
