@@ -115,10 +115,7 @@ class CrawlGone(RedisLost):
     what it knew is lost, and taking an empty crawl for a finished one
     would end every worker with the site half crawled."""
 
-    remedy = (
-        "the crawl cannot be resumed; the records written are complete. "
-        "Start it again (with its URLs) to crawl anew"
-    )
+    remedy = "It cannot be resumed: start it again (with its URLs) to crawl anew"
 
 
 class CrawlMismatch(RedisFrontierError):
@@ -894,12 +891,16 @@ class RedisFrontier:
     async def _heartbeat(self) -> None:
         while True:
             await trio.sleep(self.lease / 3)
+            joins = self.reregistered
             reply = wire.RenewReply.parse(
                 await self._fcall("renew", wire.renew_args(self.owner, self.lease))
             )
             self._counters(reply.counters)
             await self.check_eviction()
-            if not reply.alive:
+            # A renewal sent before this worker joined again (or while it
+            # was joining) is no news: joining twice would take back the
+            # leases of the first new join.
+            if not reply.alive and joins == self.reregistered:
                 self._rejoin = True
                 self._kick.set()
             if self._done:
@@ -1069,6 +1070,12 @@ async def refuse_eviction(client: coredis.Redis[bytes], url: str) -> None:
             f"Redis at {redact_url(url)} may evict keys (maxmemory-policy {policy}): a crawl "
             "needs maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction)"
         )
+
+
+async def check_server(url: str) -> None:
+    """Connect, and refuse a server that may evict keys (``RedisUnavailable``)."""
+    async with open_client(url) as client:
+        await refuse_eviction(client, url)
 
 
 async def _call_ro(client: coredis.Redis[bytes], name: str, prefix: str) -> Any:
