@@ -169,6 +169,7 @@ def test_workers_together_equal_the_single_process_crawl(
     assert sum(1 for out in outputs if records(out)) >= 2  # shared, not one worker alone
     robots = [r for r in site.log[before:] if r.target == "/robots.txt"]
     assert len(robots) == 1, "robots.txt is fetched once for the whole crawl"
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_status_and_joining_a_crawl_without_urls(
@@ -193,6 +194,7 @@ def test_status_and_joining_a_crawl_without_urls(
     other = cli(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--max-depth", "1")
     assert other.returncode == 2
     assert "other settings (max_depth differ)" in other.stderr
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_processes_option_starts_n_workers(
@@ -210,6 +212,7 @@ def test_processes_option_starts_n_workers(
     assert all(p.exists() for p in parts)
     got = [r for p in parts for r in records(p)]
     assert sorted(map(key, got)) == sorted(map(key, expected))
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_each_worker_process_archives_what_it_fetched(
@@ -236,6 +239,7 @@ def test_each_worker_process_archives_what_it_fetched(
     # A 503 archived by one worker may be retried, and listed, by the other.
     assert all_listed == all_stored
     assert not warc.exists()
+    assert_consistent(redis_server, crawl_id)
 
 
 def slow_site(size: int, delay: float) -> Site:
@@ -274,6 +278,7 @@ def test_a_worker_killed_at_a_random_moment_loses_nothing(
         codes, _ = wait_all(processes)
     assert codes[victim] == -signal.SIGKILL
     assert [c for i, c in enumerate(codes) if i != victim] == [0, 0]
+    assert_consistent(redis_server, crawl_id)
     got = [r for out in outputs for r in records(out)]
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
@@ -299,6 +304,7 @@ def test_rate_holds_across_workers_as_the_server_sees_it(
     assert min(gaps) >= 0.95 / rate, sorted(gaps)[:5]
     per_worker = [len(records(out)) for out in outputs]
     assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_per_host_concurrency_holds_across_workers(
@@ -332,6 +338,7 @@ def test_per_host_concurrency_holds_across_workers(
         codes, _ = wait_all(processes)
     assert codes == [0, 0, 0]
     assert peak == 2
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_lost_redis_stops_the_workers_with_a_message(
@@ -384,6 +391,7 @@ def test_a_stopped_worker_resumes_where_it_left_off(
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
     assert [u for u, n in counts.items() if n > 1] == []  # a graceful stop puts pages back
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_numbered_outputs() -> None:
@@ -421,6 +429,7 @@ def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
     assert len(robots) == 1
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
@@ -443,6 +452,7 @@ def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
         again = cli(*args, timeout=25)
         assert again.returncode == 0, again.stderr
         assert time.monotonic() - started < 20
+    assert_consistent(redis_server, crawl_id)
     got = records(out)
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
@@ -474,6 +484,7 @@ def test_processes_pass_a_signal_on_and_the_crawl_resumes(
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
     assert [u for u, n in counts.items() if n > 1] == []
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_without_coredis_the_message_says_what_to_install() -> None:
@@ -603,6 +614,7 @@ def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
         assert "refused a call mid-crawl (OOM command not allowed" in line
         assert line.endswith("Run the same command again to resume")
     assert "s3cret-pw" not in stderr
+    assert_consistent(redis, "oom")  # refused calls changed nothing half-way
 
 
 def test_a_worker_frozen_past_its_lease_joins_again_and_says_so(

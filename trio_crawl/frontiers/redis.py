@@ -31,6 +31,10 @@ This process's side
   later, and every URL it held is queued again; their records say
   ``"refetched": true``. A page's record is written before its finish is
   sent: delivery is at least once, and nothing is lost.
+* Integrity: every function refuses a crawl whose keys are gone (deleted,
+  FLUSHALL), so no worker takes an empty crawl for a finished one; a server
+  that may evict keys is refused; an error reply (OOM) stops the worker
+  (``RedisRefused``); a worker frozen past its lease joins again and says so.
 
 Depth is exact, as in memory: Redis hands out a URL at depth ``k`` only
 while no unfinished URL is shallower than ``k - 1`` (the depth gate).

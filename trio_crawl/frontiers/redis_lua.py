@@ -34,11 +34,13 @@ cluster would keep them on one node):
 ``wake``       stream: wake-ups ("w": something changed; "d": done)
 ``robots``     hash: robots.txt responses shared by all workers
 
-An entry is a MessagePack array; see ``E_*`` below. Times are the server's
+An entry is a MessagePack array; see ``E_*`` in the Lua source. Times are the server's
 ``TIME`` in milliseconds, so every machine of a crawl shares one clock.
 
-``{V}`` in the Lua source is replaced by a digest of that source, so a changed library never
-meets an older one of the same name on a shared server.
+``{V}`` in the Lua source is replaced by a digest of that source, so a
+changed library never meets an older one of the same name on a shared
+server. Every function but ``hello`` refuses a crawl whose keys are gone
+(error reply ``TCGONE``); ``check`` is a read-only consistency check.
 """
 
 from __future__ import annotations
