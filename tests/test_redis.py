@@ -366,3 +366,37 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
     counts = Counter(r.url for r in first + second)
     assert [u for u, n in counts.items() if n > 1] == []
     assert set(counts) == {url(n) for n in range(62)}
+
+
+async def test_the_consistency_check_finds_what_disagrees(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """The check recomputes the counters from the keys: a counter off by
+    one, a queued URL in no queue, a lease held by no live worker."""
+    import coredis
+
+    from trio_crawl.frontiers.redis import keys_prefix
+
+    config = CrawlConfig(start_urls=[url(0), url(1), url(2)], ignore_robots=True)
+    prefix = keys_prefix(crawl_id)
+    async with open_redis_frontier(redis_server.url, crawl_id, config, name="c") as frontier:
+        await assert_consistent(redis_server, crawl_id)  # three queued, none leased
+        client = coredis.Redis.from_url(redis_server.url)
+        async with client:
+            await client.hincrby(prefix + "m", "fresh", 1)
+            assert await check_crawl(redis_server.url, crawl_id) == ["fresh: counted 3, stored 4"]
+            await client.hincrby(prefix + "m", "fresh", -1)
+            queue = prefix + "q:0:site.test:80"
+            taken = await client.lpop(queue)
+            assert taken is not None
+            problems = await check_crawl(redis_server.url, crawl_id)
+            assert len(problems) == 1
+            assert problems[0].endswith(": queued, but in no queue of its depth and host")
+            await client.lpush(queue, [taken])
+            frontier.attach(lambda entry: None, lambda: None, lambda: 0)
+            await frontier._round(want=1)  # it takes URLs
+            await assert_consistent(redis_server, crawl_id)
+            await client.zrem(prefix + "w", [frontier.owner])  # a worker lost from the set
+            problems = await check_crawl(redis_server.url, crawl_id)
+            await client.zadd(prefix + "w", {frontier.owner: 2**50})
+    assert any("not a live worker" in p for p in problems), problems

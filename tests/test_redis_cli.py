@@ -696,3 +696,22 @@ def test_a_password_in_the_redis_url_is_never_printed() -> None:
     assert redact_url("rediss://u:p%40ss@[::1]:6380/0") == "rediss://u:***@[::1]:6380/0"
     assert redact_url("redis://host:6379/0") == "redis://host:6379/0"
     assert redact_url("unix://u:pw@/tmp/redis.sock?db=1") == "unix://u:***@/tmp/redis.sock?db=1"
+
+
+def test_a_server_that_starts_evicting_mid_crawl_stops_the_workers(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    redis = own_redis()
+    with serve_site(slow_site(400, 0.03)) as server:
+        out = tmp_path / "w.jsonl"
+        worker = start_worker(
+            server.url("/"), "--redis", redis.url, "--crawl-id", "lru", "-q", "--lease", "3",
+            "-o", str(out),
+        )  # fmt: skip
+        wait_for_records([out], 10)
+        assert redis.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "+OK"
+        _, stderr = worker.communicate(timeout=30)  # the next heartbeat looks: 1 s
+    assert worker.returncode == 75, stderr
+    (line,) = error_lines(stderr)
+    assert "now evicts keys (maxmemory-policy allkeys-lru)" in line
+    assert len(records(out)) < 400
