@@ -126,10 +126,6 @@ class CrawlMismatch(RedisFrontierError):
     """The crawl id names a crawl with other settings."""
 
 
-#: The error-reply prefix of the Lua functions when the crawl's keys are gone.
-_GONE = "TCGONE"
-
-
 def redact_url(url: str) -> str:
     """``url`` as it may be printed: its password replaced by ``***``."""
     try:
@@ -400,7 +396,7 @@ class RedisFrontier:
 
     def _refused(self, exc: BaseException) -> RedisLost:
         reason = _one_line(str(exc))
-        if reason.startswith(_GONE):
+        if reason.startswith(wire.GONE):
             return self._stop_with(
                 CrawlGone(
                     f"crawl {self.crawl_id!r} is no longer in Redis at {self._url}: its keys "

@@ -16,7 +16,7 @@ Ops of a sync call (the Lua ``sync``):
 
 An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
 (``\\n``-joined), payload (JSON or ``''``). A taken URL is 10 fields (see
-``Taken``).
+``Taken``). A crawl whose keys are gone is the error reply ``GONE``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from ..core.url import host_port
 
 ADMISSION_FIELDS = 7
 TAKEN_FIELDS = 10
+#: How every function but ``hello`` answers when the crawl's keys are gone
+#: (the first word of its error reply; ``hello`` too when it may not create).
+GONE = "TCGONE"
 
 
 def url_digest(url: str) -> bytes:
