@@ -100,8 +100,15 @@ def add_redis_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _say(line: str) -> None:
+    # One write, newline included: the workers of --processes share stderr,
+    # and print() writes the newline apart, so their lines would interleave.
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def _fail(message: str, code: int) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    _say(f"trio-crawl: error: {message}")
     return code
 
 
@@ -186,7 +193,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _warn(message: str) -> None:
-    print(f"trio-crawl: warning: {message}", file=sys.stderr)
+    _say(f"trio-crawl: warning: {message}")
 
 
 def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:

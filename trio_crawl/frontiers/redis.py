@@ -281,6 +281,9 @@ class RedisFrontier:
         self._batch_max = self.window
         self.lease = lease
         self._call_timeout = min(CALL_TIMEOUT, max(MIN_CALL_TIMEOUT, lease))
+        #: Calls in flight -> running seconds they have left (``_watch_calls``).
+        self._calls: dict[trio.CancelScope, float] = {}
+        self._watching = False
         self._publish: Publish = _unattached
         self._check_idle: Callable[[], None] = lambda: None
         self._queued: Callable[[], int] = lambda: 0
@@ -316,38 +319,47 @@ class RedisFrontier:
 
     async def _bounded(self, request: Awaitable[T]) -> T:
         """``request``, shielded from cancellation and bounded by the call
-        timeout, counted in running time: a freeze (SIGSTOP, a suspended VM)
-        counts as one tick, so a thawed worker reads the answer waiting in
-        its socket instead of saying that Redis did not answer.
+        timeout, counted in running time (``_watch_calls``): a freeze
+        (SIGSTOP, a suspended VM) counts as one tick, so a thawed worker
+        reads the answer waiting in its socket instead of saying that Redis
+        did not answer. Before and after ``serve``, a plain deadline.
 
         Shielded: a call cut off by the end of the crawl would leave Redis
         and this worker disagreeing about what was finished and what was
         taken; and coredis shares a connection between calls, so one
         cancelled call breaks the others."""
-        timed_out = False
+        scope = trio.CancelScope(shield=True)
+        if self._watching:
+            self._calls[scope] = self._call_timeout
+        else:
+            scope.deadline = trio.current_time() + self._call_timeout
+        try:
+            with scope:
+                return await request
+        finally:
+            self._calls.pop(scope, None)
+        raise trio.TooSlowError  # only when the scope was cancelled: its time ran out
 
-        async def watchdog(scope: trio.CancelScope) -> None:
-            nonlocal timed_out
-            counted = 0.0
-            while counted < self._call_timeout:
+    async def _watch_calls(self) -> None:
+        """Count the running time of the calls in flight, in ticks; a tick
+        that took much longer (the process was frozen) counts as two. A
+        deadline of its own would expire in the same instant as the freeze
+        ends, before the answer in the socket could be read."""
+        self._watching = True
+        try:
+            while True:
                 before = trio.current_time()
                 await trio.sleep(TICK)
-                counted += min(trio.current_time() - before, 2 * TICK)
-            timed_out = True
-            scope.cancel()
-
-        result: list[T] = []
-        with trio.CancelScope(shield=True) as scope:
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(watchdog, scope)
-                    result.append(await request)
-                    nursery.cancel_scope.cancel()
-            except BaseExceptionGroup as group:
-                raise _single(group) from None
-        if timed_out or not result:
-            raise trio.TooSlowError
-        return result[0]
+                ran = min(trio.current_time() - before, 2 * TICK)
+                for scope, left in list(self._calls.items()):
+                    self._calls[scope] = left - ran
+                    if left - ran <= 0:
+                        scope.cancel()
+        finally:
+            # The crawl is ending: calls still in flight keep their bound.
+            self._watching = False
+            for scope, left in self._calls.items():
+                scope.deadline = trio.current_time() + max(left, 0.0)
 
     async def _fcall(self, name: str, args: Sequence[object]) -> Any:
         """One server-side function call; a lost connection is ``RedisLost``,
@@ -496,6 +508,7 @@ class RedisFrontier:
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_calls)
             nursery.start_soon(self._listen)
             nursery.start_soon(self._heartbeat)
             await self._sync_loop()
