@@ -706,7 +706,7 @@ def test_a_server_that_starts_evicting_mid_crawl_stops_the_workers(
         out = tmp_path / "w.jsonl"
         worker = start_worker(
             server.url("/"), "--redis", redis.url, "--crawl-id", "lru", "-q", "--lease", "3",
-            "-o", str(out),
+            "-w", "2", "-o", str(out),
         )  # fmt: skip
         wait_for_records([out], 10)
         assert redis.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "+OK"
