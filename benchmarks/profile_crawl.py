@@ -29,7 +29,7 @@ LAYERS = [
     ("HTTP", ("fetch/", "pycurl", "httpx", "httpcore", "h11", "anyio")),
     ("parse", ("core/parse", "core/requisites", "lxml", "etree")),
     ("URL handling", ("core/url", "ada_url")),
-    ("output", ("engine/outputs", "engine/delivery", "json", "encoder", "TextIOWrapper")),
+    ("output", ("outputs/jsonl", "engine/delivery", "json", "encoder", "TextIOWrapper")),
     (
         "bookkeeping",
         (

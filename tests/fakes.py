@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
+from trio_crawl.errors import FetchError
 
 
 @dataclass

@@ -23,6 +23,8 @@ from test_cli import TIMEOUT, run_cli, small_site
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
+from hostile_server import serve_hostile
+
 
 def run_in(cwd: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -265,6 +267,33 @@ def test_no_start_url_reachable_exits_4(robots: bool) -> None:
     ), line
 
 
+@pytest.mark.parametrize("fetcher", ["curl", "httpx"])
+@pytest.mark.parametrize(
+    "answer",
+    [b"HTTP/1.1 abc\r\nContent-Length: 0\r\n\r\n", b"<html>\r\n\r\n<p>HTTP/0.9</p>"],
+    ids=["garbage-status", "http09"],
+)
+def test_a_start_url_answered_with_garbage_was_connected_to(
+    tmp_path: Path, fetcher: str, answer: bytes
+) -> None:
+    """The server answered, badly: a ``protocol`` record and exit 0, not 4
+    "could not connect" (issue #18, item 5)."""
+
+    def garbage(sock: socket.socket, stop: object) -> bool:
+        sock.sendall(answer)
+        return False
+
+    out = tmp_path / "out.jsonl"
+    with serve_hostile({"/": garbage}) as server:
+        result = run_cli(
+            server.url("/"), "-q", "-o", str(out), "--ignore-robots", "--retries", "0",
+            "--fetcher", fetcher,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [record] = jsonl(out)
+    assert isinstance(record["error"], dict) and record["error"]["kind"] == "protocol", record
+
+
 def test_one_reachable_start_url_is_enough() -> None:
     with serve_site(small_site(n=3)) as server:
         result = run_cli(
@@ -404,19 +433,20 @@ def test_dash_o_dash_on_a_terminal_prints_records_and_no_progress(tmp_path: Path
 
 
 def test_what_a_crawl_exception_means() -> None:
-    import sqlite3
-
     from trio_crawl.cli import main
-    from trio_crawl.engine.outputs import OutputError
+    from trio_crawl.errors import OutputError, StateWriteError
 
     watch = main.HandlerWatch()
     busy = main.StateLockedError("crawl.db is in use by another crawl")
     assert main.classify(ExceptionGroup("", [busy]), watch, "crawl.db") == main.Ending(
         75, "crawl.db is in use by another crawl"
     )
-    full = sqlite3.OperationalError("database or disk is full")
+    full = StateWriteError("crawl.db", "database or disk is full")
     assert main.classify(full, watch, "crawl.db") == main.Ending(
         3, "cannot write to crawl.db: database or disk is full"
+    )
+    assert main.classify(full, watch, None) == main.Ending(
+        3, "cannot write to the temporary state file: database or disk is full"
     )
     nospace = OutputError("out.jsonl", OSError(28, "No space left on device"))
     assert main.classify(nospace, watch, None).code == 3

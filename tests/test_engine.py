@@ -176,6 +176,31 @@ async def test_crawl_delay_from_robots(autojump_clock: object) -> None:
     assert fetcher.robots_calls == [f"{SITE}/robots.txt"]
 
 
+@pytest.mark.parametrize(("options", "gap"), [({}, 60.0), ({"max_crawl_delay": 4.0}, 4.0)])
+async def test_a_huge_crawl_delay_is_capped(
+    autojump_clock: object, options: dict[str, float], gap: float
+) -> None:
+    """#18 item 3: ``Crawl-delay: 99999999`` used to keep the crawl going for
+    ever; the schedule now spaces requests by ``max_crawl_delay`` (60 s by
+    default) and the summary names the host."""
+    pages = {url(0): FakePage(links=[url(1), url(2)]), url(1): FakePage(), url(2): FakePage()}
+    fetcher = FakeFetcher(pages, robots="User-agent: *\nCrawl-delay: 99999999\n")
+    crawler, records = await crawl(fetcher, workers=4, ignore_robots=False, **options)
+    spaced = gap * (1 + RATE_SLACK)
+    assert [c.start for c in fetcher.calls] == pytest.approx([0.0, spaced, 2 * spaced])
+    assert trio.current_time() == pytest.approx(2 * spaced)
+    assert len(records) == 3
+    assert crawler.summary().capped_crawl_delays == {"site.test:80": 99999999.0}
+
+
+async def test_a_crawl_delay_under_the_cap_is_not_noted(autojump_clock: object) -> None:
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage()}
+    fetcher = FakeFetcher(pages, robots="User-agent: *\nCrawl-delay: 3\n")
+    crawler, _ = await crawl(fetcher, ignore_robots=False, max_crawl_delay=3.0)
+    assert [c.start for c in fetcher.calls] == pytest.approx([0.0, 3.0 * (1 + RATE_SLACK)])
+    assert crawler.summary().capped_crawl_delays == {}
+
+
 async def test_redirect_hops_are_records(autojump_clock: object) -> None:
     pages = {
         url(0): FakePage(links=[url("a"), url("loop1"), url("away")]),

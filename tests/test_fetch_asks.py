@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError
+from trio_crawl.errors import FetchError
 from trio_crawl.fetch import asks as _fetch_asks
 from trio_crawl.fetch.asks import (
     AsksFetcherStatistics,

@@ -13,9 +13,11 @@ Rules of this suite:
 
 from __future__ import annotations
 
+import gzip
 import random
 import re
 import socket
+import zlib
 from collections.abc import Iterator
 
 import pycurl
@@ -24,7 +26,8 @@ import trio
 import trio.testing
 
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
+from trio_crawl.errors import FetchError
 from trio_crawl.fetch.curl import (
     Collector,
     CurlError,
@@ -117,6 +120,14 @@ def assert_pool_full(fetcher: CurlFetcher) -> None:
 )
 def test_error_kind(code: int, message: str, kind: str) -> None:
     assert error_kind(CurlError(code, message)) == kind
+
+
+def test_an_unsupported_protocol_after_the_request_is_the_servers() -> None:
+    """libcurl gives an HTTP/0.9 answer the code of an unknown URL scheme."""
+    message = "Received HTTP/0.9 when not allowed"
+    assert error_kind(CurlError(pycurl.E_UNSUPPORTED_PROTOCOL, message)) == "connect"
+    assert error_kind(CurlError(pycurl.E_UNSUPPORTED_PROTOCOL, message, sent=True)) == "protocol"
+    assert error_kind(zlib.error("incomplete stream")) == "decode"
 
 
 def test_only_curl_errors_are_translated() -> None:
@@ -254,6 +265,51 @@ def test_collector_hands_curl_failures_back_for_translation() -> None:
     translated = to_fetch_error(error, error_kind, 30.0)
     assert translated is not None
     assert (translated.kind, translated.message) == ("protocol", "curl error 18: transfer closed")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"HTTP/1.1 2000 OK\r\n", b"HTTP/1.1 999999999999\r\n", b"HTTP/1.1 abc\r\n", b"HTTP/1.1\r\n"],
+)
+def test_collector_refuses_a_status_that_is_not_three_digits(line: bytes) -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    assert not c.header_line(line)
+    error = c.outcome("http://h/", pycurl.E_WRITE_ERROR, "", 0.1)
+    assert isinstance(error, FetchError) and error.kind == "protocol", error
+
+
+def test_collector_allows_one_request_per_transfer() -> None:
+    c = Collector(max_bytes=100, html_only=True)
+    assert c.request_sent()
+    assert not c.request_sent()  # libcurl's silent resend on another connection
+    error = c.outcome("http://h/", pycurl.E_ABORTED_BY_CALLBACK, "aborted", 0.1)
+    assert isinstance(error, FetchError) and error.kind == "reset", error
+    c.reset()
+    assert c.request_sent()
+    # a request after an answer (libcurl answering an auth challenge) is no resend
+    assert c.header_line(b"HTTP/1.1 401 Unauthorized\r\n")
+    assert c.request_sent()
+    assert not c.request_sent()
+
+
+def test_collector_decodes_and_refuses_a_truncated_stream() -> None:
+    body = b"<p>" + b"hello " * 100
+    wire = gzip.compress(body)
+    head = (b"HTTP/1.1 200 OK\r\n", b"Content-Type: text/html\r\n", b"Content-Encoding: gzip\r\n")
+    whole = Collector(max_bytes=1000, html_only=True)
+    assert feed_head(whole, *head, b"\r\n") and whole.body(wire[:10]) and whole.body(wire[10:])
+    result = whole.outcome("http://h/", 0, "", 0.1)
+    assert isinstance(result, FetchResult) and result.body == body
+    cut = Collector(max_bytes=1000, html_only=True)
+    assert feed_head(cut, *head, b"\r\n") and cut.body(wire[: len(wire) // 2])
+    truncated = cut.outcome("http://h/", 0, "", 0.1)
+    assert isinstance(truncated, zlib.error), truncated
+    assert error_kind(truncated) == "decode"
+    bomb = Collector(max_bytes=1000, html_only=True)
+    assert feed_head(bomb, *head, b"\r\n")
+    assert not bomb.body(gzip.compress(bytes(100_000)))
+    error = bomb.outcome("http://h/", pycurl.E_WRITE_ERROR, "", 0.1)
+    assert isinstance(error, FetchError) and error.kind == "too_large"
 
 
 def test_find_ca_bundle_prefers_python_then_system() -> None:

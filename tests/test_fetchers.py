@@ -37,8 +37,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError
-from trio_crawl.fetch.decode import ACCEPT_ENCODING, BodyDecoder
+from trio_crawl.errors import FetchError
+from trio_crawl.fetch.decode import ACCEPT_ENCODING, BodyDecoder, is_decode_error
 from trio_crawl.fetch.errors import to_fetch_error
 from trio_crawl.fetch.httpx import HttpxFetcher, error_kind, open_httpx_fetcher
 from trio_crawl.sites.server import SiteServer, serve_site
@@ -476,6 +476,28 @@ def test_body_decoder_undoes_any_split(body: bytes, coding: str, cuts: list[int]
         piece for a, b in itertools.pairwise(edges) for piece in decoder.feed(wire[a:b])
     )
     assert out + b"".join(decoder.finish()) == body
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "deflate-raw", "br"])
+def test_body_decoder_refuses_a_stream_cut_short(coding: str) -> None:
+    """Issue #18 item 6: every proper prefix of a compressed body is corrupt,
+    however it was split; an empty body (a 304, a HEAD answer) is not."""
+    if coding == "br" and "br" not in ACCEPT_ENCODING:
+        pytest.skip("this brotli cannot be bounded")
+    wire = {
+        "gzip": gzip.compress,
+        "deflate": zlib.compress,
+        "deflate-raw": raw_deflate,
+        "br": lambda b: brotli.compress(b) if brotli else b,
+    }[coding](TEXT)
+    name = "deflate" if coding == "deflate-raw" else coding
+    for cut in sorted({1, 2, len(wire) // 3, len(wire) // 2, len(wire) - 4, len(wire) - 1}):
+        decoder = BodyDecoder(name)
+        with pytest.raises(Exception) as info:
+            b"".join([*decoder.feed(wire[:cut]), *decoder.finish()])
+        assert is_decode_error(info.value), (cut, info.value)
+    empty = BodyDecoder(name)
+    assert b"".join([*empty.feed(b""), *empty.finish()]) == b""
 
 
 def test_body_decoder_chains_codings_and_bounds_each_step() -> None:

@@ -14,8 +14,11 @@ so each case ends in seconds.
 from __future__ import annotations
 
 import functools
+import gzip
 import os
+import random
 import socket
+import struct
 import threading
 import tracemalloc
 
@@ -24,7 +27,8 @@ import trio
 
 from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
+from trio_crawl.errors import FetchError
 
 from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 from hostile_server import Answer, HostileServer, hanging_server_process, serve_hostile
@@ -109,6 +113,21 @@ def encoded(body: bytes, coding: str) -> bytes:
     )
 
 
+def reset(sock: socket.socket, stop: threading.Event) -> bool:
+    """Read the request, answer nothing, and reset the connection (RST)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return False
+
+
+@functools.cache
+def truncated_gzip() -> bytes:
+    """The first 7 KB of a gzipped 40 KB page: no last block, no trailer."""
+    text = random.Random(18).randbytes(20_000).hex().encode()
+    compressed = gzip.compress(b"<!doctype html><p>" + text)
+    assert len(compressed) > 14_000
+    return compressed[:7_000]
+
+
 def routes() -> dict[str, Answer]:
     table: dict[str, Answer] = {
         "/ok": fixed(
@@ -148,6 +167,25 @@ def routes() -> dict[str, Answer]:
             b"HTTP/1.1 302 Found\r\nLocation: /ok\x01x\r\nContent-Length: 0\r\n\r\n"
         ),
         "/fake-gzip": fixed(encoded(b"<p>plain bytes, not gzip</p>" * 10, "gzip")),
+        # a compressed page cut short, its Content-Length the truncated size ...
+        "/truncated-gzip": fixed(encoded(truncated_gzip(), "gzip")),
+        # ... or delimited by the server closing the connection
+        "/truncated-gzip-close": fixed(
+            b"HTTP/1.1 200 OK\r\n"
+            + HTML
+            + b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n"
+            + truncated_gzip(),
+            keep_alive=False,
+        ),
+        # status lines that are not HTTP/1.x: the answer is not an answer
+        "/http09-page": fixed(b"<html>\r\n\r\n<p>HTTP/0.9: a body, no head</p>", keep_alive=False),
+        "/status-abc": fixed(b"HTTP/1.1 abc\r\nContent-Length: 0\r\n\r\n", keep_alive=False),
+        "/status-2000": fixed(b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", keep_alive=False),
+        "/status-huge": fixed(
+            b"HTTP/1.1 999999999999 OK\r\nContent-Length: 0\r\n\r\n", keep_alive=False
+        ),
+        "/http09-line": fixed(b"<p>HTTP/0.9: a body, no head</p>", keep_alive=False),
+        "/reset": reset,
     }
     if brotli is not None:
         table["/brotli-bomb"] = fixed(encoded(brotli_bomb(), "br"), keep_alive=False)
@@ -201,6 +239,12 @@ def kind(got: FetchResult | FetchError) -> str:
         ("/bad-chunk-size", "protocol", 4),
         ("/bad-chunk-length", "protocol", 4),
         ("/fake-gzip", "decode", 4),
+        ("/truncated-gzip", "decode", 4),
+        ("/truncated-gzip-close", "decode", 4),
+        ("/http09-page", "protocol", 4),
+        ("/status-abc", "protocol", 4),
+        ("/status-2000", "protocol", 4),
+        ("/status-huge", "protocol", 4),
     ],
 )
 async def test_hostile_answer_ends_with_the_right_kind(
@@ -217,6 +261,37 @@ async def test_hostile_answer_ends_with_the_right_kind(
         )
     assert kind(got) == expected, got
     assert trio.current_time() - start < seconds
+
+
+async def test_a_one_line_http09_answer_is_a_protocol_error(
+    open_fetcher: FetcherFactory, hostile: HostileServer
+) -> None:
+    """Bytes that are no status line, then the close: the server answered,
+    badly. Not ``connect`` (the start URL would exit 4), and not ``reset``."""
+    with trio.fail_after(5):
+        got = await outcome(
+            open_fetcher, hostile.url("/http09-line"), then=hostile.url("/ok"), timeout=2
+        )
+    assert kind(got) == "protocol", got
+
+
+async def test_a_reset_on_a_reused_connection_is_one_request(open_fetcher: FetcherFactory) -> None:
+    """libcurl sends a request again, silently, when a kept-alive connection
+    dies before any answer: the server must see one request per fetch (the
+    crawler's ``--retries`` decides about more), and keep-alive must stay."""
+    with serve_hostile(routes()) as server, trio.fail_after(10):
+        async with open_fetcher(FetchConfig(timeout=2)) as fetcher:
+            for _ in range(3):
+                ok = await fetcher.fetch(server.url("/ok"))  # a connection to reuse
+                assert (ok.status, ok.body) == (200, PAGE)
+                with pytest.raises(FetchError) as info:
+                    await fetcher.fetch(server.url("/reset"))
+                assert info.value.kind == "reset"
+            after = await fetcher.fetch(server.url("/ok"))
+            assert (after.status, after.body) == (200, PAGE)
+        targets = list(server.targets)
+    assert targets.count("/reset") == 3, targets
+    assert targets == ["/ok", "/reset"] * 3 + ["/ok"]
 
 
 async def test_a_short_content_length_does_not_poison_the_connection(
@@ -393,6 +468,36 @@ async def test_a_50_mb_robots_txt_does_not_stop_the_crawl(backend: str) -> None:
     # The rules in the first bytes were never handed over: nothing is disallowed.
     assert got == {"/": 200, "/public": 200, "/private/x": 200}
     assert targets.count("/robots.txt") == 1
+
+
+@CRAWL_BACKENDS
+async def test_resets_at_64_workers_are_requested_at_most_1_plus_retries(backend: str) -> None:
+    """The README's promise, counted by the server: with 64 workers keeping
+    connections alive, every URL that is reset is requested ``1 + retries``
+    times, never more, and every page that answers is fetched once."""
+    n = 150
+    links = b"".join(b'<a href="/ok/%d">o</a><a href="/r/%d">r</a>' % (i, i) for i in range(n))
+    table: dict[str, Answer] = {"/": page_answer(links)}
+    for i in range(n):
+        table[f"/ok/{i}"] = page_answer(PAGE)
+        table[f"/r/{i}"] = reset
+    for retries in (0, 1):
+        with serve_hostile(table) as server, trio.fail_after(60):
+            records = await crawl(
+                server.url("/"), backend=backend, workers=64, retries=retries, timeout=5,
+                ignore_robots=True,
+            )  # fmt: skip
+            targets = list(server.targets)
+        resets = [t for t in targets if t.startswith("/r/")]
+        assert len(set(resets)) == n
+        worst = max(resets.count(t) for t in set(resets))
+        assert worst == 1 + retries, (retries, worst)
+        assert len(resets) == n * (1 + retries)
+        assert sorted(t for t in targets if t.startswith("/ok/")) == sorted(
+            f"/ok/{i}" for i in range(n)
+        )
+        kinds = {r.error.kind for r in records if r.url.startswith(server.url("/r/")) and r.error}
+        assert kinds == {"reset"}
 
 
 # -- 512 workers against a server that never answers -----------------------------------------

@@ -4,6 +4,7 @@ Dependencies point down; nothing imports upward:
 
     cli/        the command line           -> anything below; nothing imports it
     engine/     the crawl on WorkPool      -> workpool, frontiers, fetch, core
+    outputs/    where results go           -> core, trio (the WARC writer's link)
     frontiers/  where URLs live            -> core (never the engine, never HTTP)
     fetch/      HTTP clients               -> core (the only HTTP importers)
     workpool.py the termination core       -> trio only
@@ -46,8 +47,7 @@ RULES: dict[str, set[str]] = {
     "engine": HTTP_CLIENTS | {"rich", "trio_crawl.cli", "trio_crawl.sites", "trio_crawl.testing"},
     "sites": HTTP_CLIENTS | {f"trio_crawl.{x}" for x in INTERNAL - {"sites"}},
     "cli": HTTP_CLIENTS,
-    "outputs": ASYNC
-    | HTTP_CLIENTS
+    "outputs": HTTP_CLIENTS
     | {"sqlite3", "rich"}
     | {f"trio_crawl.{x}" for x in INTERNAL - {"outputs"}}
     | {"trio_crawl.frontiers"},

@@ -18,13 +18,8 @@ from typing import Any
 import pytest
 
 from trio_crawl.cli.report import MISSING_EXTRA
-from trio_crawl.report.aggregate import (
-    FIRST_BIN_SECONDS,
-    ReportInputError,
-    aggregate,
-    aggregate_file,
-    read_records,
-)
+from trio_crawl.errors import ReportInputError
+from trio_crawl.report.aggregate import FIRST_BIN_SECONDS, aggregate, aggregate_file, read_records
 from trio_crawl.testing import Response, Site, page, serve_site
 
 from cli_helpers import run_cli

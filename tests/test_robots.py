@@ -18,7 +18,7 @@ import trio.testing
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.core.models import FetchError, FetchResult
+from trio_crawl.core.models import FetchResult
 from trio_crawl.core.robots import (
     MAX_ROBOTS_BYTES,
     RobotsFinal,
@@ -31,6 +31,7 @@ from trio_crawl.core.robots import (
 )
 from trio_crawl.core.robots_txt import RobotsTxt
 from trio_crawl.engine.robots_gate import RobotsCache
+from trio_crawl.errors import FetchError
 
 UA = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 

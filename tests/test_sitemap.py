@@ -10,12 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.core.sitemap import (
-    MAX_SITEMAP_BYTES,
-    MAX_SITEMAP_URLS,
-    SitemapError,
-    parse_sitemap,
-)
+from trio_crawl.core.sitemap import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, parse_sitemap
+from trio_crawl.errors import SitemapError
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

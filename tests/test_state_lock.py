@@ -19,15 +19,14 @@ from pathlib import Path
 import pytest
 
 from trio_crawl.core.config import CrawlConfig
+from trio_crawl.errors import StateInUseError, StateLockedError, StateUsageError
 from trio_crawl.frontiers.resume import (
     PreparedState,
-    StateLockedError,
-    StateUsageError,
     prepare_state,
     status_text,
     stored_start_urls,
 )
-from trio_crawl.frontiers.sqlite_state import CrawlState, StateInUseError
+from trio_crawl.frontiers.sqlite_state import CrawlState
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="locks need fcntl")
 

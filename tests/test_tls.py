@@ -28,9 +28,10 @@ import pytest
 import trio
 
 from trio_crawl.cli.main import build_config, build_parser
-from trio_crawl.core.config import ConfigError, CrawlConfig
+from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.http import FetchConfig
-from trio_crawl.core.models import CrawlRecord, FetchError
+from trio_crawl.core.models import CrawlRecord
+from trio_crawl.errors import ConfigError, FetchError
 from trio_crawl.fetch.curl.handle import HTTP2 as CURL_HAS_HTTP2
 from trio_crawl.fetch.tls import ca_locations, is_tls_failure
 

@@ -22,6 +22,7 @@ from trio_crawl.core.url import (
     host_port,
     is_path_trap,
     join,
+    mask_credentials,
     parse_start_url,
     resolve,
     resolve_many,
@@ -103,7 +104,11 @@ def test_wpt_resolve_many_agrees_with_resolve_for_every_input_and_base() -> None
         ("http://Bücher.example/ä", "http://xn--bcher-kva.example/%C3%A4"),
         ("http://[0:0::1]:8080/", "http://[::1]:8080/"),
         ("http://0x7f.1/", "http://127.0.0.1/"),
-        ("http://user:pw@example.com/", "http://user:pw@example.com/"),
+        # userinfo dropped: links never make us send credentials (#18 item 7)
+        ("http://user:pw@example.com/", "http://example.com/"),
+        ("https://token@example.com:8443/a", "https://example.com:8443/a"),
+        ("http://a%40b:p@ss@example.com/", "http://example.com/"),
+        ("http://:@example.com/", "http://example.com/"),
         ("http:\\\\example.com\\a\\b", "http://example.com/a/b"),
         # fragment dropped
         ("http://example.com/a#top", "http://example.com/a"),
@@ -113,7 +118,7 @@ def test_wpt_resolve_many_agrees_with_resolve_for_every_input_and_base() -> None
         ("http://example.com/%41%2d%2E%5f%30", "http://example.com/A-._0"),
         ("http://example.com/a%2fb%3f?x=%2a%c3%a9", "http://example.com/a%2Fb%3F?x=%2A%C3%A9"),
         ("http://example.com/?q=%7e", "http://example.com/?q=~"),
-        ("http://user%7e:p%41@example.com/", "http://user~:pA@example.com/"),
+        ("http://user%7e:p%41@example.com/a%7e", "http://example.com/a~"),
         # stray '%': kept, and then escapes only upper-cased
         ("http://example.com/100%", "http://example.com/100%"),
         ("http://example.com/%%341/%7e", "http://example.com/%%341/%7E"),
@@ -361,11 +366,36 @@ def test_parse_start_url(text: str, expected: str) -> None:
         ("http://", r"^invalid start URL 'http://'$"),
         ("exa mple.com", r"^invalid start URL 'exa mple.com'$"),
         ("http://[::1", r"^invalid start URL 'http://\[::1'$"),
+        (
+            "http://ann:hunter2@example.com/",
+            r"^start URL 'http://ann:\*\*\*@example.com/' holds a user name or password: "
+            r"credentials in URLs are never sent; give them with --user and --password$",
+        ),
+        ("https://tok3n@example.com/", r"^start URL 'https://\*\*\*@example.com/' holds"),
+        ("ann:hunter2@example.com", r"^unsupported scheme 'ann' in start URL 'ann:\*\*\*@"),
+        ("ftp://ann:hunter2@x/", r"^unsupported scheme 'ftp' in start URL 'ftp://ann:\*\*\*@x/'"),
+        ("http://ann:hunter2@[::1", r"^invalid start URL 'http://ann:\*\*\*@\[::1'$"),
     ],
 )
 def test_parse_start_url_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_start_url(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("no url here", "no url here"),
+        ("at http://ann:pw@h.example/a", "at http://ann:***@h.example/a"),
+        ("'https://TOKEN@h.example/'", "'https://***@h.example/'"),
+        ("http://a@b:c@h.example/x@y", "http://a@b:***@h.example/x@y"),
+        ("ann:pw@h.example and bob:x@y", "ann:***@h.example and bob:***@y"),
+        ("to me@example.com or out@2.jsonl", "to me@example.com or out@2.jsonl"),
+        ("http://h.example/path@x?q=a@b", "http://h.example/path@x?q=a@b"),
+    ],
+)
+def test_mask_credentials(text: str, expected: str) -> None:
+    assert mask_credentials(text) == expected
 
 
 # --- properties ---------------------------------------------------------------------
@@ -404,6 +434,7 @@ def test_resolve_output_is_canonical_http_without_fragment(href: str, base: str)
         assert "#" not in url
         assert "?" not in url or url.partition("?")[2]  # no empty query
         assert url.isascii()
+        assert "@" not in url.split("/")[2]  # no userinfo, ever
         assert canonicalize(url) == url
     assert resolve_many([href, href], base) == ([] if url is None else [url])
 

@@ -1,4 +1,4 @@
-"""The WARC writer process (``outputs/warc_process.py``, ``cli/archive.py``):
+"""The WARC writer process (``outputs/warc_process.py``, ``outputs/archive.py``):
 exchanges go through a real pipe to a real child, are acked, and read back
 with warcio; the file lock; a writer killed mid-crawl stops the crawl without
 a record of a page the WARC lacks. Every wait has a deadline."""

@@ -13,9 +13,9 @@ subpackages are the implementation, laid out by layer, and may change:
     sites/      local sites served on 127.0.0.1 (the demo, tests)
 """
 
-from .core.config import ConfigError, CrawlConfig
+from .core.config import CrawlConfig
 from .core.http import FetchConfig
-from .core.models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from .core.models import CrawlRecord, ErrorInfo, FetchResult
 from .core.scrape import Handler, Page, Request
 from .core.stats import CrawlSummary
 from .core.version import VERSION
@@ -23,17 +23,26 @@ from .core.version import VERSION
 __version__ = VERSION
 from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler, EngineStatistics
+from .errors import (
+    ConfigError,
+    CrawlError,
+    FetchError,
+    OutputError,
+    StateLockedError,
+    StateUsageError,
+    StateWriteError,
+)
 from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
 from .frontiers.memory import MemoryFrontier
 from .frontiers.redis import RedisFrontier, open_redis_frontier
-from .frontiers.resume import StateLockedError, StateUsageError
 from .frontiers.sqlite import SqliteFrontier
 from .workpool import Room, WorkPool, WorkPoolStatistics
 
 __all__ = [
     "ConfigError",
     "CrawlConfig",
+    "CrawlError",
     "CrawlOptions",
     "CrawlRecord",
     "CrawlSummary",
@@ -47,6 +56,7 @@ __all__ = [
     "FrontierBackend",
     "Handler",
     "MemoryFrontier",
+    "OutputError",
     "Page",
     "RedisFrontier",
     "Request",
@@ -55,6 +65,7 @@ __all__ = [
     "SqliteFrontier",
     "StateLockedError",
     "StateUsageError",
+    "StateWriteError",
     "WorkPool",
     "WorkPoolStatistics",
     "open_crawler",

@@ -27,7 +27,6 @@ import importlib
 import inspect
 import os
 import signal
-import sqlite3
 import sys
 import time
 import traceback
@@ -35,12 +34,11 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Awaitable,
-    Callable,
     Iterable,
     Iterator,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -48,29 +46,26 @@ import trio
 from rich.console import Console
 
 from .. import __version__
-from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
-from ..core.url import canonicalize, host_port, parse_start_url
+from ..core.url import canonicalize, host_port, mask_credentials, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
-from ..engine.outputs import (
-    ItemCsvWriter,
-    ItemJsonLinesWriter,
-    JsonLinesWriter,
+from ..errors import (
+    ConfigError,
     OutputError,
-    OutputFile,
+    StateLockedError,
+    StateUsageError,
+    StateWriteError,
 )
 from ..frontiers.base import FrontierBackend
 from ..frontiers.disk_backlog import seed_lines
-from ..frontiers.resume import (
-    StateLockedError,
-    StateUsageError,
-    status_text,
-    stored_start_urls,
-)
+from ..frontiers.resume import status_text, stored_start_urls
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
-from .archive import ArchiveLink, ArchiveTicket, open_archive_link
+from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
+from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from .identity import add_identity_options, identity_options, save_cookies
 from .progress import print_summary, show_progress
 from .redis_cli import add_redis_options, run_redis_cli
 
@@ -168,6 +163,13 @@ def build_parser(
         metavar="SECONDS",
         help="longest wait a Retry-After header can ask for before a retry (default 60)",
     )
+    p.add_argument(
+        "--max-crawl-delay",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60)",
+    )
     p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
     p.add_argument(
         "--fetcher",
@@ -186,6 +188,7 @@ def build_parser(
     p.add_argument(
         "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
     )
+    add_identity_options(p)
     p.add_argument(
         "--handler",
         metavar="MODULE:FUNCTION",
@@ -246,6 +249,7 @@ def build_config(
         "allow_domains": tuple(args.allow_domain),
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
+        "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
         "html_only": not args.all_bodies,
@@ -253,6 +257,12 @@ def build_config(
         "http2": args.http2,
         "debug": args.debug,
     }
+    try:
+        options.update(identity_options(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if getattr(args, "save_cookies", None):
+        check_writable(args.save_cookies, "cookie file")
     if args.user_agent is not None:
         options["user_agent"] = args.user_agent
     if getattr(args, "handler", None):
@@ -361,30 +371,20 @@ def check_warc_path(path: str | None) -> str | None:
     """A ``--warc`` path that can be written, checked before anything starts."""
     if path is None:
         return None
+    return check_writable(path, "WARC file")
+
+
+def check_writable(path: str, what: str) -> str:
+    """``path`` if it can be written (an existing file, or a new one in a
+    writable folder); else ``UsageError``."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(path):  # an existing file needs no writable folder (/dev/full)
         writable = not os.path.isdir(path) and os.access(path, os.W_OK)
     else:
         writable = os.path.isdir(folder) and os.access(folder, os.W_OK)
     if not writable:
-        raise UsageError(f"cannot write WARC file {path!r}")
+        raise UsageError(f"cannot write {what} {path!r}")
     return path
-
-
-def open_warc(
-    path: str, config: CrawlConfig, *, append: bool, on_failure: Callable[[OSError], None]
-) -> AbstractAsyncContextManager[ArchiveLink]:
-    """The archive for ``--warc``, written by a child process (see
-    ``cli/archive.py``): appended to when the crawl resumes."""
-    info = {
-        "software": f"trio-crawl/{__version__}",
-        "format": "WARC File Format 1.1",
-        "start-urls": list(config.start_url_strings),
-    }
-    headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
-    return open_archive_link(
-        path, info=info, request_headers=headers, append=append, on_failure=on_failure
-    )
 
 
 def new_default_output() -> OutputFile:
@@ -485,14 +485,17 @@ class StartWatch:
         self.unreachable = 0
         self.first_failure: str | None = None
 
-    def __call__(self, record: CrawlRecord) -> None:
+    def __call__(self, record: CrawlRecord) -> bool:
+        """Note ``record``; True if it is a start URL that could not be connected to."""
         if record.depth != 0 or record.referrer is not None:
-            return
+            return False
         self.seen += 1
         if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
             self.unreachable += 1
             if self.first_failure is None:
                 self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+            return True
+        return False
 
     @property
     def none_reachable(self) -> bool:
@@ -501,19 +504,34 @@ class StartWatch:
 
 @dataclasses.dataclass
 class Outputs:
-    """The crawl's open outputs; emptied only when the crawl starts."""
+    """The crawl's open outputs; emptied only when the crawl starts and, with
+    ``hold``, only once it has reached a start URL (``commit``): a crawl that
+    reaches none (exit 4, or stopped before) leaves them as they were."""
 
     records: OutputFile
     append: bool = False
     items: OutputFile | None = None
     items_csv: bool = False
+    hold: bool = False
 
     def all(self) -> list[OutputFile]:
         return [self.records] if self.items is None else [self.records, self.items]
 
     def begin(self) -> None:
         for output in self.all():
-            output.begin(append=self.append)
+            output.begin(append=self.append, hold=self.hold)
+
+    def commit(self) -> None:
+        for output in self.all():
+            output.commit()
+
+    def drop_held(self) -> None:
+        for output in self.all():
+            output.drop_held()
+
+    @property
+    def holding(self) -> bool:
+        return any(o.holding for o in self.all())
 
     def close(self) -> None:
         for output in self.all():
@@ -564,7 +582,10 @@ async def crawl_with_ui(
                     crawler.stop()
 
         def on_record(record: CrawlRecord) -> None:
-            starts(record)
+            if not starts(record) and outputs.holding:
+                outputs.commit()  # a start URL was reached: now the old file goes
+                if item_writer is not None and item_writer.output.failed:
+                    check(item_writer.output)
             if writer.output.failed:
                 check(writer.output)
 
@@ -615,8 +636,12 @@ async def crawl_with_ui(
             async with AsyncExitStack() as stack:
                 if warc is not None:  # first: it may find the file busy (a lock)
                     archive = await stack.enter_async_context(
-                        open_warc(
-                            warc, config, append=outputs.append, on_failure=on_archive_failure
+                        open_crawl_archive(
+                            warc,
+                            config,
+                            append=outputs.append,
+                            on_failure=on_archive_failure,
+                            defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
                         )
                     )
                 outputs.begin()  # the crawl starts: only now are outputs emptied
@@ -626,13 +651,19 @@ async def crawl_with_ui(
             if archive is not None and archive.error is not None and failed is None:
                 failed = OutputError(str(warc), archive.error)
             nursery.cancel_scope.cancel()
+    unreachable = failed is None and signalled == EXIT_OK
+    unreachable = unreachable and starts.none_reachable and not summary.stopped
+    if unreachable:
+        outputs.drop_held()  # the earlier crawl's output stays as it was
     if not quiet:
-        print_summary(summary, sys.stderr, None if failed is not None else output)
+        old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
+        hint = None if failed is not None or old else output
+        print_summary(summary, sys.stderr, hint)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:
         return Ending(signalled)
-    if starts.none_reachable and not summary.stopped:
+    if unreachable:
         return Ending(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
         )
@@ -661,12 +692,12 @@ def prepare_disk_frontier(
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    print(f"trio-crawl: error: {mask_credentials(message)}", file=sys.stderr)
     return code
 
 
 def _say(message: str) -> None:
-    print(f"trio-crawl: {message}", file=sys.stderr)
+    print(f"trio-crawl: {mask_credentials(message)}", file=sys.stderr)
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -721,13 +752,10 @@ def classify(exc: BaseException, watch: HandlerWatch, state: str | None) -> Endi
             return Ending(EXIT_STATE_BUSY, str(leaf))
         if isinstance(leaf, (UsageError, StateUsageError, ConfigError)):
             return Ending(EXIT_USAGE, str(leaf))
+        if isinstance(leaf, StateWriteError) and state is None:  # --max-queue's own file
+            return Ending(EXIT_OUTPUT, f"cannot write to the temporary state file: {leaf.reason}")
         if isinstance(leaf, OutputError):
             return Ending(EXIT_OUTPUT, str(leaf))
-        if isinstance(leaf, sqlite3.OperationalError) and (
-            "full" in str(leaf) or "disk I/O" in str(leaf)
-        ):
-            where = state or "the temporary state file"
-            return Ending(EXIT_OUTPUT, f"cannot write to {where}: {leaf}")
     first = leaves[0]
     return Ending(
         EXIT_SOFTWARE,
@@ -742,6 +770,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     watch = HandlerWatch()
     outputs: Outputs | None = None
     frontier: SqliteFrontier | None = None
+    crawled: CrawlConfig | None = None
     try:
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
@@ -763,6 +792,8 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             outputs.items_csv = items_path.lower().endswith(".csv")
         frontier = prepare_disk_frontier(args, config, args.output or "-")
         outputs.append = args.append or (frontier is not None and frontier.resumed)
+        # With --state the output is the resume's list of what is done: never held.
+        outputs.hold = not outputs.append and not getattr(args, "state", None)
         if frontier is not None and not args.quiet:
             for note in frontier.notes:
                 _say(note)
@@ -775,6 +806,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             output=None if records.is_stdout else records.path,
             warc=check_warc_path(getattr(args, "warc", None)),
         )
+        crawled = config
         ending = trio.run(run, config, outputs)
     except Exception as exc:
         ending = classify(exc, watch, getattr(args, "state", None))
@@ -785,6 +817,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             frontier.close()
         if outputs is not None:
             outputs.close()
+    if crawled is not None:
+        problem = save_cookies(crawled.cookies, getattr(args, "save_cookies", None))
+        if problem is not None and ending.message is None:
+            ending = Ending(EXIT_OUTPUT, problem)
     if ending.message is not None:
         return _fail(ending.message, ending.code)
     return ending.code

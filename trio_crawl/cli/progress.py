@@ -87,9 +87,26 @@ def summary_table(summary: CrawlSummary) -> Table:
             for v in (summary.latency_p50_ms, summary.latency_p95_ms, summary.latency_p99_ms)
         ),
     )
+    if summary.capped_crawl_delays:
+        table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
         table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
     return table
+
+
+def capped_delays(asked: dict[str, float], shown: int = 3) -> str:
+    """``{"a.example:443": 86400.0}`` -> ``a.example:443 asked for 86,400 s; waited
+    --max-crawl-delay instead`` (the first few hosts, then how many more)."""
+    hosts = [f"{host} asked for {_seconds(delay)}" for host, delay in list(asked.items())[:shown]]
+    if len(asked) > shown:
+        hosts.append(f"{len(asked) - shown:,} more hosts too")
+    return "; ".join(hosts) + "; waited --max-crawl-delay instead"
+
+
+def _seconds(value: float) -> str:
+    if value >= 1e12:
+        return f"{value:.3g} s"
+    return f"{value:,.0f} s" if value == int(value) else f"{value:,.2f} s"
 
 
 def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = None) -> None:

@@ -125,7 +125,7 @@ def _check_usage(args: argparse.Namespace) -> str | None:
         return "--redis needs --crawl-id NAME (the crawl to start or join)"
     if getattr(args, "page_requisites", False):
         return "--redis cannot be combined with --page-requisites yet"
-    for option in ("state", "seeds", "max_queue"):
+    for option in ("state", "seeds", "max_queue", "save_cookies"):
         if getattr(args, option, None) is not None:
             return f"--redis cannot be combined with --{option.replace('_', '-')}"
     if args.processes is not None and args.processes < 1:

@@ -15,7 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..report.aggregate import ReportInputError, aggregate_file
+from ..errors import ReportInputError
+from ..report.aggregate import aggregate_file
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -11,16 +11,16 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar
+from urllib.parse import urlsplit
 
+from ..errors import ConfigError
 from .http import DEFAULT_USER_AGENT, FetchConfig
+from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
 from .scrape import Handler, Request
 from .url import parse_start_url
 
 FETCHERS = ("curl", "httpx", "asks")
-
-
-class ConfigError(ValueError):
-    """A bad setting; the message is one line meant for the user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +52,8 @@ class CrawlConfig:
     html_only: bool = True
     grace: float = 10.0
     max_retry_after: float = 60.0
+    #: The longest robots.txt Crawl-delay obeyed; larger ones are cut to it.
+    max_crawl_delay: float = 60.0
     backend: str = "curl"
     #: CA certificates (PEM file or hashed directory) for https; see FetchConfig.
     ca_bundle: str | None = None
@@ -65,6 +67,19 @@ class CrawlConfig:
     #: Re-raise the first handler exception (cancelling the crawl) instead
     #: of recording it with kind "handler".
     fail_fast: bool = False
+    #: Identity (the fields up to ``proxy``) configures the fetcher the crawl
+    #: opens; a fetcher passed to ``run_crawl`` / ``open_crawler`` keeps its own.
+    #: Extra request headers, ``(name, value)``; credential headers
+    #: (Authorization, Cookie) go to the start URLs' origins only (core.identity).
+    headers: Sequence[tuple[str, str]] = field(default=(), repr=False)
+    #: HTTP basic auth ``(user, password)`` for the start URLs' origins only.
+    auth: tuple[str, str] | None = field(default=None, repr=False)
+    #: A netrc file with basic-auth credentials for the start hosts (unless ``auth``).
+    netrc_file: str | None = None
+    #: Cookies sent and kept during the crawl (None: no cookies); the caller saves it.
+    cookies: CookieJar | None = field(default=None, repr=False, compare=False)
+    #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
+    proxy: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
@@ -88,6 +103,10 @@ class CrawlConfig:
             (self.max_bytes > 0, f"--max-bytes must be > 0 (got {self.max_bytes})"),
             (self.grace >= 0, f"--grace must be >= 0 (got {self.grace})"),
             (self.max_retry_after >= 0, "--max-retry-after must be >= 0"),
+            (
+                0 <= self.max_crawl_delay < float("inf"),
+                f"--max-crawl-delay must be a number of seconds >= 0 (got {self.max_crawl_delay})",
+            ),
             (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
             (bool(self.user_agent.strip()), "--user-agent must not be empty"),
             (
@@ -98,6 +117,7 @@ class CrawlConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        self._check_identity()
         canonical: list[str | Request] = []
         for start in self.start_urls:
             text = start.url if isinstance(start, Request) else start
@@ -109,7 +129,38 @@ class CrawlConfig:
                 dataclasses.replace(start, url=url) if isinstance(start, Request) else url
             )
         object.__setattr__(self, "start_urls", tuple(canonical))
+        if any("@" in urlsplit(url).netloc for url in self.start_url_strings):
+            raise ConfigError(
+                "a start URL has a user name or password in it: give them with --user and "
+                "--password or --netrc instead (URLs are written to the records)"
+            )
         object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
+
+    def _check_identity(self) -> None:
+        """Headers, proxy and netrc, with messages that never show a secret."""
+        for name, value in self.headers:
+            if not HEADER_NAME.fullmatch(name):
+                raise ConfigError(f"--header: invalid header name {name[:60]!r}")
+            if not HEADER_VALUE.fullmatch(value.strip(" \t")):
+                raise ConfigError(
+                    f"--header {name}: the value has a line break, control character "
+                    "or non-ASCII text"
+                )
+        if self.proxy:
+            try:
+                parts = urlsplit(self.proxy)
+                parts.port  # noqa: B018 - raises ValueError for a bad port
+            except ValueError:
+                parts = None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ConfigError("--proxy must be an http:// or https:// URL with a host")
+            if self.backend == "asks":
+                raise ConfigError("--proxy is not supported with --fetcher asks")
+        if self.netrc_file is not None and self.auth is None:
+            try:
+                start_credentials([], netrc_file=self.netrc_file)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
     @property
     def start_url_strings(self) -> list[str]:
@@ -125,4 +176,11 @@ class CrawlConfig:
             html_only=self.html_only,
             ca_bundle=self.ca_bundle,
             http2=self.http2,
+            headers=tuple((name, value.strip(" \t")) for name, value in self.headers),
+            trusted_origins=start_origins(self.start_url_strings),
+            credentials=start_credentials(
+                self.start_url_strings, auth=self.auth, netrc_file=self.netrc_file
+            ),
+            cookies=self.cookies,
+            proxy=self.proxy,
         )

@@ -7,7 +7,10 @@ this module; it imports nothing of theirs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.cookiejar import CookieJar
+
+from .identity import Credentials
 
 DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 
@@ -34,6 +37,11 @@ class FetchConfig:
     html_only: bool = True
     ca_bundle: str | None = None
     http2: bool = False
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    trusted_origins: tuple[str, ...] = ()
+    credentials: tuple[Credentials, ...] = field(default=(), repr=False)
+    cookies: CookieJar | None = field(default=None, repr=False, compare=False)
+    proxy: str | None = field(default=None, repr=False)
 
 
 def is_html_content_type(content_type: str | None) -> bool:

@@ -61,19 +61,6 @@ class FetchResult:
         return value.strip() if value else None
 
 
-class FetchError(Exception):
-    """A fetch that produced no usable response; ``kind`` is one of ERROR_KINDS.
-
-    This is the site's (or the network's) fault, never ours: the engine turns it
-    into a record (or a retry), it never ends the crawl.
-    """
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
-
-
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
     """The ``error`` field of a record: a short kind plus a human message."""

@@ -21,9 +21,11 @@ import enum
 import random
 from dataclasses import dataclass
 
+from ..errors import FetchError
 from .frontier import Entry
-from .models import CrawlRecord, ErrorInfo, FetchError, FetchResult
+from .models import CrawlRecord, ErrorInfo, FetchResult
 from .retry import RetryPolicy
+from .url import mask_credentials
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -107,12 +109,13 @@ def make_record(
 ) -> CrawlRecord:
     """The record of ``entry``'s last attempt: its response (if any), the
     error ``(kind, message)`` (if any), what was followed from it, and ``t``,
-    when it was written (seconds since the crawl started)."""
+    when it was written (seconds since the crawl started). A URL's userinfo
+    in the error message (a raw ``Location``, say) is masked."""
     return CrawlRecord(
         url=entry.url,
         status=None if result is None else result.status,
         depth=entry.depth,
-        error=None if error is None else ErrorInfo(error[0], error[1], tb),
+        error=None if error is None else ErrorInfo(error[0], mask_credentials(error[1]), tb),
         redirect=redirect,
         referrer=entry.referrer,
         content_type=None if result is None else result.content_type,

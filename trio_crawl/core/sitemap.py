@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from ..errors import SitemapError
+
 #: The protocol's limit on an uncompressed sitemap file.
 MAX_SITEMAP_BYTES = 50 * 1000 * 1000
 #: The protocol's limit on the number of URLs in one sitemap file.
@@ -41,10 +43,6 @@ MAX_SITEMAP_URLS = 50_000
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BARE_AMPERSAND = re.compile(rb"&(?!(?:[A-Za-z_][A-Za-z0-9._-]*|#[0-9]+|#[xX][0-9A-Fa-f]+);)")
-
-
-class SitemapError(ValueError):
-    """The body is not a usable sitemap (too large, or neither XML sitemap nor text)."""
 
 
 def parse_sitemap(body: bytes) -> tuple[list[str], list[str]]:

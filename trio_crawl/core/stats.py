@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .models import CrawlRecord
 
@@ -21,7 +21,9 @@ def percentile(sorted_values: list[float], fraction: float) -> float | None:
 class CrawlSummary:
     """What a finished (or stopped) crawl did. ``failures`` counts records by
     error kind, ``statuses`` by HTTP status code; ``bytes`` adds up the
-    records' ``size`` (bodies as downloaded and decoded)."""
+    records' ``size`` (bodies as downloaded and decoded).
+    ``capped_crawl_delays`` maps each host:port whose robots.txt asked for a
+    Crawl-delay above ``max_crawl_delay`` to what it asked for."""
 
     records: int
     pages_ok: int
@@ -35,6 +37,7 @@ class CrawlSummary:
     unfinished: int
     items: int = 0
     bytes: int = 0
+    capped_crawl_delays: dict[str, float] = field(default_factory=dict)
 
     @property
     def pages_per_second(self) -> float:
@@ -55,6 +58,8 @@ class CrawlStats:
         self.statuses: Counter[int] = Counter()
         self.items = 0
         self.bytes = 0
+        #: host:port -> the Crawl-delay asked for, where it was capped.
+        self.capped_crawl_delays: dict[str, float] = {}
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
 
@@ -86,4 +91,5 @@ class CrawlStats:
             unfinished=unfinished,
             items=self.items,
             bytes=self.bytes,
+            capped_crawl_delays=dict(self.capped_crawl_delays),
         )

@@ -25,7 +25,12 @@ Rules (each one is tested in ``tests/test_url.py``):
       as the browser sends it;
    c. drops a bare trailing ``?`` (an empty query): no server tells ``/a?``
       from ``/a``;
-   d. KEEPS the order of query parameters.
+   d. KEEPS the order of query parameters;
+   e. drops the userinfo (``user:password@``): a link must never make the
+      crawler send credentials the user did not give (libcurl and httpx turn
+      userinfo into an ``Authorization`` header), and no password may reach a
+      record. A start URL with userinfo is refused (``parse_start_url``);
+      ``mask_credentials`` hides it in messages about raw, unparsed text.
 
 4. ``canonicalize`` is idempotent, and ``resolve`` output is a fixed point of it.
 
@@ -73,6 +78,7 @@ __all__ = [
     "canonicalize",
     "host_port",
     "join",
+    "mask_credentials",
     "parse_start_url",
     "resolve",
     "resolve_many",
@@ -122,12 +128,25 @@ def _utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
+def _userinfo_end(href: bytes) -> int:
+    """In ada's serialization of an http(s) URL, the index just after the
+    userinfo's ``@``, or -1 when there is none. The path always starts with
+    ``/`` there, and ``@`` inside the userinfo is percent-encoded, so the
+    authority's only raw ``@`` ends the userinfo."""
+    start = 8 if href[4] == 115 else 7  # len("https://") or len("http://")
+    at = href.rfind(b"@", start, href.find(b"/", start))
+    return at + 1 if at >= 0 else -1
+
+
 def _finish(href: bytes) -> str | None:
     """Rule 2 and 3 applied to ada's serialization of a valid URL (empty when
     invalid). The serialization is ASCII, and its first '#' starts the fragment
     (WHATWG escapes '#' everywhere else)."""
     if not href.startswith(_HTTP_PREFIXES) or (b"xn--" in href and not _xn_labels_ok(href)):
         return None
+    end = _userinfo_end(href)
+    if end >= 0:  # rule 3e
+        href = href[: 8 if href[4] == 115 else 7] + href[end:]
     cut = href.find(b"#")
     if cut >= 0:
         href = href[:cut]
@@ -377,7 +396,9 @@ def _domain(text: str) -> str:
     name = text.strip()
     name = name.removeprefix("*.").strip(".")
     if not name or any(c in name for c in "/\\:?#@[]* "):
-        raise ValueError(f"allow-domain must be a host name like example.com, got {text!r}")
+        raise ValueError(
+            f"allow-domain must be a host name like example.com, got {mask_credentials(text)!r}"
+        )
     url = canonicalize(f"http://{name}/")
     if url is None:
         raise ValueError(f"invalid allow-domain {text!r}")
@@ -461,7 +482,9 @@ class Scope:
         for url in start_urls:
             canonical = canonicalize(url)
             if canonical is None:
-                raise ValueError(f"start URL is not an absolute http(s) URL: {url!r}")
+                raise ValueError(
+                    f"start URL is not an absolute http(s) URL: {mask_credentials(url)!r}"
+                )
             key = host_port(canonical)
             host_ports.add(key)
             host, _, port = key.rpartition(":")
@@ -527,10 +550,44 @@ def parse_start_url(text: str) -> str:
         candidate = "http://" + stripped.lstrip("/")
     else:
         raise ValueError(
-            f"unsupported scheme {match.group(1).lower()!r} in start URL {text!r}"
-            " (only http and https)"
+            f"unsupported scheme {match.group(1).lower()!r} in start URL "
+            f"{mask_credentials(text)!r} (only http and https)"
         )
-    url = canonicalize(candidate)
+    href = _ada_href(_utf8(candidate), None)
+    url = _finish(href)
     if url is None:
-        raise ValueError(f"invalid start URL {text!r}")
+        raise ValueError(f"invalid start URL {mask_credentials(text)!r}")
+    if _userinfo_end(href) >= 0:
+        raise ValueError(
+            f"start URL {mask_credentials(text)!r} holds a user name or password: "
+            "credentials in URLs are never sent; give them with --user and --password"
+        )
     return url
+
+
+#: Userinfo in raw text: after ``//``, or (``ann:pw@host``, scheme-less) a
+#: word with a ``:`` before its ``@``; up to the last ``@`` before the path,
+#: as WHATWG reads it.
+_RAW_USERINFO: Final = re.compile(
+    r"""(//)([^\s'"<>/?#\\]*)@|(^|[\s'"(<])([^\s'"<>/?#\\:@]*:[^\s'"<>/?#\\]*)@"""
+)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the userinfo of every URL in it masked, for messages:
+    ``http://ann:secret@h/`` -> ``http://ann:***@h/``, and a lone user name
+    (often a token: ``https://TOKEN@h/``) -> ``https://***@h/``. Raw text
+    cannot be parsed reliably, so it errs on the side of masking.
+
+    >>> mask_credentials("cannot fetch https://ann:pw@example.com/a")
+    'cannot fetch https://ann:***@example.com/a'
+    """
+    if "@" not in text:
+        return text
+    return _RAW_USERINFO.sub(_mask_one, text)
+
+
+def _mask_one(match: re.Match[str]) -> str:
+    before, userinfo = match.group(1, 2) if match.group(1) else match.group(3, 4)
+    user, colon, _ = userinfo.partition(":")
+    return f"{before}{user}:***@" if colon else f"{before}***@"

@@ -12,19 +12,22 @@ import contextlib
 import functools
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
+from http.cookiejar import CookieJar
 from typing import TypedDict, TypeVar, Unpack
 
 import trio
 
-from ..core.config import FETCHERS, ConfigError, CrawlConfig
+from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import FetchConfig
 from ..core.models import CrawlRecord
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
+from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
 from ..frontiers.sqlite import SqliteFrontier
+from ..outputs.archive import ArchiveLink, open_crawl_archive
 from .crawler import Crawler, EngineStatistics
-from .delivery import ItemCallback, RecordCallback
+from .delivery import ItemCallback, RecordCallback, ResponseCallback
 
 T = TypeVar("T")
 
@@ -57,6 +60,7 @@ class CrawlOptions(TypedDict, total=False):
     html_only: bool
     grace: float
     max_retry_after: float
+    max_crawl_delay: float
     backend: str
     thread_parse_bytes: int
     debug: bool
@@ -64,6 +68,11 @@ class CrawlOptions(TypedDict, total=False):
     fail_fast: bool
     ca_bundle: str | None
     http2: bool
+    headers: Sequence[tuple[str, str]]
+    auth: tuple[str, str] | None
+    netrc_file: str | None
+    cookies: CookieJar | None
+    proxy: str | None
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
@@ -129,6 +138,26 @@ async def _unwrapped() -> AsyncIterator[None]:
         raise single from None
 
 
+class _Archive:
+    """The ``warc=`` archive of one library crawl: a page's record waits for
+    its exchange to be on disk (``ArchiveTicket``), as with ``--warc``. If the
+    writer fails, the crawl is cancelled at once, so no record lists a page
+    the archive lacks, and ``raise_if_failed`` raises ``OutputError``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.link: ArchiveLink | None = None
+        self.crawler: Crawler | None = None
+
+    def on_failure(self, error: OSError) -> None:
+        if self.crawler is not None:
+            self.crawler.abort()
+
+    def raise_if_failed(self) -> None:
+        if self.link is not None and self.link.error is not None:
+            raise OutputError(self.path, self.link.error)
+
+
 async def _crawler(
     config: CrawlConfig,
     stack: contextlib.AsyncExitStack,
@@ -136,9 +165,12 @@ async def _crawler(
     on_record: RecordCallback | None,
     on_item: ItemCallback | None,
     state: str | None = None,
+    archive: _Archive | None = None,
 ) -> Crawler:
     """A Crawler with the caller's fetcher, or one the ``stack`` owns; with
-    ``state``, on a ``SqliteFrontier`` in that file (created, or resumed)."""
+    ``state``, on a ``SqliteFrontier`` in that file (created, or resumed);
+    with ``archive``, writing every exchange to its WARC file (appended to
+    when the state file resumes a crawl)."""
     frontier: SqliteFrontier | None = None
     if state is not None:
         # Opening reads and may repair the file: blocking, so in a thread.
@@ -146,15 +178,26 @@ async def _crawler(
             functools.partial(SqliteFrontier.open, config, state)
         )
         stack.callback(frontier.close)
+    on_response: list[ResponseCallback] = []
+    if archive is not None:
+        resumed = frontier is not None and frontier.resumed
+        archive.link = await stack.enter_async_context(
+            open_crawl_archive(archive.path, config, append=resumed, on_failure=archive.on_failure)
+        )
+        on_response.append(archive.link.submit)
     if fetcher is None:
         fetcher = await stack.enter_async_context(open_fetcher(config))
-    return Crawler(
+    crawler = Crawler(
         config,
         fetcher,
         frontier=frontier,
         on_record=[on_record] if on_record is not None else [],
         on_item=[on_item] if on_item is not None else [],
+        on_response=on_response,
     )
+    if archive is not None:
+        archive.crawler = crawler
+    return crawler
 
 
 async def run_crawl(
@@ -164,6 +207,7 @@ async def run_crawl(
     on_item: ItemCallback | None = None,
     fetcher: Fetcher | None = None,
     state: str | None = None,
+    warc: str | None = None,
     **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
@@ -173,12 +217,17 @@ async def run_crawl(
     ``CrawlOptions``). ``on_record`` is called synchronously for each record
     as it is final, ``on_item`` for each item a handler yields. ``state``
     names a SQLite file that keeps the crawl's frontier: the same call again
-    resumes it (see ``open_crawler``).
+    resumes it (see ``open_crawler``). ``warc`` names a WARC file that
+    archives every exchange (see ``open_crawler``).
     """
     config = crawl_config(start_urls, options)
+    archive = _Archive(warc) if warc is not None else None
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
-        return await crawler.run()
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state, archive)
+        summary = await crawler.run()
+    if archive is not None:  # after the writer has finished what it was sent
+        archive.raise_if_failed()
+    return summary
 
 
 def _may_yield_items(config: CrawlConfig) -> bool:
@@ -352,6 +401,7 @@ async def open_crawler(
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
     state: str | None = None,
+    warc: str | None = None,
     **options: Unpack[CrawlOptions],
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
@@ -375,10 +425,19 @@ async def open_crawler(
     different crawl in the file raises ``StateUsageError``; a file another
     crawl is using, ``StateLockedError``. Handlers cannot be combined with a
     state file.
+
+    ``warc="crawl.warc.gz"`` archives every request and response (WARC 1.1,
+    written by a child process, as ``--warc`` does): a page's record is
+    delivered only once its exchange is in the file, and with ``state`` a
+    resumed crawl appends to it. A file that cannot be written, or that
+    another crawl holds, raises ``OutputError`` at the start; a writer that
+    fails mid-crawl (disk full, killed) cancels the crawl, and
+    ``OutputError`` is raised when the block ends.
     """
     config = crawl_config(start_urls, options)
+    archive = _Archive(warc) if warc is not None else None
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state)
+        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state, archive)
         keep_items = on_item is None and _may_yield_items(config)
         # With a state file, a record counts as delivered when the reader has
         # taken it (no buffer), so a reader that stops early loses nothing on
@@ -396,3 +455,5 @@ async def open_crawler(
                 # Readers that left must not block the crawl's last sends.
                 running._record_receive.close()
                 running._item_receive.close()
+    if archive is not None:  # after the writer has finished what it was sent
+        archive.raise_if_failed()

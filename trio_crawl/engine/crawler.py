@@ -39,7 +39,7 @@ import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry, RedirectOutcome
-from ..core.models import CrawlRecord, FetchError, FetchResult
+from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import Step, decide, make_record
 from ..core.requisites import REQUISITE
 from ..core.retry import RetryPolicy
@@ -47,6 +47,7 @@ from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import Scope, host_port, resolve
+from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier
@@ -106,7 +107,7 @@ class Crawler:
         #: before its record (or retry): the page's parse overlaps the wait.
         self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
-        scope = Scope(config.start_url_strings, config.allow_domains)
+        scope = self._scope = Scope(config.start_url_strings, config.allow_domains)
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
             config.start_urls, scope=scope, max_depth=config.max_depth, max_pages=config.max_pages
         )
@@ -131,9 +132,15 @@ class Crawler:
                 retry_period=ROBOTS_RETRY_PERIOD,
             )
         seed = self._seed_from_sitemaps if config.sitemaps else None
-        self._gate = HostGate(robots, self.schedule, seed)
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.stats = CrawlStats()
+        self._gate = HostGate(
+            robots,
+            self.schedule,
+            seed,
+            max_crawl_delay=config.max_crawl_delay,
+            capped_delays=self.stats.capped_crawl_delays,
+        )
         self._delivery = Delivery(self.stats, on_record=on_record, on_item=on_item)
         self._pages = PageReader(self.frontier, self._delivery, scope, config)
         self._started_at: float | None = None
@@ -338,7 +345,7 @@ class Crawler:
     async def _seed_from_sitemaps(self, page_url: str, listed: list[str]) -> None:
         """Admit the host's sitemap URLs as start URLs. Runs inside a crawler
         holding its token, so the crawl cannot end while sitemaps are read."""
-        found = await sitemap_page_urls(self._fetcher, page_url, listed)
+        found = await sitemap_page_urls(self._fetcher, page_url, listed, self._scope)
         for sitemap in dict.fromkeys(s for _, s in found):
             await self.frontier.admit_seeds([u for u, s in found if s == sitemap], sitemap)
 

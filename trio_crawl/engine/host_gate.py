@@ -1,7 +1,9 @@
 """What stands between a URL and its first request: the host's robots.txt.
 
 The first URL of a host fetches robots.txt (others wait on that one fetch,
-``RobotsCache``), applies its Crawl-delay to the schedule and, with
+``RobotsCache``), applies its Crawl-delay to the schedule (at most
+``max_crawl_delay``: a robots.txt asking for a day between requests must not
+keep the crawl going for ever; the capped hosts are noted for the summary) and, with
 ``--sitemaps``, seeds the crawl from the host's sitemaps. Then each URL gets
 one verdict:
 
@@ -46,10 +48,16 @@ class HostGate:
         robots: RobotsCache | None,
         schedule: ScheduleRoom,
         seed_sitemaps: SeedSitemaps | None = None,
+        *,
+        max_crawl_delay: float = float("inf"),
+        capped_delays: dict[str, float] | None = None,
     ) -> None:
         self._robots = robots
         self._schedule = schedule
         self._seed_sitemaps = seed_sitemaps
+        self._max_crawl_delay = max_crawl_delay
+        #: host:port -> the Crawl-delay its robots.txt asked for, when capped.
+        self.capped_delays = {} if capped_delays is None else capped_delays
         self._hosts_set_up: set[str] = set()
         self._waited: set[Entry] = set()
 
@@ -64,7 +72,11 @@ class HostGate:
             policy = await robots.policy_for(entry.url)
         if host not in self._hosts_set_up:
             self._hosts_set_up.add(host)
-            self._schedule.set_crawl_delay(host, policy.crawl_delay)
+            delay = policy.crawl_delay
+            if delay is not None and delay > self._max_crawl_delay:
+                self.capped_delays[host] = delay
+                delay = self._max_crawl_delay
+            self._schedule.set_crawl_delay(host, delay)
             if self._seed_sitemaps is not None:
                 await self._seed_sitemaps(entry.url, policy.sitemaps)
         if policy.allows(entry.url):

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import trio
 
-from ..core.models import FetchError
 from ..core.robots import (
     DEFAULT_MAX_AGE,
     DEFAULT_RETRY_PERIOD,
@@ -42,6 +41,7 @@ from ..core.robots import (
     product_token,
     robots_url,
 )
+from ..errors import FetchError
 from ..fetch.base import Fetcher
 
 

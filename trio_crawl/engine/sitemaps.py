@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
-from ..core.models import FetchError
 from ..core.robots import robots_url
-from ..core.sitemap import SitemapError, parse_sitemap
-from ..core.url import canonicalize
+from ..core.sitemap import parse_sitemap
+from ..core.url import Scope, canonicalize, host_port
+from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
 
 MAX_SITEMAPS_PER_HOST = 50
 
 
 async def sitemap_page_urls(
-    fetcher: Fetcher, page_url: str, listed: list[str]
+    fetcher: Fetcher, page_url: str, listed: list[str], scope: Scope
 ) -> list[tuple[str, str]]:
     """``(canonical page URL, sitemap URL)`` pairs from the host's sitemaps:
     those robots.txt lists, else ``/sitemap.xml``; nested indexes followed,
     at most ``MAX_SITEMAPS_PER_HOST`` files. A missing or broken sitemap only
-    means fewer seeds."""
-    todo = list(listed) or [robots_url(page_url).removesuffix("robots.txt") + "sitemap.xml"]
+    means fewer seeds.
+
+    A sitemap is fetched only when its URL passes the check pages pass:
+    in ``scope``, or on the host:port of ``page_url`` (which the crawl
+    admitted). A ``Sitemap:`` line or an index entry naming another host,
+    port or scheme is skipped, so a robots.txt cannot point the crawler at
+    an address the user did not ask for (SSRF)."""
+    home = host_port(page_url)
+
+    def allowed(url: str) -> str | None:
+        canonical = canonicalize(url)
+        if canonical is None:
+            return None
+        return canonical if host_port(canonical) == home or scope.allows(canonical) else None
+
+    if listed:
+        todo = [u for u in map(allowed, listed) if u is not None]
+    else:
+        todo = [robots_url(page_url).removesuffix("robots.txt") + "sitemap.xml"]
     done: set[str] = set()
     found: list[tuple[str, str]] = []
     while todo and len(done) < MAX_SITEMAPS_PER_HOST:
@@ -37,5 +54,5 @@ async def sitemap_page_urls(
             canonical = canonicalize(page)
             if canonical is not None:
                 found.append((canonical, sitemap))
-        todo.extend(nested)
+        todo.extend(u for u in map(allowed, nested) if u is not None)
     return found

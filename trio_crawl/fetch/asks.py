@@ -53,7 +53,11 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
    keep only their last value (asks stores headers in a dict), and header
    bytes that are not UTF-8 are a ``protocol`` error. We send our own
    ``Host`` header (asks builds a wrong one for IPv6 literals).
-10. One process-wide side effect: loading asks installs a warnings filter
+10. Identity as in every fetcher (``fetch.identity``: headers, basic auth,
+    cookies; asks's own cookie keeping stays off). asks cannot use a proxy:
+    ``open_asks_fetcher`` refuses a ``FetchConfig.proxy``, and proxy
+    variables in the environment are ignored.
+11. One process-wide side effect: loading asks installs a warnings filter
     for the ``trio.MultiError`` deprecation that anyio 3 triggers on import
     and whenever an exception leaves one of its task groups (every cancelled
     connect). It matches only that message from ``anyio._backends._trio``.
@@ -96,7 +100,8 @@ import trio
 from anyio.abc import SocketAttribute
 
 from ..core.http import FetchConfig
-from ..core.models import FetchError, FetchResult
+from ..core.models import FetchResult
+from ..errors import FetchError
 from .body import (
     close_shielded,
     content_length,
@@ -108,6 +113,7 @@ from .body import (
 )
 from .decode import ACCEPT_ENCODING, is_decode_error
 from .errors import translated_errors
+from .identity import Identity
 from .request import check_url, request_headers
 from .tls import is_tls_failure, ssl_context
 
@@ -299,6 +305,7 @@ class AsksFetcher:
         self._session = session
         self._slots = trio.Semaphore(config.max_connections)
         self._closed = False
+        self._identity = Identity(config)
 
     def __repr__(self) -> str:
         stats = self.statistics()
@@ -324,7 +331,7 @@ class AsksFetcher:
         with translated_errors(error_kind, self.config.timeout):
             check_url(url)
             host = _host_header(url)
-            extra = request_headers(headers)
+            extra = request_headers(self._identity.outgoing(url, headers))
             with trio.fail_after(self.config.timeout):
                 async with self._slots:
                     return await self._exchange(url, host, extra, any_body)
@@ -349,6 +356,7 @@ class AsksFetcher:
         streamed = not isinstance(response.body, bytes | bytearray)
         reader = _BodyReader(response.body) if streamed else None
         try:
+            self._identity.received(url, _set_cookies(response.headers))
             joined = _joined_headers(response.headers)
             skip = skips_body(self.config.html_only, any_body, joined.get("content-type"))
             body = b""
@@ -422,6 +430,15 @@ def _joined_headers(headers: Any) -> dict[str, str]:
     return joined
 
 
+def _set_cookies(headers: Any) -> list[str]:
+    """The answer's Set-Cookie fields (asks keeps a repeated one as a list)."""
+    found: list[str] = []
+    for name, value in headers.lower_items():
+        if name == "set-cookie":
+            found.extend(value if isinstance(value, list) else [value])
+    return found
+
+
 async def _chunks(reader: _BodyReader) -> AsyncIterator[bytes]:
     while (raw := await reader.next_chunk()) is not None:
         yield raw
@@ -457,8 +474,10 @@ async def open_asks_fetcher(config: FetchConfig) -> AsyncIterator[AsksFetcher]:
     closed on exit, even when the block is cancelled.
 
     Raises ``ImportError`` before entering when asks (or an anyio 3 that runs
-    on this trio) is missing.
+    on this trio) is missing, ``ValueError`` for a ``FetchConfig.proxy`` (rule 10).
     """
+    if config.proxy:
+        raise ValueError("--proxy is not supported with --fetcher asks")
     fetcher = AsksFetcher(config, make_session(config))
     try:
         yield fetcher

@@ -9,6 +9,7 @@ Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
 1. Never follow redirects: the crawler does, one record per hop.
 2. Decode gzip/deflate (and brotli where available); cap the *decoded* and the
    *wire* size at ``FetchConfig.max_bytes`` and raise ``FetchError("too_large")``.
+   A compressed body that is corrupt or cut short is ``FetchError("decode")``.
 3. When ``FetchConfig.html_only`` and the response's content type is not
    HTML-ish, skip the body (``body_skipped=True``) rather than download it.
 4. Cancellation at any point leaves the fetcher usable: no leaked pool slot,
@@ -19,9 +20,12 @@ Rules every fetcher keeps (tests in ``tests/test_fetchers.py`` hold them to it):
    ``errors.translated_errors`` with the fetcher's own classifier; bad
    request input is refused by ``request`` before any library sees it, so
    every fetcher gives the same kind for the same fault.
+7. Send each request once: no library may resend it behind the crawler's
+   retry policy (libcurl would, after a reused connection dies).
 
 What the fetchers share lives beside this module, one job each: ``errors``
-(translation), ``request`` (URL and request-header checks), ``body`` (limits,
+(translation), ``request`` (URL and request-header checks), ``identity``
+(headers, basic auth and cookies; the proxy comes from ``core.proxy``), ``body`` (limits,
 skipping, draining, header joining, releasing connections) and ``decode``
 (content codings in bounded steps).
 """

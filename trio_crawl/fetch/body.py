@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 import trio
 
 from ..core.http import is_html_content_type
-from ..core.models import FetchError
+from ..errors import FetchError
 from .decode import BodyDecoder
 
 __all__ = [

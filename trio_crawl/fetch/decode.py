@@ -1,5 +1,6 @@
-"""Undoing ``Content-Encoding`` in bounded steps, for the fetchers that read
-raw bodies (httpx, asks; libcurl decodes by itself).
+"""Undoing ``Content-Encoding`` in bounded steps, for every fetcher (httpx
+and asks read raw bodies; curl is asked for them undecoded, because
+libcurl's decoders accept a stream cut short).
 
 Rules:
 
@@ -13,6 +14,10 @@ Rules:
 3. ``identity`` and unknown codings pass through undecoded, as browsers do.
    Corrupt data raises ``zlib.error`` / ``brotli.error``: each fetcher's
    ``error_kind`` makes that ``decode``.
+4. A body that ends before its compressed stream does (a gzip member without
+   its trailer, a deflate or brotli stream without its last block) is
+   corrupt too, raised by ``finish``: a truncated page is never a complete
+   one. An empty body (a 304, a HEAD answer) is not a stream and passes.
 
 Pure: no trio, no HTTP client.
 """
@@ -57,6 +62,7 @@ class _Zlib:
     def __init__(self, coding: str) -> None:
         self._d: Any = zlib.decompressobj(zlib.MAX_WBITS | 16) if coding == "gzip" else None
         self._pending = b""
+        self._fed = False  # any input at all (rule 4)
 
     def _choose(self) -> bytes:
         data, self._pending = self._pending, b""
@@ -66,6 +72,7 @@ class _Zlib:
         return data
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        self._fed = self._fed or bool(data)
         if self._d is None:
             self._pending += data
             if len(self._pending) < 2:
@@ -82,16 +89,20 @@ class _Zlib:
                 return
             yield from self.feed(self._choose())
         yield self._d.flush()
+        if self._fed and not self._d.eof:
+            raise zlib.error("the body ends before its compressed stream does (truncated)")
 
 
 class _Brotli:
     def __init__(self) -> None:
         assert _brotli is not None
         self._d = _brotli.Decompressor()
+        self._fed = False  # any input at all (rule 4)
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if not data:
             return
+        self._fed = True
         out = self._d.process(data, output_buffer_limit=STEP)
         while True:
             if out:
@@ -102,6 +113,9 @@ class _Brotli:
             out = self._d.process(b"", output_buffer_limit=STEP)
 
     def finish(self) -> Iterator[bytes]:
+        if self._fed and not self._d.is_finished():
+            assert _brotli is not None
+            raise _brotli.error("the body ends before its compressed stream does (truncated)")
         yield from ()
 
 
@@ -111,7 +125,8 @@ class BodyDecoder:
 
     ``feed(chunk)`` and ``finish()`` yield decoded pieces. Codings are undone
     in reverse order of application; ``identity`` and unknown codings pass
-    through. Raises ``zlib.error`` / ``brotli.error`` on corrupt data.
+    through. Raises ``zlib.error`` / ``brotli.error`` on corrupt data, and
+    from ``finish`` on a stream cut short.
     """
 
     def __init__(self, content_encoding: str | None) -> None:
@@ -124,6 +139,11 @@ class BodyDecoder:
                 self._stages.append(_Zlib("deflate"))
             elif coding == "br" and _BROTLI:
                 self._stages.append(_Brotli())
+
+    @property
+    def passes_through(self) -> bool:
+        """Whether no coding is undone (none, ``identity``, or only unknown ones)."""
+        return not self._stages
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         return self._through(0, iter((data,)))

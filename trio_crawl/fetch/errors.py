@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 import trio
 
-from ..core.models import FetchError
+from ..errors import FetchError
 
 __all__ = ["ErrorKind", "ReportedError", "to_fetch_error", "translated_errors"]
 

@@ -31,10 +31,16 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
    client from an older httpx may not.)
 8. TLS: peers are verified against ``FetchConfig.ca_bundle``, else
    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, else httpcore2's default (OpenSSL's
-   default paths on Linux; see ``fetch.tls``). Proxy variables are still
-   ignored (``trust_env=False``).
+   default paths on Linux; see ``fetch.tls``).
 9. HTTP/2 is offered on https connections only with ``FetchConfig.http2``,
    which needs the ``h2`` package (``pip install 'trio-crawl[http2]'``).
+10. Identity and proxies are decided outside httpx, as in every fetcher:
+    headers and cookies by ``fetch.identity`` (the client's own cookie jar
+    refuses everything, so httpx never keeps or sends a cookie behind its
+    back), the proxy of each request by ``fetch.proxy`` through
+    ``ProxyRouter`` (httpx's own reading of the environment is off:
+    ``trust_env=False``). A user-supplied client gets the identity headers
+    and cookies too, but keeps its own transport, proxies and cookie jar.
 
 Exceptions and their kinds (see ``error_kind``)::
 
@@ -53,14 +59,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx2
 import trio
 
 from ..core.http import FetchConfig
 from ..core.models import FetchResult
+from ..core.proxy import ProxyChooser
 from .body import (
     close_shielded,
     content_length,
@@ -73,10 +81,20 @@ from .body import (
 )
 from .decode import ACCEPT_ENCODING, is_decode_error
 from .errors import translated_errors
+from .identity import Identity
 from .request import check_url, request_headers
 from .tls import is_tls_failure, ssl_context
 
-__all__ = ["ACCEPT_ENCODING", "HttpxFetcher", "error_kind", "make_client", "open_httpx_fetcher"]
+Transport = httpx2.AsyncBaseTransport
+
+__all__ = [
+    "ACCEPT_ENCODING",
+    "HttpxFetcher",
+    "ProxyRouter",
+    "error_kind",
+    "make_client",
+    "open_httpx_fetcher",
+]
 
 
 # -- the one place foreign exceptions are translated -----------------------------
@@ -144,6 +162,7 @@ class HttpxFetcher:
         self._closed = False
         self._timeout = httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None)
         self._headers = {"User-Agent": config.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+        self._identity = Identity(config)
 
     def __repr__(self) -> str:
         return f"<HttpxFetcher owns_client={self._owns_client} closed={self._closed}>"
@@ -157,7 +176,7 @@ class HttpxFetcher:
         """
         with translated_errors(error_kind, self.config.timeout):
             check_url(url)
-            extra = request_headers(headers)
+            extra = request_headers(self._identity.outgoing(url, headers))
             with trio.fail_after(self.config.timeout):
                 return await self._exchange(url, extra, any_body)
 
@@ -169,6 +188,7 @@ class HttpxFetcher:
         request = self._client.build_request("GET", url, headers=sent, timeout=self._timeout)
         response = await self._client.send(request, stream=True, follow_redirects=False)
         try:
+            self._identity.received(url, response.headers.get_list("set-cookie"))
             joined = joined_headers(response.headers.multi_items())
             skip = skips_body(self.config.html_only, any_body, joined.get("content-type"))
             if skip:
@@ -213,13 +233,46 @@ class HttpxFetcher:
             await self._client.aclose()
 
 
+class _NoCookies(DefaultCookiePolicy):
+    """Keeps nothing, sends nothing: the policy of the client's own jar (rule 10)."""
+
+    def set_ok(self, cookie: object, request: object) -> bool:
+        return False
+
+    def return_ok(self, cookie: object, request: object) -> bool:
+        return False
+
+
+class ProxyRouter(httpx2.AsyncBaseTransport):
+    """Sends each request directly or through the proxy ``fetch.proxy``
+    chooses for its URL: one transport (one pool) per proxy, made when first
+    needed, all closed with the router."""
+
+    def __init__(self, chooser: ProxyChooser, make: Callable[[str | None], Transport]) -> None:
+        self._chooser = chooser
+        self._make = make
+        self._transports: dict[str | None, Transport] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        proxy = self._chooser.proxy_for(str(request.url))
+        transport = self._transports.get(proxy)
+        if transport is None:
+            transport = self._transports[proxy] = self._make(proxy)
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        transports, self._transports = list(self._transports.values()), {}
+        for transport in transports:
+            await transport.aclose()
+
+
 def make_client(config: FetchConfig) -> httpx2.AsyncClient:
     """The client ``open_httpx_fetcher`` uses when given none.
 
-    Environment proxy settings are ignored (``trust_env=False``): pass your own
-    client to crawl through a proxy. CA settings are honoured (rule 8).
-    Raises ``ImportError`` for ``http2`` without the ``h2`` package, and
-    ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
+    Proxies follow ``FetchConfig.proxy`` and the environment (``fetch.proxy``)
+    and CA settings are honoured (rule 8); the client keeps no cookies
+    (rule 10). Raises ``ImportError`` for ``http2`` without the ``h2``
+    package, and ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
     """
     limits = httpx2.Limits(
         max_connections=config.max_connections,
@@ -230,10 +283,20 @@ def make_client(config: FetchConfig) -> httpx2.AsyncClient:
             "HTTP/2 with the httpx fetcher needs the h2 package: pip install 'trio-crawl[http2]'"
         )
     context = ssl_context(config.ca_bundle, os.environ)
+    verify = True if context is None else context
+
+    def transport(proxy: str | None) -> Transport:
+        return httpx2.AsyncHTTPTransport(
+            verify=verify, http2=config.http2, limits=limits, proxy=proxy, trust_env=False
+        )
+
+    chooser = ProxyChooser(config.proxy, os.environ)
     return httpx2.AsyncClient(
-        verify=True if context is None else context,
+        verify=verify,
         http2=config.http2,
         limits=limits,
+        transport=ProxyRouter(chooser, transport) if chooser.may_proxy else None,
+        cookies=CookieJar(policy=_NoCookies()),
         timeout=httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None),
         follow_redirects=False,
         headers={"User-Agent": config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},

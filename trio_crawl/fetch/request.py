@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..core.models import FetchError
+from ..core.identity import HEADER_NAME as _TOKEN
+from ..core.identity import HEADER_VALUE as _VALUE
+from ..errors import FetchError
 
 __all__ = ["check_url", "request_headers"]
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

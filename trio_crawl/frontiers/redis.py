@@ -49,7 +49,6 @@ import logging
 import math
 import os
 import socket
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,9 +63,10 @@ from ..core.frontier import (
     FrontierStatistics,
     RedirectOutcome,
 )
-from ..core.models import FetchError, FetchResult
+from ..core.models import FetchResult
 from ..core.scrape import Request
-from ..core.url import Scope
+from ..core.url import Scope, mask_credentials
+from ..errors import FetchError
 from . import redis_lua
 from . import redis_wire as wire
 from .base import Publish
@@ -127,19 +127,9 @@ class CrawlMismatch(RedisFrontierError):
 
 
 def redact_url(url: str) -> str:
-    """``url`` as it may be printed: its password replaced by ``***``."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "<a Redis URL that cannot be parsed>"
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    """``url`` as it may be printed: its password (or a lone user name,
+    often a token) replaced by ``***``."""
+    return mask_credentials(url)
 
 
 def keys_prefix(crawl_id: str) -> str:
@@ -944,7 +934,8 @@ def default_worker_name(output: str | None) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """An error's text for a one-line message, any URL in it masked."""
+    return mask_credentials(" ".join(text.split()))
 
 
 def _single(exc: BaseException) -> BaseException:

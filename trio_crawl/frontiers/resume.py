@@ -31,20 +31,12 @@ from typing import Any
 
 from ..core.config import CrawlConfig
 from ..core.url import Scope, canonicalize
+from ..errors import StateInUseError, StateLockedError, StateUsageError
 from .disk_backlog import DiskBacklog, seed_lines
-from .sqlite_state import CrawlState, StateInUseError
+from .sqlite_state import CrawlState
 
 #: Settings that define "the same crawl".
 CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds")
-
-
-class StateUsageError(Exception):
-    """A one-line message for the user (exit 2)."""
-
-
-class StateLockedError(StateUsageError):
-    """The state file is in use by another crawl (its lock is held): a one-line
-    message naming the file and, when known, the other crawl's pid."""
 
 
 @dataclass

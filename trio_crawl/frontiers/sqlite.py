@@ -26,9 +26,10 @@ import trio
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
+from ..errors import StateUsageError
 from .base import Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
-from .resume import PreparedState, StateUsageError, prepare_state
+from .resume import PreparedState, prepare_state
 from .sqlite_state import Finish, Start
 
 #: Queued URLs held in memory by default; the rest wait on disk.

@@ -109,6 +109,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.bloom import GrowingBloom, RecentSet
+from ..errors import StateInUseError, StateWriteError
 
 if sys.platform != "win32":
     import fcntl
@@ -214,21 +215,6 @@ class StateStatistics:
 
 
 # -- the lock -----------------------------------------------------------------
-
-
-class StateInUseError(Exception):
-    """The state file is open for crawling by another ``CrawlState`` (in another
-    process, or this one). The message is one line; ``pid`` is the holder's, when
-    it could be read."""
-
-    def __init__(self, path: Path, pid: int | None) -> None:
-        holder = "" if pid is None else f" (pid {pid})"
-        super().__init__(
-            f"{path} is in use by another trio-crawl{holder}; wait for it to end,"
-            " or use another --state file"
-        )
-        self.path = path
-        self.pid = pid
 
 
 class _StateLock:
@@ -668,10 +654,18 @@ class CrawlState:
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one thread at a time. A disk that is full or
+        failing is the user's to fix, not our bug: sqlite3's error becomes
+        ``StateWriteError`` here, the one place that speaks sqlite3."""
         with self._guard_only():
             if self._conn is None:
                 raise RuntimeError("CrawlState is closed")
-            yield self._conn
+            try:
+                yield self._conn
+            except sqlite3.OperationalError as exc:
+                if not _is_disk_failure(exc):
+                    raise
+                raise StateWriteError(str(self.path), str(exc)) from exc
 
     def _require_recovered(self) -> None:
         if self._needs_recovery:
@@ -776,6 +770,12 @@ def _set_pragmas(conn: sqlite3.Connection, path: Path) -> None:
     # 16 MiB of page cache (the default is 2 MiB): keeps the url index's upper levels
     # in memory for million-row files; a bounded part of the crawl's RSS.
     conn.execute("PRAGMA cache_size = -16384")
+
+
+def _is_disk_failure(exc: sqlite3.OperationalError) -> bool:
+    """sqlite3's "database or disk is full" and "disk I/O error"."""
+    message = str(exc)
+    return "full" in message or "disk I/O" in message
 
 
 @contextlib.contextmanager

@@ -270,6 +270,7 @@ class WarcWriter:
         compressor: str = "auto",
         dedup: bool = False,
         warcinfo_id: str | None = None,
+        fresh_start: Mapping[str, object] | None = None,
     ) -> None:
         self._file = file
         self._fd = file.fileno() if _has_fd(file) else None
@@ -278,6 +279,9 @@ class WarcWriter:
         self._gzip = _gzip_function(compresslevel, compressor)
         self._dedup: dict[str, _Capture] | None = {} if dedup else None
         self._warcinfo_id = warcinfo_id
+        #: The warcinfo fields of a start put off until the first record
+        #: (``open(defer_start=True)``): then the file is emptied first.
+        self._fresh_start = None if fresh_start is None else dict(fresh_start)
         self.closed = False
         #: Bytes that ``open`` cut off a torn tail before appending.
         self.repaired_bytes = 0
@@ -301,10 +305,15 @@ class WarcWriter:
         dedup: bool = False,
         append: bool = True,
         lock_timeout: float = LOCK_TIMEOUT,
+        defer_start: bool = False,
     ) -> WarcWriter:
         """Create ``path``, or append to it after ``repair_warc`` has cut a torn
         tail, and write a ``warcinfo`` record. ``append=False`` empties an
-        existing file first (a new crawl, not a resumed one).
+        existing file first (a new crawl, not a resumed one); with
+        ``defer_start`` too, that and the warcinfo wait for the first exchange
+        or metadata record, so a crawl that archives nothing (it reached no
+        start URL) leaves an existing file as it was. (Not for a device or a
+        pipe: there is nothing to keep, and a failure shows at once.)
 
         ``info``: the crawl's settings for the warcinfo record (values that are
         not strings are written as JSON); ``resumed: true`` is added when the
@@ -325,7 +334,18 @@ class WarcWriter:
         file = open(path, "ab", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
             lock_warc(file.fileno(), path, lock_timeout)
-            if not append and stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+            if defer_start and not append and regular:
+                return cls(
+                    file,
+                    filename=os.path.basename(os.fspath(path)),
+                    request_headers=request_headers,
+                    compresslevel=compresslevel,
+                    compressor=compressor,
+                    dedup=dedup,
+                    fresh_start=info or {},
+                )
+            if not append and regular:
                 os.truncate(file.fileno(), 0)  # not /dev/full & co: EINVAL
             repaired = repair_warc(path)
             resumed = os.path.getsize(path) > 0
@@ -399,6 +419,8 @@ class WarcWriter:
             truncated = "unspecified"
         if truncated is not None and truncated not in TRUNCATED_REASONS:
             raise ValueError(f"WARC-Truncated must be one of {sorted(TRUNCATED_REASONS)}")
+        if self._fresh_start is not None:
+            self._start_fresh()
         protocol = protocol or "HTTP/1.1"
         warc_date = _warc_date(time.time() - result.elapsed if date is None else date)
         body = result.body
@@ -460,10 +482,24 @@ class WarcWriter:
     ) -> str:
         """A lone ``metadata`` record about ``url`` (e.g. a page that failed
         without a response). Returns its WARC-Record-ID."""
+        if self._fresh_start is not None:
+            self._start_fresh()
         record_id = _record_id()
         date = _warc_date(time.time())
         self._write(self._metadata(record_id, url, fields, date, concurrent_to))
         return record_id
+
+    @property
+    def pending_start(self) -> dict[str, object] | None:
+        """The warcinfo fields of a start put off until the first record, if any."""
+        return self._fresh_start
+
+    def _start_fresh(self) -> None:
+        """The first record of a deferred start: empty the file, then the warcinfo."""
+        fields, self._fresh_start = self._fresh_start, None
+        if self._fd is not None and stat.S_ISREG(os.fstat(self._fd).st_mode):
+            os.truncate(self._fd, 0)
+        self.write_warcinfo(fields or {})
 
     @property
     def warcinfo_id(self) -> str | None:

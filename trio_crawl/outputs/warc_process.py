@@ -14,7 +14,7 @@ The guarantee stays the one of the inline writer: a page's JSON Lines record
 is written only after its exchange is in the WARC file. The child answers
 every batch it has written with an *ack*, the number of exchanges written so
 far, and the crawl waits for the ack of its exchange before the record
-(``ArchiveLink`` in ``cli/archive.py`` does the waiting with trio). If the
+(``ArchiveLink`` in ``outputs/archive.py`` does the waiting with trio). If the
 crawl is killed, the child still writes what is in the pipe (it reads to
 end-of-file, and it runs in its own session, so a terminal's Ctrl-C reaches
 only the crawl); if the child is killed, nothing it did not ack is listed.
@@ -100,6 +100,7 @@ class WarcProcess:
         append: bool = True,
         compresslevel: int = DEFAULT_COMPRESSLEVEL,
         dedup: bool = False,
+        defer_start: bool = False,
     ) -> WarcProcess:
         """Open ``path`` as ``WarcWriter.open`` does (repair, warcinfo: its
         errors come from here), then hand the file to a new writer process."""
@@ -110,12 +111,14 @@ class WarcProcess:
             append=append,
             compresslevel=compresslevel,
             dedup=dedup,
+            defer_start=defer_start,
         )
         settings = {
             "fd": writer.fileno(),
             "path": path,
             "request_headers": dict(request_headers or {}),
             "warcinfo_id": writer.warcinfo_id,
+            "fresh_start": writer.pending_start,
             "compresslevel": compresslevel,
             "dedup": dedup,
         }
@@ -299,6 +302,7 @@ def main(argv: list[str]) -> int:
         compresslevel=settings["compresslevel"],
         dedup=settings["dedup"],
         warcinfo_id=settings["warcinfo_id"],
+        fresh_start=settings.get("fresh_start"),
     )
     try:
         serve(sys.stdin.fileno(), sys.stdout.fileno(), writer)

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from ..core.stats import percentile
+from ..errors import ReportInputError
 
 #: Longest line accepted; a record is a few hundred bytes (KBs with --debug).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -35,10 +36,6 @@ MAX_TIME_BINS = 4096
 #: only when ``t`` drops by more than this many seconds and below half of
 #: the run's latest ``t``.
 RESUME_DROP_SECONDS = 1.0
-
-
-class ReportInputError(Exception):
-    """The input is not a crawl's JSON Lines: one line for the user, exit 2."""
 
 
 @dataclass(frozen=True, slots=True)

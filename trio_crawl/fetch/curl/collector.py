@@ -1,15 +1,32 @@
 """One response, as libcurl's header and body callbacks deliver it. Pure.
 
 The decisions about a response are those of every fetcher (``fetch.body``:
-header joining, the HTML-only skip, draining, the size caps); this module
-applies them to curl's raw header lines and decoded body pieces, and says
-when to abort the transfer.
+header joining, the HTML-only skip, draining, the size caps; ``fetch.decode``:
+content codings); this module applies them to curl's raw header lines and
+raw body pieces, and says when to abort the transfer. Three decisions are
+curl's alone:
+
+1. No silent resend. libcurl sends a request again, on another connection
+   (up to 5 times), when a reused keep-alive connection closes before any
+   answer; the crawler's ``--retries`` would no longer bound what a server
+   receives. ``request_sent`` (curl's pre-request callback) refuses a send
+   that follows a request with no answer at all: the fetch is ``reset``, and
+   the crawler's own retry policy decides, keep-alive untouched. A request
+   that follows an answer (an authentication challenge that libcurl answers
+   itself) is not a resend and goes.
+2. A status line whose code is not three digits is ``protocol`` (libcurl
+   accepts ``HTTP/1.1 2000``).
+3. Bodies arrive undecoded (libcurl's decoders accept a gzip stream cut
+   short) and are decoded here in bounded steps, like every fetcher: a
+   compressed body that ends before its stream does is ``decode``.
 """
 
 from __future__ import annotations
 
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ...errors import FetchError
 from ..body import content_length, declared_too_large, drains, join_header, skips_body, too_large
+from ..decode import BodyDecoder, is_decode_error
 from .errors import CurlError
 
 __all__ = ["Collector"]
@@ -18,29 +35,36 @@ __all__ = ["Collector"]
 class Collector:
     """Builds one response from curl's header and body callbacks.
 
-    Knows nothing of curl or trio: ``header_line`` gets every raw header line
-    (status lines included), ``body`` every decoded body piece; each returns
-    ``False`` to ask for the transfer to be aborted. ``reset`` readies it for
+    Knows nothing of curl or trio: ``request_sent`` is told of every request
+    curl is about to send, ``header_line`` gets every raw header line (status
+    lines included), ``body`` every raw body piece; each returns ``False`` to
+    ask for the transfer to be aborted. ``reset`` readies it for
     the next response (``any_body=True``: keep its body whatever its content
     type). Interim (1xx) heads are forgotten; lines after the final head
     (chunked trailers) are ignored.
     """
 
     __slots__ = (
+        "_answered",
+        "_decoder",
         "_last",
         "abort",
         "any_body",
         "chunks",
         "declared",
         "drain",
+        "failure",
         "head_done",
         "headers",
         "html_only",
         "http_version",
         "max_bytes",
+        "requests",
+        "set_cookies",
         "size",
         "skip",
         "status",
+        "wire",
     )
 
     def __init__(self, *, max_bytes: int, html_only: bool) -> None:
@@ -53,24 +77,57 @@ class Collector:
         self.status = 0
         self.http_version: str | None = None  # from the status line: "HTTP/1.1", "HTTP/2"
         self.headers: dict[str, str] = {}
+        #: each Set-Cookie field of the final head, unjoined (``fetch.identity``)
+        self.set_cookies: list[str] = []
         self.chunks: list[bytes] = []
-        self.size = 0
+        self.size = 0  # decoded body bytes kept
+        self.wire = 0  # body bytes received, before decoding (counted when encoded)
+        self.requests = 0  # requests curl set out to send for this transfer
         self.declared: int | None = None
         self.head_done = False
         self.skip = False  # the body is unwanted (html_only and not HTML)
         self.drain = False  # ...but small: read it and drop it
-        #: why we aborted the transfer: "too_large", "skipped", or None
+        #: why we aborted the transfer: "too_large", "skipped", "failed", or None
         self.abort: str | None = None
+        #: what a "failed" abort ends with: our ``FetchError``, or a decoder's error
+        self.failure: Exception | None = None
+        self._decoder: BodyDecoder | None = None  # None: the body is not encoded
+        self._answered = False  # a status line came after the last request sent
         self._last: str | None = None  # last header name, for obs-fold lines
+
+    def request_sent(self) -> bool:
+        """curl is about to send a request; ``False`` refuses a resend (rule 1)."""
+        self.requests += 1
+        if self.requests == 1 or self._answered:
+            self._answered = False
+            return True
+        return self._fail(
+            FetchError(
+                "reset",
+                "the reused connection closed before any answer "
+                "(libcurl's silent resend on another connection was refused)",
+            )
+        )
+
+    def _fail(self, failure: Exception) -> bool:
+        self.abort = "failed"
+        self.failure = failure
+        return False
 
     def header_line(self, line: bytes) -> bool:
         if self.head_done:
             return True  # trailers of a chunked body: not part of the head
         if line.startswith(b"HTTP/"):
             parts = line.split(None, 2)
+            code = parts[1] if len(parts) > 1 else b""
+            if len(code) != 3 or not code.isdigit():  # rule 2; bytes.isdigit is ASCII-only
+                shown = line.rstrip(b"\r\n")[:100].decode("latin-1")
+                return self._fail(FetchError("protocol", f"bad status line: {shown!r}"))
             self.http_version = parts[0].decode("ascii", "replace")
-            self.status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+            self.status = int(code)
+            self._answered = True
             self.headers = {}
+            self.set_cookies = []
             self._last = None
             return True
         if not line.strip():
@@ -86,6 +143,8 @@ class Collector:
         if not sep:
             return True  # not a header; curl already judged the head acceptable
         self._last = join_header(self.headers, name.strip(), value.strip())
+        if self._last == "set-cookie":
+            self.set_cookies.append(value.strip())
         return True
 
     def _end_of_head(self) -> bool:
@@ -97,6 +156,10 @@ class Collector:
         if declared_too_large(self.status, self.declared, self.max_bytes) is not None:
             self.abort = "too_large"
             return False
+        coding = self.headers.get("content-encoding")
+        if coding is not None:
+            decoder = BodyDecoder(coding)
+            self._decoder = None if decoder.passes_through else decoder
         return True
 
     def body(self, data: bytes) -> bool:
@@ -108,29 +171,71 @@ class Collector:
                 return True
             self.abort = "skipped"
             return False
-        self.size += len(data)
+        if self._decoder is None:  # the usual case, inline
+            self.size += len(data)
+            if self.size > self.max_bytes:
+                self.abort = "too_large"
+                return False
+            self.chunks.append(data)
+            return True
+        self.wire += len(data)
+        if self.wire > self.max_bytes:
+            self.abort = "too_large"
+            return False
+        try:
+            return all(self._keep(piece) for piece in self._decoder.feed(data))
+        except Exception as exc:
+            if not is_decode_error(exc):
+                raise
+            return self._fail(exc)
+
+    def _keep(self, piece: bytes) -> bool:
+        self.size += len(piece)
         if self.size > self.max_bytes:
             self.abort = "too_large"
             return False
-        self.chunks.append(data)
+        self.chunks.append(piece)
         return True
+
+    def _finish_decoding(self) -> Exception | None:
+        """Decode what the decoder still holds; the error if the stream is
+        corrupt or cut short (rule 3), else ``None``."""
+        if self._decoder is None:
+            return None
+        try:
+            for piece in self._decoder.finish():
+                if not self._keep(piece):
+                    return too_large(self.max_bytes)
+        except Exception as exc:
+            if not is_decode_error(exc):
+                raise
+            return exc
+        return None
 
     def outcome(
         self, url: str, code: int, message: str, elapsed: float
-    ) -> FetchResult | FetchError | CurlError:
+    ) -> FetchResult | Exception:
         """The result of the finished transfer, given curl's code and message:
-        a result, our own refusal, or curl's failure (for the fetcher to raise)."""
+        a result, or a failure for the fetcher to raise: our own refusal
+        (``FetchError``), a decoder's error, or curl's (``CurlError``)."""
         if self.skip:  # the head was complete; whatever became of the body, we did not want it
             return FetchResult(
                 url, self.status, self.headers, b"", elapsed, True, self.http_version
             )
         if self.abort == "too_large":
             declared = declared_too_large(self.status, self.declared, self.max_bytes)
+            if self.wire > self.max_bytes:
+                return too_large(self.max_bytes, "on the wire")
             if self.size > self.max_bytes or declared is None:
                 return too_large(self.max_bytes)
             return declared
+        if self.failure is not None:
+            return self.failure
         if code:
-            return CurlError(code, message)
+            return CurlError(code, message, sent=self.requests > 0)
+        failure = self._finish_decoding()
+        if failure is not None:
+            return failure
         body = b"".join(self.chunks)
         return FetchResult(url, self.status, self.headers, body, elapsed, False, self.http_version)
 

@@ -29,8 +29,9 @@ Rules:
    ``curl.errors.error_kind`` as the classifier. Bad input (a control
    character in the URL, a line break in a header) is refused first by
    ``fetch.request``, as in every fetcher. The decisions about one response
-   (1xx heads, header folding, the HTML-only skip, the size cap) live in the
-   pure ``Collector``.
+   (1xx heads, header folding, the status code, the HTML-only skip, the
+   size cap, decoding, one request per transfer) live in the pure
+   ``Collector``.
 7. Behaviour matches ``HttpxFetcher``: exceptions leave ``open_curl_fetcher``
    bare, not in an exception group; an unwanted (non-HTML) body is skipped,
    and drained only when its declared length is small enough that keeping
@@ -62,8 +63,11 @@ import pycurl
 import trio
 
 from ...core.http import FetchConfig
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ...core.proxy import ProxyChooser
+from ...errors import FetchError
 from ..errors import translated_errors
+from ..identity import Identity
 from ..request import check_url, request_headers
 from ..tls import ca_locations
 from .errors import error_kind
@@ -114,6 +118,8 @@ class CurlFetcher:
         ca = ca_locations(config.ca_bundle, os.environ, curl=True)
         if ca == (None, None):
             ca = (find_ca_bundle(ssl.get_default_verify_paths().cafile, os.path.isfile), None)
+        self._identity = Identity(config)
+        self._proxies = ProxyChooser(config.proxy, os.environ)
         self._slots = [Slot(config, ca) for _ in range(config.max_connections)]
         self._free = list(self._slots)
         self._pool = trio.Semaphore(len(self._slots))
@@ -166,7 +172,8 @@ class CurlFetcher:
         await trio.lowlevel.checkpoint_if_cancelled()
         with translated_errors(error_kind, self.config.timeout):
             check_url(url)
-            outcome = await self._transfer(url, request_headers(headers), any_body)
+            sent = request_headers(self._identity.outgoing(url, headers))
+            outcome = await self._transfer(url, sent, any_body)
             if not isinstance(outcome, FetchResult):
                 raise outcome
             return outcome
@@ -191,7 +198,10 @@ class CurlFetcher:
             try:
                 self._start(slot, url, headers, any_body, deadline)
                 await slot.done.wait()
-                return slot.outcome()
+                outcome = slot.outcome()
+                if isinstance(outcome, FetchResult):
+                    self._identity.received(url, slot.collector.set_cookies)
+                return outcome
             except BaseException:
                 self._abandon(slot)
                 raise
@@ -225,7 +235,7 @@ class CurlFetcher:
         deadline: float,
     ) -> None:
         now = trio.current_time()
-        slot.begin(url, headers, deadline - now, any_body)
+        slot.begin(url, headers, deadline - now, any_body, self._proxies.proxy_for(url))
         slot.started = now
         self._multi.add_handle(slot.curl)
         self._running[slot.curl] = slot

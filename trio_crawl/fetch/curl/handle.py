@@ -3,10 +3,13 @@
 Rules:
 
 1. Every transfer shares the same options (``Slot.configure``): no redirects
-   followed, only ``http`` and ``https`` (``PROTOCOLS``), every content coding
-   this libcurl decodes, the connect timeout and User-Agent of the
-   ``FetchConfig``. ``begin`` adds what one transfer needs (URL, extra
-   headers, what is left of the total deadline).
+   followed, only ``http`` and ``https`` (``PROTOCOLS``), the content codings
+   ``fetch.decode`` undoes, received undecoded (the ``Collector`` decodes),
+   the connect timeout and User-Agent of the ``FetchConfig``. ``begin`` adds
+   what one transfer needs (URL, extra headers, its proxy, what is left of
+   the total deadline). The proxy is always set, ``""`` for none, so libcurl
+   never reads the proxy variables itself (``fetch.proxy`` decides), and its
+   cookie engine stays off (``fetch.identity`` sends and keeps cookies).
 2. TLS peers are verified against ``FetchConfig.ca_bundle``, else the
    standard environment variables, else the system's CA bundle
    (``fetch.tls``; ``find_ca_bundle``), never the path compiled into
@@ -15,7 +18,9 @@ Rules:
    connections (ALPN), where this libcurl has it (nghttp2), and libcurl may
    multiplex transfers to one host over one connection. Plain http stays
    HTTP/1.1 either way (no h2c).
-4. libcurl callbacks never raise into libcurl. An exception inside one is our
+4. One request per transfer: the pre-request callback lets the ``Collector``
+   refuse libcurl's silent resend after a reused connection died.
+5. libcurl callbacks never raise into libcurl. An exception inside one is our
    bug: the slot keeps it and ``outcome`` re-raises it, loudly.
 """
 
@@ -28,9 +33,9 @@ import pycurl
 import trio
 
 from ...core.http import FetchConfig
-from ...core.models import FetchError, FetchResult
+from ...core.models import FetchResult
+from ..decode import ACCEPT_ENCODING
 from .collector import Collector
-from .errors import CurlError
 
 __all__ = ["HTTP2", "Slot", "find_ca_bundle"]
 
@@ -76,8 +81,8 @@ class Slot:
         c.setopt(pycurl.NOSIGNAL, 1)
         c.setopt(pycurl.FOLLOWLOCATION, 0)
         c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
-        if _DECODES:
-            c.setopt(pycurl.ACCEPT_ENCODING, "")  # every coding this libcurl decodes
+        c.setopt(pycurl.ACCEPT_ENCODING, ACCEPT_ENCODING)
+        c.setopt(pycurl.HTTP_CONTENT_DECODING, 0)  # the Collector decodes (rule 1)
         cafile, capath = self.ca
         if cafile is not None:
             c.setopt(pycurl.CAINFO, cafile)
@@ -90,12 +95,19 @@ class Slot:
         c.setopt(pycurl.USERAGENT, cfg.user_agent)
         c.setopt(pycurl.HEADERFUNCTION, self._on_header)
         c.setopt(pycurl.WRITEFUNCTION, self._on_write)
+        c.setopt(pycurl.PREREQFUNCTION, self._on_prereq)
         self._has_headers = False
 
     def begin(
-        self, url: str, headers: dict[str, str] | None, timeout: float, any_body: bool
+        self,
+        url: str,
+        headers: dict[str, str] | None,
+        timeout: float,
+        any_body: bool,
+        proxy: str | None = None,
     ) -> None:
-        """Ready the handle for ``url``, with ``timeout`` seconds for everything."""
+        """Ready the handle for ``url``, with ``timeout`` seconds for everything,
+        through ``proxy`` (``None``: directly)."""
         c = self.curl
         # check_url kept control characters out; libcurl takes other text as UTF-8
         c.setopt(pycurl.URL, url if url.isascii() else url.encode("utf-8", "surrogatepass"))
@@ -105,6 +117,7 @@ class Slot:
         elif self._has_headers:
             c.unsetopt(pycurl.HTTPHEADER)
             self._has_headers = False
+        c.setopt(pycurl.PROXY, proxy or "")
         c.setopt(pycurl.TIMEOUT_MS, max(1, round(timeout * 1000)))
         self.url = url
         self.collector.reset(any_body=any_body)
@@ -125,14 +138,23 @@ class Slot:
         self.elapsed = now - self.started
         self.done.set()
 
-    def outcome(self) -> FetchResult | FetchError | CurlError:
+    def outcome(self) -> FetchResult | Exception:
         if self.bug is not None:
             raise self.bug
         if self.closed:
             raise RuntimeError("the CurlFetcher was closed while this fetch was running")
         return self.collector.outcome(self.url, self.code, self.message, self.elapsed)
 
-    # Callbacks run inside libcurl: they must not raise (rule 4).
+    # Callbacks run inside libcurl: they must not raise (rule 5).
+
+    def _on_prereq(
+        self, primary_ip: str, local_ip: str, primary_port: int, local_port: int
+    ) -> int:
+        try:
+            return _PREREQ_OK if self.collector.request_sent() else _PREREQ_ABORT
+        except BaseException as exc:
+            self.bug = exc
+            return _PREREQ_ABORT
 
     def _on_header(self, line: bytes) -> int | None:
         try:
@@ -180,12 +202,8 @@ def _header_lines(headers: dict[str, str]) -> list[str]:
     return [f"{name}: {value}" if value else f"{name};" for name, value in headers.items()]
 
 
-def _libcurl_decodes() -> bool:
-    features = int(pycurl.version_info()[4])
-    return bool(features & (pycurl.VERSION_LIBZ | pycurl.VERSION_BROTLI))
-
-
-_DECODES = _libcurl_decodes()
+_PREREQ_OK: int = pycurl.PREREQFUNC_OK
+_PREREQ_ABORT: int = pycurl.PREREQFUNC_ABORT
 
 #: Whether this libcurl speaks HTTP/2 (built with nghttp2).
 HTTP2 = bool(int(pycurl.version_info()[4]) & pycurl.VERSION_HTTP2)

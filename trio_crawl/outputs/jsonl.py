@@ -7,6 +7,11 @@ crawl starts leaves an existing file exactly as it was:
    opens it *without* truncating it (a new file is created, and removed
    again by ``discard()`` if the crawl never starts);
 2. ``begin(append=...)`` empties it (unless appending), when the crawl starts.
+   With ``hold=True`` a file that has content is not emptied yet: what is
+   written waits in a spooled buffer until ``commit()`` (the crawl reached a
+   start URL: the caller decides). Without it, ``close()`` (or
+   ``drop_held()``) leaves the file as it was: a crawl that reached nothing
+   does not replace the last crawl's output (issue #18 item 9).
 
 Each record is written with ``os.write`` as one complete line, at once: a
 crawl killed at any moment leaves only complete lines behind. A write that
@@ -26,20 +31,12 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.models import CrawlRecord
-
-
-class OutputError(Exception):
-    """An output that cannot be written; ``str()`` is one line for the user."""
-
-    def __init__(self, path: str, error: OSError) -> None:
-        reason = error.strerror or str(error)
-        super().__init__(f"cannot write to {path}: {reason}")
-        self.path = path
-        self.errno = error.errno
+from ..errors import OutputError
 
 
 class OutputFile:
@@ -57,6 +54,10 @@ class OutputFile:
         self.error: OutputError | None = None
         #: The reader of a pipe went away (``-o - | head``): not an error.
         self.broken_pipe = False
+        #: Lines written while the file's old content is kept (``begin(hold=True)``).
+        self._held: tempfile.SpooledTemporaryFile[bytes] | None = None
+        #: ``drop_held()`` left the file's old content in place.
+        self.kept_old = False
 
     @classmethod
     def open(cls, path: str) -> OutputFile:
@@ -86,20 +87,64 @@ class OutputFile:
     def failed(self) -> bool:
         return self.error is not None or self.broken_pipe
 
-    def begin(self, *, append: bool) -> None:
-        """The crawl starts: empty the file unless ``append``; write at its end."""
+    def begin(self, *, append: bool, hold: bool = False) -> None:
+        """The crawl starts: empty the file unless ``append``; write at its end.
+        ``hold``: a regular file with content is emptied only by ``commit()``;
+        until then, writes wait in memory (spilling to a temporary file)."""
         if self.is_stdout:
             sys.stdout.flush()
         elif self._regular:
-            if not append:
-                os.ftruncate(self._fd, 0)
-            self._end = os.lseek(self._fd, 0, os.SEEK_END)
+            if hold and not append and os.fstat(self._fd).st_size > 0:
+                # Closed by commit() or drop_held(), not by a with block.
+                self._held = tempfile.SpooledTemporaryFile(max_size=1 << 20)  # noqa: SIM115
+            else:
+                self._empty(append)
         self.begun = True
+
+    def _empty(self, append: bool) -> None:
+        if not append:
+            os.ftruncate(self._fd, 0)
+        self._end = os.lseek(self._fd, 0, os.SEEK_END)
+
+    @property
+    def holding(self) -> bool:
+        """Writes wait for ``commit()``; the file still holds its old content."""
+        return self._held is not None
+
+    def commit(self) -> None:
+        """Empty the file and write what was held (a no-op unless holding)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        with held:
+            try:
+                self._empty(append=False)
+            except OSError as exc:
+                self.error = OutputError(self.path, exc)
+                return
+            held.seek(0)
+            for line in held:
+                if not self.write(line):
+                    break
+
+    def drop_held(self) -> None:
+        """Forget what was held: the file keeps its old content."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
+            self.kept_old = True
 
     def write(self, data: bytes) -> bool:
         """Write ``data`` (whole lines) at once; False if the output has failed."""
         if self.failed:
             return False
+        if self._held is not None:
+            try:
+                self._held.write(data)
+            except OSError as exc:  # spilled to a full temporary directory
+                self.error = OutputError(self.path, exc)
+                return False
+            return True
         view = memoryview(data)
         try:
             while view:
@@ -129,6 +174,8 @@ class OutputFile:
                 os.unlink(self.path)
 
     def close(self) -> None:
+        """Close; what is still held (never committed) is dropped."""
+        self.drop_held()
         if self._owned and self._fd >= 0:
             os.close(self._fd)
         self._fd = -1

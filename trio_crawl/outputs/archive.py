@@ -1,4 +1,4 @@
-"""``--warc`` for the command line: the trio side of the WARC writer process.
+"""``--warc`` / ``warc=``: the trio side of the WARC writer process.
 
 ``WarcProcess`` (``outputs/warc_process.py``) moves the archive's CPU to a
 child process and never blocks. This module adds the waiting. A response
@@ -23,14 +23,16 @@ import functools
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import trio
 
+from ..core.config import CrawlConfig
 from ..core.models import FetchResult
-from ..engine.outputs import OutputError
-from ..outputs.warc_process import WarcProcess
+from ..core.version import VERSION
+from ..errors import OutputError
+from .warc_process import WarcProcess
 
 
 class ArchiveTicket:
@@ -122,14 +124,21 @@ async def open_archive_link(
     request_headers: Mapping[str, str],
     append: bool,
     on_failure: Callable[[OSError], None],
+    defer_start: bool = False,
 ) -> AsyncIterator[ArchiveLink]:
     """Start the writer process for ``path`` and link it to this crawl. On
     exit the child finishes what it was sent; then ``link.error`` says
     whether all went to disk. ``on_failure`` is called (once) when a page
     waits for a writer that has failed. A file that cannot be opened, or
-    that another writer holds, is an ``OutputError``."""
+    that another writer holds, is an ``OutputError``. ``defer_start``: see
+    ``WarcWriter.open``."""
     start = functools.partial(
-        WarcProcess.start, path, info=info, request_headers=request_headers, append=append
+        WarcProcess.start,
+        path,
+        info=info,
+        request_headers=request_headers,
+        append=append,
+        defer_start=defer_start,
     )
     try:  # in a thread: it may wait for the file's lock (``WarcWriter.open``)
         process = await trio.to_thread.run_sync(start)
@@ -146,3 +155,30 @@ async def open_archive_link(
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(process.close)
+
+
+def open_crawl_archive(
+    path: str,
+    config: CrawlConfig,
+    *,
+    append: bool,
+    on_failure: Callable[[OSError], None],
+    defer_start: bool = False,
+) -> AbstractAsyncContextManager[ArchiveLink]:
+    """The archive of one crawl (``--warc``, or ``warc=`` in the library):
+    its warcinfo names the crawl; appended to when the crawl resumes.
+    ``defer_start``: an existing file is emptied only by the first exchange."""
+    info = {
+        "software": f"trio-crawl/{VERSION}",
+        "format": "WARC File Format 1.1",
+        "start-urls": list(config.start_url_strings),
+    }
+    headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
+    return open_archive_link(
+        path,
+        info=info,
+        request_headers=headers,
+        append=append,
+        on_failure=on_failure,
+        defer_start=defer_start,
+    )

@@ -1,0 +1,109 @@
+"""The command line's identity options: headers, cookies, basic auth, proxy.
+
+``add_identity_options`` adds them to a parser; ``identity_options`` turns
+them into ``CrawlConfig`` options (reading the cookie file), raising
+``ConfigError`` with a one-line message that never quotes a secret;
+``save_cookies`` writes the jar back at the end (``--save-cookies``). The
+rules themselves are in ``core.identity``, ``core.proxy`` and ``fetch.identity``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
+from typing import Any
+
+from ..core.identity import parse_header
+from ..errors import ConfigError
+from ..fetch.cookies import CrawlCookieJar
+
+__all__ = ["add_identity_options", "identity_options", "load_cookies", "save_cookies"]
+
+
+def add_identity_options(p: argparse.ArgumentParser) -> None:
+    """Headers, cookies, basic auth and proxy (README, Identity)."""
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="send this header (repeatable); Authorization and Cookie only to the start "
+        "URLs' hosts",
+    )
+    p.add_argument(
+        "--cookies",
+        metavar="FILE",
+        help="send and keep cookies, starting from "
+        "this Netscape cookie file (as curl -b / wget --load-cookies read it)",
+    )
+    p.add_argument(
+        "--save-cookies",
+        metavar="FILE",
+        help="keep cookies during the crawl and "
+        "write them all to this Netscape cookie file at the end",
+    )
+    p.add_argument("--user", help="HTTP basic auth user for the start URLs' hosts only")
+    p.add_argument("--password", help="HTTP basic auth password (with --user)")
+    p.add_argument(
+        "--netrc", action="store_true", help="basic auth for the start hosts from ~/.netrc"
+    )
+    p.add_argument("--netrc-file", metavar="FILE", help="like --netrc, from FILE")
+    p.add_argument(
+        "--proxy",
+        metavar="URL",
+        help="send every request through this http(s) "
+        "proxy ('' for none; default: $HTTP_PROXY / $HTTPS_PROXY / $NO_PROXY, "
+        "never for localhost)",
+    )
+
+
+def identity_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The CrawlConfig options of ``add_identity_options``; reads the cookie file."""
+    options: dict[str, Any] = {}
+    try:
+        options["headers"] = tuple(parse_header(text) for text in args.header)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if (args.user is None) != (args.password is None):
+        raise ConfigError("--user and --password go together (or use --netrc)")
+    if args.user is not None:
+        options["auth"] = (args.user, args.password)
+    if args.netrc_file or args.netrc:
+        options["netrc_file"] = args.netrc_file or os.path.expanduser("~/.netrc")
+    if args.cookies or args.save_cookies:
+        options["cookies"] = load_cookies(args.cookies)
+    options["proxy"] = args.proxy
+    return options
+
+
+def load_cookies(path: str | None) -> CrawlCookieJar:
+    """A jar with the cookies of a Netscape cookie file (session cookies too,
+    whether their expiry is empty or 0, as curl and wget write them; expired
+    ones dropped); empty for ``None``."""
+    jar = CrawlCookieJar()
+    if path is None:
+        return jar
+    try:
+        jar.load(path, ignore_discard=True, ignore_expires=True)
+    except LoadError:  # its message quotes a line: a cookie, maybe
+        raise ConfigError(f"--cookies {path}: not a Netscape cookie file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read cookie file {path!r}: {exc.strerror or exc}") from None
+    for cookie in jar:
+        if cookie.expires == 0:  # curl and wget write session cookies so
+            cookie.expires, cookie.discard = None, True
+    jar.clear_expired_cookies()
+    return jar
+
+
+def save_cookies(jar: CookieJar | None, path: str | None) -> str | None:
+    """Write the crawl's cookies (``--save-cookies``); a message on failure."""
+    if not isinstance(jar, MozillaCookieJar) or path is None:
+        return None
+    try:
+        jar.save(path, ignore_discard=True)
+    except OSError as exc:
+        return f"cannot write cookie file {path!r}: {exc.strerror or exc}"
+    return None
