@@ -77,6 +77,17 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/realsite.py")
 
 
+@nox.session(python=PYTHON)
+def bench_broad(session: nox.Session) -> None:
+    """Broad crawls (benchmarks/broad.py, takes the posargs): 1,000 and 100 loopback hosts
+    behind nginx with 100 ms of latency, trio-crawl against Scrapy. Needs nginx and
+    libnginx-mod-http-lua (skips without them); with Scrapy, a run takes 30+ minutes on
+    2 cores, so it is not part of `nox -s bench`."""
+    check_python(session)
+    session.install("-e", ".", "scrapy>=2.11")
+    session.run("python", "benchmarks/broad.py", *session.posargs)
+
+
 #: The newest versions asks runs on, found by experiment: asks 3.0.0 is the last
 #: release and needs anyio ~= 3.0 (3.7.1 is the last 3.x); anyio 3 subclasses
 #: trio.MultiError, which trio 0.24.0 removed (AttributeError on first use), so

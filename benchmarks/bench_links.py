@@ -14,7 +14,12 @@ blog page. Three figures, in pages per second on one core:
   scheme check + dedup with the stdlib, i.e. a naive crawler's URL layer
   (and one that gets WHATWG edge cases wrong).
 
-Run: ``python benchmarks/bench_links.py [-n ITERATIONS]``.
+Then the scope's cost per extracted link (``Scope.allows``, run on every link
+of every page), with the ``--include``/``--exclude``/``--no-parent`` given
+(none: the plain ``Scope``).
+
+Run: ``python benchmarks/bench_links.py [-n ITERATIONS] [--include RE] [--exclude RE]
+[--no-parent]``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from urllib.parse import urldefrag, urljoin
 from lxml import etree
 
 from trio_crawl.core import url as _url
+from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.parse import extract_links
 from trio_crawl.core.url import resolve_many
 
@@ -149,6 +155,9 @@ def rate(func: Callable[[], object], iterations: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--iterations", type=int, default=2000)
+    parser.add_argument("--include", action="append", default=[], metavar="RE")
+    parser.add_argument("--exclude", action="append", default=[], metavar="RE")
+    parser.add_argument("--no-parent", action="store_true")
     args = parser.parse_args()
 
     page = make_page()
@@ -184,6 +193,23 @@ def main() -> None:
     }
     for name, pages_per_s in results.items():
         print(f"{name:28} {pages_per_s:10,.0f} pages/s  {1e6 / pages_per_s:8.1f} us/page")
+
+    config = CrawlConfig(
+        start_urls=[BASE_URL],
+        include=args.include,
+        exclude=args.exclude,
+        no_parent=args.no_parent,
+    )
+    scope = config.scope()
+    site = [extract_links(page, next(page_urls), CONTENT_TYPE) for _ in range(480)]
+    per_page = itertools.cycle(site)
+    passed = sum(scope.allows(u) for links in site for u in links)
+    total = sum(len(links) for links in site)
+    pages_per_s = rate(lambda: [u for u in next(per_page) if scope.allows(u)], n * 5)
+    print(
+        f"{type(scope).__name__}.allows: {1e9 / pages_per_s / (total / len(site)):6.0f} ns/link "
+        f"({passed:,} of {total:,} links pass)"
+    )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,8 +77,17 @@ class Measured:
     timed_out: bool
 
 
-def run_measured(command: Sequence[str], *, timeout: float, log_path: Path) -> Measured:
+def run_measured(
+    command: Sequence[str],
+    *,
+    timeout: float,
+    log_path: Path,
+    on_spawn: Callable[[int], None] | None = None,
+) -> Measured:
     """Run ``command`` with stdout/stderr to ``log_path``; measure it; kill it on timeout.
+
+    ``on_spawn(pid)`` is called once the child exists (broad.py starts a sampler of its
+    descriptors there).
 
     A thread blocks in ``os.wait4`` so the wall time stops at the exit, not at a polling
     tick. On timeout the whole process group gets SIGTERM, then SIGKILL 5 s later (the
@@ -94,6 +103,8 @@ def run_measured(command: Sequence[str], *, timeout: float, log_path: Path) -> M
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        if on_spawn is not None:
+            on_spawn(proc.pid)
 
         done = threading.Event()
 
@@ -578,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 if not run.ok:
-                    _print_failure(run)
+                    print_failure(run)
 
     print()
     print(format_table(runs, len(expected)))
@@ -636,7 +647,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
-def _print_failure(run: Run) -> None:
+def print_failure(run: Run | Any) -> None:
+    """What went wrong in a run that was not exact (also for broad.py's runs,
+    which carry the same ``verdict`` and ``log_tail``)."""
     v = run.verdict
     for label, items in (
         ("missing", v.missing),

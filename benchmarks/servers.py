@@ -36,6 +36,23 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 
+#: The http{} settings every benchmark nginx uses (keep-alive for ever, no
+#: logs, temp paths in the run's own folder), shared with broad.py.
+NGINX_HTTP_SETTINGS = """\
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+"""
+
 _NGINX_CONF = """\
 {user}worker_processes 1;
 pid {tmp}/nginx.pid;
@@ -51,19 +68,7 @@ http {{
         text/plain txt;
         application/json json;
     }}
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    tcp_nodelay on;
-    keepalive_timeout 75s;
-    keepalive_requests 1000000;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    server {{
+{http_settings}    server {{
         listen {host}:{port};
         server_name localhost;
         root {root};
@@ -167,7 +172,16 @@ def open_nginx(site_dir: Path, binary: str) -> Iterator[Server]:
         # to read the site (a 0700 temp dir): run it as the owner of the files instead.
         owner = pwd.getpwuid(root.stat().st_uid).pw_name
         user = f"user {owner};\n" if os.geteuid() == 0 else ""
-        conf.write_text(_NGINX_CONF.format(user=user, tmp=tmp, host=HOST, port=port, root=root))
+        conf.write_text(
+            _NGINX_CONF.format(
+                user=user,
+                tmp=tmp,
+                http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
+                host=HOST,
+                port=port,
+                root=root,
+            )
+        )
         error_log = Path(tmp) / "error.log"
         # -e: the error log before the config is read (else nginx opens /var/log/...).
         command = [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)]

@@ -7,6 +7,7 @@ asserted exactly; every crawl is bounded by ``trio.fail_after`` in virtual time.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import random
 import sys
@@ -18,7 +19,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
 from trio_crawl.core.schedule import RATE_SLACK
 
 from fakes import FakeFetcher, FakePage, bfs_depths
@@ -31,15 +32,33 @@ def url(n: int | str) -> str:
 
 
 async def crawl(
-    fetcher: FakeFetcher, start: list[str] | None = None, **options: object
+    fetcher: FakeFetcher,
+    start: list[str] | None = None,
+    updates: list[DepthUpdate] | None = None,
+    **options: object,
 ) -> tuple[Crawler, list[CrawlRecord]]:
     records: list[CrawlRecord] = []
     options.setdefault("ignore_robots", True)
     config = CrawlConfig(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
-    crawler = Crawler(config, fetcher, on_record=[records.append], rng=random.Random(0))
+    crawler = Crawler(
+        config,
+        fetcher,
+        on_record=[records.append],
+        on_depth_update=[updates.append] if updates is not None else [],
+        rng=random.Random(0),
+    )
     with trio.fail_after(10_000):
         await crawler.run()
     return crawler, records
+
+
+def corrected(records: list[CrawlRecord], updates: list[DepthUpdate]) -> list[CrawlRecord]:
+    """The records with their depth updates applied (each after its record)."""
+    by_url = {r.url: r for r in records}
+    for u in updates:
+        assert by_url[u.url].depth == u.previous_depth > u.depth
+        by_url[u.url] = dataclasses.replace(by_url[u.url], depth=u.depth, referrer=u.referrer)
+    return [by_url[r.url] for r in records]
 
 
 async def test_ends_exactly_when_the_last_page_finishes(autojump_clock: object) -> None:
@@ -380,8 +399,11 @@ def test_random_sites_are_crawled_exactly(
 
     async def main() -> tuple[FakeFetcher, list[CrawlRecord]]:
         fetcher = FakeFetcher(pages)
-        _, records = await crawl(fetcher, workers=workers, max_depth=max_depth, retries=1)
-        return fetcher, records
+        updates: list[DepthUpdate] = []
+        _, records = await crawl(
+            fetcher, updates=updates, workers=workers, max_depth=max_depth, retries=1
+        )
+        return fetcher, corrected(records, updates)
 
     fetcher, records = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     expected = {url(n) for n in bfs_depths(graph, max_depth)}
@@ -390,8 +412,9 @@ def test_random_sites_are_crawled_exactly(
     assert len(records) == len(expected)  # one record per URL, none lost or doubled
     for r in records:  # a URL is fetched once, plus its retries
         assert fetcher.urls.count(r.url) == r.attempts
-    # Each record's depth is its BFS depth, and its referrer is a page one link
-    # closer to the start that links to it (issues #9 and #12).
+    # Each record, corrected by its depth updates, has its BFS depth, and its
+    # referrer is a page one link closer to the start that links to it
+    # (issues #9, #12 and #18).
     depths = bfs_depths(graph, max_depth)
     for r in records:
         node = int(r.url.rsplit("/", 1)[1])
@@ -451,9 +474,10 @@ async def test_sitemaps_seed_the_crawl(autojump_clock: object) -> None:
 async def test_a_record_has_its_shortest_depth_and_a_referrer_one_link_closer(
     autojump_clock: object,
 ) -> None:
-    """Regression (issues #9 and #12): the long way to X (0 -> b -> c -> x) is
-    fast, the short one (0 -> a -> x) slow. X's record must still say depth 2
-    with referrer a, not depth 3 with referrer c."""
+    """Regression (issues #9, #12 and #18): the long way to X (0 -> b -> c ->
+    x) is fast, the short one (0 -> a -> x) slow. X's record is not held
+    back: it says depth 3 (referrer c), and a depth update, once a is done,
+    says depth 2 with referrer a."""
     pages = {
         url(0): FakePage(links=[url("a"), url("b")]),
         url("a"): FakePage(links=[url("x")], delay=5.0),
@@ -461,8 +485,13 @@ async def test_a_record_has_its_shortest_depth_and_a_referrer_one_link_closer(
         url("c"): FakePage(links=[url("x")]),
         url("x"): FakePage(),
     }
-    _, records = await crawl(FakeFetcher(pages), workers=4)
-    by_url = {r.url: r for r in records}
+    updates: list[DepthUpdate] = []
+    _, records = await crawl(FakeFetcher(pages), updates=updates, workers=4)
+    assert [(r.url, r.t) for r in records if r.url == url("x")] == [(url("x"), 0.0)]
+    assert [(u.url, u.depth, u.referrer, u.previous_depth, u.t) for u in updates] == [
+        (url("x"), 2, url("a"), 3, 5.0)
+    ]
+    by_url = {r.url: r for r in corrected(records, updates)}
     assert (by_url[url("x")].depth, by_url[url("x")].referrer) == (2, url("a"))
     assert (by_url[url("c")].depth, by_url[url("c")].referrer) == (2, url("b"))
     assert len(records) == 5

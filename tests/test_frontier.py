@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +15,6 @@ from trio_crawl.core.frontier import (
     Frontier,
     RedirectOutcome,
 )
-
-from fakes import bfs_depths
 
 
 def everything(url: str) -> bool:
@@ -141,51 +140,100 @@ graphs = st.integers(min_value=1, max_value=30).flatmap(
 )
 
 
-@settings(max_examples=200, deadline=None)
+def shortest(
+    graph: dict[int, list[int]], redirects: dict[int, int], max_depth: int | None
+) -> dict[int, int]:
+    """Depth from node 0 where a link costs 1 and a redirect 0 (a 0-1 BFS), of
+    every node a crawl limited to ``max_depth`` fetches. A redirecting node
+    has no links of its own."""
+    depth = {0: 0}
+    todo = deque([0])
+    while todo:
+        node = todo.popleft()
+        if node in redirects:
+            target = redirects[node]
+            if depth.get(target, depth[node] + 1) > depth[node]:
+                depth[target] = depth[node]
+                todo.appendleft(target)
+            continue
+        if max_depth is not None and depth[node] >= max_depth:
+            continue
+        for child in graph[node]:
+            if depth.get(child, depth[node] + 2) > depth[node] + 1:
+                depth[child] = depth[node] + 1
+                todo.append(child)
+    return depth
+
+
+@settings(max_examples=300, deadline=None)
 @given(
     graph=graphs,
+    redirect_to=st.lists(st.integers(0, 29), max_size=30),
     max_depth=st.one_of(st.none(), st.integers(0, 6)),
     seed=st.integers(0, 2**32),
     concurrency=st.integers(1, 8),
 )
-def test_any_interleaving_fetches_exactly_the_bfs_ball(
-    graph: dict[int, list[int]], max_depth: int | None, seed: int, concurrency: int
+def test_any_interleaving_fetches_exactly_the_shortest_path_ball(
+    graph: dict[int, list[int]],
+    redirect_to: list[int],
+    max_depth: int | None,
+    seed: int,
+    concurrency: int,
 ) -> None:
     """Whatever order pages finish in, the fetched set is exactly the pages
-    within max_depth links of the start, each fetched once, with its true
-    shortest depth in the end."""
+    within max_depth of the start, each fetched once, and nothing is ever
+    held back (rule 6). Each record states the depth known when it was
+    written; applying the corrections (rule 8) gives the shortest depth, a
+    link costing 1 and a redirect 0, and a referrer one link closer (or the
+    redirecting page, at the same depth). Settled entries keep no links."""
     rng = random.Random(seed)
+    n = len(graph)
+    # Some nodes answer with a redirect instead of links (never the start).
+    redirects = {i: t % n for i, t in enumerate(redirect_to[:n]) if i and t % 3 == 0}
+    redirects = dict(list((i, t) for i, t in redirects.items() if t != i)[:MAX_REDIRECT_HOPS])
     url = "http://site/{}".format
+    node_of = lambda u: int(u.rsplit("/", 1)[1])  # noqa: E731
     f = Frontier(in_scope=everything, max_depth=max_depth)
     queued = f.add_start(url(0))
     in_flight = []
     fetched: list[str] = []
-    started_at: dict[str, tuple[int, str | None]] = {}
+    records: dict[str, tuple[int, str | None]] = {}
     while queued or in_flight:
         if queued and (len(in_flight) < concurrency) and (not in_flight or rng.random() < 0.5):
             entry = queued.pop(rng.randrange(len(queued)))
             if f.start(entry):
                 fetched.append(entry.url)
                 in_flight.append(entry)
-                started_at[entry.url] = (entry.depth, entry.referrer)
         else:
             entry = in_flight.pop(rng.randrange(len(in_flight)))
-            node = int(entry.url.rsplit("/", 1)[1])
-            queued.extend(f.finish(entry, [url(c) for c in graph[node]]))
-        # The depth gate's held entries are unfinished too (rule 7).
-        assert f.unfinished == len(queued) + len(in_flight) + f.held
-    assert f.held == 0
-    expected = bfs_depths(graph, max_depth)
+            node = node_of(entry.url)
+            if node in redirects:
+                _, admitted = f.redirect(entry, url(redirects[node]))
+                queued.extend(admitted)
+                queued.extend(f.finish(entry))
+            else:
+                queued.extend(f.finish(entry, [url(c) for c in graph[node]]))
+            records[entry.url] = (entry.depth, entry.referrer)  # the record
+            entry.written = True
+        for c in f.take_corrections():
+            assert records[c.url][0] == c.previous_depth > c.depth
+            records[c.url] = (c.depth, c.referrer)
+        # Nothing is held: every unfinished entry is queued or in flight.
+        assert f.unfinished == len(queued) + len(in_flight)
+        assert f.statistics().held == 0
+    expected = shortest(graph, redirects, max_depth)
     assert sorted(fetched) == sorted(url(n) for n in expected)
     assert len(fetched) == len(set(fetched))
-    # Rules 7 and 8: the depth an entry has when it starts is already its BFS
-    # depth (its record says so), and its referrer is one link closer.
+    assert f.unsettled == 0  # nothing unfinished: every entry settled
     for node, depth in expected.items():
-        got_depth, referrer = started_at[url(node)]
-        assert got_depth == depth
-        if depth == 0:
+        got_depth, referrer = records[url(node)]
+        assert got_depth == depth, (node, records)
+        if node == 0:
             assert referrer is None
+            continue
+        assert referrer is not None
+        parent = node_of(referrer)
+        if redirects.get(parent) == node:
+            assert expected[parent] == depth
         else:
-            assert referrer is not None
-            assert expected[int(referrer.rsplit("/", 1)[1])] == depth - 1
-            assert node in graph[int(referrer.rsplit("/", 1)[1])]
+            assert expected[parent] == depth - 1 and node in graph[parent]

@@ -90,6 +90,23 @@ def test_aggregate_counts_exactly() -> None:
     assert data.records_without_t == 0
 
 
+def test_depth_updates_move_a_url_in_the_depth_chart_and_are_not_records() -> None:
+    """Issue #18: a line with "depth_update" corrects an earlier record's depth
+    and referrer (a shorter path found after it was written)."""
+    updates = [
+        {"url": f"{A}/broken", "depth": 1, "referrer": f"{A}/x", "depth_update": True,
+         "previous_depth": 2, "t": 3.0},
+        {"url": f"{A}/new", "depth": 1, "referrer": f"{A}/old", "depth_update": True,
+         "previous_depth": 2, "t": 3.1},
+    ]  # fmt: skip
+    data = aggregate([*RECORDS, *updates])
+    assert (data.records, data.ok, data.failed) == (10, 5, 5)
+    assert data.depths == {0: 1, 1: 7, 2: 2}
+    (broken,) = [f for f in data.failures if f.url == f"{A}/broken"]
+    assert (broken.depth, broken.referrer) == (1, f"{A}/x")
+    assert data.latency.count == 8 and data.hosts_seen == 2
+
+
 def test_latency_percentiles_and_extremes() -> None:
     lat = aggregate(RECORDS).latency
     # 8 response times: 3 5 7 12 15 20 40 30000 (robots records have none)

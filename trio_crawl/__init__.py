@@ -15,7 +15,7 @@ subpackages are the implementation, laid out by layer, and may change:
 
 from .core.config import CrawlConfig
 from .core.http import FetchConfig
-from .core.models import CrawlRecord, ErrorInfo, FetchResult
+from .core.models import CrawlRecord, DepthUpdate, ErrorInfo, FetchResult
 from .core.scrape import Handler, Page, Request
 from .core.stats import CrawlSummary
 from .core.version import VERSION
@@ -47,6 +47,7 @@ __all__ = [
     "CrawlRecord",
     "CrawlSummary",
     "Crawler",
+    "DepthUpdate",
     "EngineStatistics",
     "ErrorInfo",
     "FetchConfig",

@@ -49,6 +49,7 @@ from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
 from ..core.scrape import Handler, Page, Request
+from ..core.stats import latency_bound_hint
 from ..core.url import canonicalize, host_port, mask_credentials, parse_start_url
 from ..engine.api import open_fetcher
 from ..engine.crawler import Crawler
@@ -154,6 +155,20 @@ def build_parser(
         metavar="HOST",
         help="also crawl HOST and its subdomains (repeatable)",
     )
+    for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
+        p.add_argument(
+            f"--{flag}",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help=f"follow {what} REGEX (searched in the canonical URL; repeatable; "
+            "--exclude wins; start URLs are always fetched)",
+        )
+    p.add_argument(
+        "--no-parent",
+        action="store_true",
+        help="follow no link above a start URL's directory on its host (like wget -np)",
+    )
     p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
     p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
     p.add_argument(
@@ -247,6 +262,9 @@ def build_config(
         "sitemaps": args.sitemaps,
         "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
+        "include": tuple(args.include),
+        "exclude": tuple(args.exclude),
+        "no_parent": args.no_parent,
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
         "max_crawl_delay": args.max_crawl_delay,
@@ -329,6 +347,17 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def _workers_within_fd_limit(ceiling: int = 512) -> int:
+    """Half the soft descriptor limit (a socket per worker, room for the rest), at most
+    ``ceiling``: the most workers the latency-bound hint suggests."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ceiling
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return ceiling if soft == resource.RLIM_INFINITY else max(16, min(ceiling, soft // 2))
 
 
 def check_seeds(path: str, *, other_urls: bool) -> str | None:
@@ -613,6 +642,7 @@ async def crawl_with_ui(
             fetcher,
             frontier=frontier,
             on_record=[writer.write, on_record],
+            on_depth_update=[writer.write],
             on_item=[on_item] if item_writer is not None else [],
             on_response=[on_response] if warc is not None else [],
         )
@@ -647,6 +677,7 @@ async def crawl_with_ui(
                 outputs.begin()  # the crawl starts: only now are outputs emptied
                 if show:
                     nursery.start_soon(show_progress, crawler, console)
+                cpu_at_start = time.process_time()
                 summary = await crawler.run()
             if archive is not None and archive.error is not None and failed is None:
                 failed = OutputError(str(warc), archive.error)
@@ -659,6 +690,15 @@ async def crawl_with_ui(
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
         print_summary(summary, sys.stderr, hint)
+        latency_hint = latency_bound_hint(
+            summary,
+            workers=config.workers,
+            per_host=config.per_host_concurrency,
+            cpu_seconds=time.process_time() - cpu_at_start,
+            max_workers=_workers_within_fd_limit(),
+        )
+        if latency_hint is not None:
+            print(latency_hint, file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:

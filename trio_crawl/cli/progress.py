@@ -78,6 +78,8 @@ def summary_table(summary: CrawlSummary) -> Table:
         table.add_row(f"  {kind}", f"{count:,}")
     if summary.items:
         table.add_row("items", f"{summary.items:,}")
+    if summary.depth_updates:
+        table.add_row("depth updates", f"{summary.depth_updates:,} (shorter paths found later)")
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(

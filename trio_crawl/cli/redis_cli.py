@@ -170,6 +170,10 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
         start_urls = list(settings["start_urls"])
         for key, option in _ADOPTED.items():
             setattr(args, option, settings[key])
+        filters = settings.get("filters") or {}
+        args.include = filters.get("include", [])
+        args.exclude = filters.get("exclude", [])
+        args.no_parent = filters.get("no_parent", False)
     try:
         config = build_config(args, start_urls)
     except UsageError as exc:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .filters import FilteredScope, UrlFilter
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
 from .scrape import Handler, Request
-from .url import parse_start_url
+from .url import Scope, parse_start_url
 
 FETCHERS = ("curl", "httpx", "asks")
 
@@ -47,6 +48,13 @@ class CrawlConfig:
     #: Also fetch what each HTML page needs (images, scripts, stylesheets, frames...).
     page_requisites: bool = False
     allow_domains: Sequence[str] = field(default_factory=tuple)
+    #: Regular expressions (``re.search`` on the canonical URL): a link is
+    #: followed if it matches any ``include`` (or none is given) and no
+    #: ``exclude``. Start URLs are not filtered; see ``core/filters.py``.
+    include: Sequence[str] = field(default_factory=tuple)
+    exclude: Sequence[str] = field(default_factory=tuple)
+    #: Follow no link above the directory of a start URL on its site (wget -np).
+    no_parent: bool = False
     user_agent: str = DEFAULT_USER_AGENT
     max_bytes: int = 10 * 1024 * 1024
     html_only: bool = True
@@ -135,6 +143,12 @@ class CrawlConfig:
                 "--password or --netrc instead (URLs are written to the records)"
             )
         object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
+        for name in ("include", "exclude"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # one pattern, not its characters
+                raise ConfigError(f"{name} must be a sequence of patterns, not one string")
+            object.__setattr__(self, name, tuple(value))
+        self.url_filter()  # a pattern that does not compile: ConfigError
 
     def _check_identity(self) -> None:
         """Headers, proxy and netrc, with messages that never show a secret."""
@@ -165,6 +179,30 @@ class CrawlConfig:
     @property
     def start_url_strings(self) -> list[str]:
         return [s.url if isinstance(s, Request) else s for s in self.start_urls]
+
+    def url_filter(self, more_start_urls: Iterable[str] = ()) -> UrlFilter:
+        """The crawl's ``UrlFilter``; ``more_start_urls`` (``--seeds``) add
+        ``--no-parent`` roots."""
+        url_filter = UrlFilter(
+            include=self.include,
+            exclude=self.exclude,
+            no_parent=self.no_parent,
+            start_urls=self.start_url_strings,
+        )
+        url_filter.add_roots(more_start_urls)
+        return url_filter
+
+    def scope(
+        self, more_origins: Iterable[str] = (), url_filter: UrlFilter | None = None
+    ) -> Scope:
+        """The crawl's scope: the start URLs' hosts (and ``more_origins``'),
+        ``allow_domains``, and the URL filters (``url_filter``, else this
+        config's), if any."""
+        hosts = [*self.start_url_strings, *more_origins]
+        url_filter = url_filter or self.url_filter()
+        if not url_filter.active:
+            return Scope(hosts, self.allow_domains)
+        return FilteredScope(hosts, self.allow_domains, url_filter=url_filter)
 
     def fetch_config(self) -> FetchConfig:
         return FetchConfig(

@@ -21,40 +21,55 @@ Rules
    most once, so it is fetched at most once per crawl.
 2. ``unfinished`` == number of entries in QUEUED or FETCHING. The engine's
    termination invariant cross-checks this count (see docs/termination.md).
-3. Depth is the shortest link distance from a start URL. Under concurrency a
-   page can be reached by a long path first and by a shorter one later, so an
-   entry's depth can *decrease*. When it decreases for a page that is already
-   DONE, its stored out-links are offered again at the new depth, which may
-   admit pages that ``max_depth`` cut off before. Out-links are kept only when
-   ``max_depth`` is set (that is the only case in which depth changes what is
-   fetched). A redirect target inherits the depth of the redirecting URL.
+3. Depth is the shortest path from a start URL, where a link costs 1 and a
+   redirect hop 0: a redirect target has the depth of the redirecting URL
+   (a redirect is the same page moved, not a link away from it), and its
+   referrer is that URL. Under concurrency a page can be reached by a long
+   path first and by a shorter one later, so an entry's depth can
+   *decrease*. When it decreases for a page that is already DONE, the
+   decrease is passed on through its stored out-links (and its redirect
+   target), which may admit pages that ``max_depth`` cut off before.
 4. ``max_pages`` caps fetches started (attempts of one URL count once, each
    redirect hop counts as a page). Once it is spent, nothing new is admitted
    and queued entries are dropped as they come up.
 5. Scope is a predicate supplied by the caller; the frontier only admits URLs
    for which it returns True (start URLs are admitted regardless).
-6. Without ``max_depth``, a finished URL's entry is replaced in ``seen`` by a
-   shared placeholder: the seen set then costs a dict slot per URL (plus the
-   string), about 170 bytes for a 60-character URL
-   (``benchmarks/bench_memory.py``).
-7. The depth gate makes every *record* exact, not only the final state: an
-   entry at depth ``k`` is handed out (returned for publishing) only while no
-   unfinished entry is shallower than ``k - 1``; until then it is *held*.
-   Whoever could still lower it to ``j < k`` would be an unfinished page at
-   depth ``j - 1 < k - 1``, so a handed-out entry's depth, and its referrer
-   (one link closer to a start URL, rule 8), are final. Pages at two
-   adjacent depths still run concurrently; only the tail of depth ``k - 2``
-   holds depth ``k`` back. Held entries are unfinished (QUEUED) work: the
-   engine's termination invariant counts them (``held``). The gate is on
-   when the frontier dedups itself (``remember_seen``); with the ``--state``
-   database, depth is the depth at first discovery.
-8. When a shorter path lowers an entry's depth, its referrer becomes the page
-   on that path, so a record's referrer is always at ``depth - 1``.
+6. Nothing is ever held back for the sake of depth: an admitted entry is
+   handed out at once, so a slow page delays nothing else. Fetch decisions
+   are exact all the same: an entry is admitted only at a depth within
+   ``max_depth`` (a path that short exists), and rule 3 admits what a
+   shorter path brings within reach later, so exactly the pages within
+   ``max_depth`` links are fetched, each once.
+7. A DONE entry is *settled* once its depth is at most the lowest depth of
+   any unfinished entry: every path still to be found starts from an
+   unfinished entry, so it is no shorter (a redirect hop costs 0, a link 1).
+   A settled entry's out-links are dropped and its slot in ``seen`` becomes
+   a shared placeholder, about 170 bytes a URL with the string for a
+   60-character URL (``benchmarks/bench_memory.py``). Until then a DONE
+   entry keeps its out-links: references to the entries they lead to (8
+   bytes a link), and as strings only the in-scope links ``max_depth`` cut
+   off. Pages of the deepest level finished while the level above still
+   runs are unsettled for a while; a slow shallow page keeps more so.
+   With ``late_starts`` (sitemap seeds arrive at depth 0 mid-crawl) and
+   ``max_depth``, entries are never settled, so a late seed still
+   admits what its links reach; without ``max_depth``, a seed that comes
+   after its URL settled leaves it at its link depth.
+8. A record states the depth known when it is written (the engine sets
+   ``written`` then). When a shorter path lowers a written entry, the
+   frontier queues a ``DepthCorrection`` (``take_corrections``): the new
+   depth and referrer, which the engine writes as a ``depth_update`` line.
+   So a record, corrected by its updates, says the shortest depth, and its
+   referrer is a page one link closer to a start URL (or, for a redirect
+   target, the redirecting URL, at the same depth). Corrections are rare:
+   they need a shallow page slower than a whole chain of deeper ones.
+   With ``remember_seen=False`` (the ``--state`` database dedups), depth is
+   the depth at first discovery and nothing is corrected.
 """
 
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -69,10 +84,21 @@ class EntryState(enum.Enum):
 
 
 class Entry:
-    """One admitted URL. Mutable, but only the frontier changes ``depth`` and
-    ``state``; the engine owns ``attempts``."""
+    """One admitted URL. Mutable, but only the frontier changes ``depth``,
+    ``referrer`` and ``state``; the engine owns ``attempts`` and ``written``."""
 
-    __slots__ = ("attempts", "chain", "depth", "links", "payload", "referrer", "state", "url")
+    __slots__ = (
+        "attempts",
+        "chain",
+        "depth",
+        "links",
+        "payload",
+        "redirect",
+        "referrer",
+        "state",
+        "url",
+        "written",
+    )
 
     def __init__(
         self,
@@ -89,7 +115,13 @@ class Entry:
         self.chain = chain
         self.state = EntryState.QUEUED
         self.attempts = 0
-        self.links: tuple[str, ...] | None = None
+        #: Kept while DONE and not settled (rule 7): the entries its links
+        #: lead to, and the in-scope URLs ``max_depth`` cut off (not admitted).
+        self.links: tuple[Entry | str, ...] | None = None
+        #: The admitted (or known) target of its 3xx: it shares this depth.
+        self.redirect: str | None = None
+        #: Its record is out: a shorter path now needs a correction (rule 8).
+        self.written = False
         #: Opaque to the frontier: the engine's per-URL data (a user Request).
         self.payload = payload
 
@@ -101,8 +133,8 @@ class Entry:
         return f"<Entry {self.url} depth={self.depth} {self.state.value}>"
 
 
-#: Stands in ``seen`` for finished entries when depths are not tracked:
-#: depth -1 means no path is ever shorter, so nothing tries to change it.
+#: Stands in ``seen`` for settled entries (rule 7): depth -1 means no path
+#: is ever shorter, so nothing tries to change it.
 _FINISHED = Entry("", -1, None)
 _FINISHED.state = EntryState.DONE
 
@@ -116,6 +148,16 @@ class RedirectOutcome(enum.Enum):
     TOO_MANY = "too_many_redirects"
     OUT_OF_SCOPE = "out_of_scope_redirect"
     BUDGET = "budget"  # max_pages is spent
+
+
+@dataclass(frozen=True, slots=True)
+class DepthCorrection:
+    """A written record's depth was lowered by a shorter path (rule 8)."""
+
+    url: str
+    depth: int
+    referrer: str | None
+    previous_depth: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +182,12 @@ class Frontier:
         max_depth: int | None = None,
         max_pages: int | None = None,
         remember_seen: bool = True,
+        late_starts: bool = False,
     ) -> None:
         """``remember_seen=False``: the caller dedups elsewhere (the ``--state``
         database) and admits through ``adopt``; ``seen`` then stays empty and
-        depths are not improved after the fact."""
+        depths are not improved after the fact. ``late_starts``: start URLs
+        may be added mid-crawl (sitemap seeds), see rule 7."""
         if max_depth is not None and max_depth < 0:
             raise ValueError("max_depth must be >= 0")
         if max_pages is not None and max_pages < 0:
@@ -152,17 +196,16 @@ class Frontier:
         self.max_depth = max_depth
         self.max_pages = max_pages
         self._remember = remember_seen
-        self._keep_links = max_depth is not None and remember_seen
+        self._settles = remember_seen and not (late_starts and max_depth is not None)
         self.seen: dict[str, Entry] = {}
         self._counts = dict.fromkeys(EntryState, 0)
         self.started = 0
-        # The depth gate (rule 7): unfinished entries by depth, the lowest
-        # depth that may have some, and the entries held back, by depth.
-        self._gate = remember_seen
+        # Rule 7: unfinished entries by depth, the lowest depth that may have
+        # some, and the DONE entries not settled yet, by depth.
         self._unfinished_at: list[int] = []
         self._low = 0
-        self._held: dict[int, dict[Entry, None]] = {}
-        self.held = 0
+        self._unsettled: dict[int, dict[Entry, None]] = {}
+        self._corrections: list[DepthCorrection] = []
 
     # -- questions ---------------------------------------------------------
 
@@ -184,8 +227,18 @@ class Frontier:
             dropped=c[EntryState.DROPPED],
             started=self.started,
             unfinished=self.unfinished,
-            held=self.held,
+            held=0,  # nothing is held back (rule 6)
         )
+
+    @property
+    def unsettled(self) -> int:
+        """DONE entries that still keep their out-links (rule 7)."""
+        return sum(len(bucket) for bucket in self._unsettled.values())
+
+    def take_corrections(self) -> list[DepthCorrection]:
+        """The corrections of written records queued since the last call."""
+        corrections, self._corrections = self._corrections, []
+        return corrections
 
     def __repr__(self) -> str:
         s = self.statistics()
@@ -217,7 +270,7 @@ class Frontier:
             self._improve(existing, 0, referrer, admitted)
         elif not self.budget_spent and (not scoped or self._in_scope(url)):
             admitted.append(self._admit(url, 0, referrer, payload=payload))
-        return self._pass_gate(admitted)
+        return admitted
 
     def offer(
         self,
@@ -227,22 +280,25 @@ class Frontier:
         payload: object = None,
         *,
         beyond_max_depth: bool = False,
+        scoped: bool = True,
     ) -> list[Entry]:
         """Offer one URL found (or asked for) on a page at ``depth``, carrying
         ``payload``; return the entries this admits (like ``discover``).
         ``beyond_max_depth``: a page requisite, fetched whatever the depth
-        limit (an image is part of its page, not a link away from it)."""
+        limit (an image is part of its page, not a link away from it).
+        ``scoped=False``: the caller has judged the URL's scope (requisites
+        are exempt from URL filters)."""
         child_depth = depth + 1
         admitted: list[Entry] = []
         if not beyond_max_depth and self.max_depth is not None and child_depth > self.max_depth:
             return admitted
         entry = self.seen.get(url)
         if entry is None:
-            if not self.budget_spent and self._in_scope(url):
+            if not self.budget_spent and (not scoped or self._in_scope(url)):
                 admitted.append(self._admit(url, child_depth, referrer, payload=payload))
         elif child_depth < entry.depth:
             self._improve(entry, child_depth, referrer, admitted)
-        return self._pass_gate(admitted)
+        return admitted
 
     def discover(self, links: Iterable[str], depth: int, referrer: str) -> list[Entry]:
         """Offer links found on a page at ``depth``; return the newly admitted.
@@ -264,30 +320,37 @@ class Frontier:
                     admitted.append(self._admit(url, child_depth, referrer))
             elif child_depth < entry.depth:
                 self._improve(entry, child_depth, referrer, admitted)
-        return self._pass_gate(admitted)
+        return admitted
 
-    def redirect(self, entry: Entry, target: str) -> tuple[RedirectOutcome, list[Entry]]:
+    def redirect(
+        self, entry: Entry, target: str, *, in_scope: Callable[[str], bool] | None = None
+    ) -> tuple[RedirectOutcome, list[Entry]]:
         """Decide about the canonical ``target`` of a 3xx answered for ``entry``.
 
         Returns the outcome and the entries it admitted: the target itself for
         FOLLOW; for SEEN, whatever a shorter depth for the known target admits.
+        The target shares ``entry``'s depth from now on (rule 3).
+        ``in_scope`` judges the target instead of the frontier's predicate
+        (a requisite's or a start URL's redirect is spared the URL filters).
         """
         chain = (*entry.chain, entry.url)
         if target in chain:
             return RedirectOutcome.LOOP, []
         if len(chain) > MAX_REDIRECT_HOPS:
             return RedirectOutcome.TOO_MANY, []
-        if not self._in_scope(target):
+        if not (in_scope or self._in_scope)(target):
             return RedirectOutcome.OUT_OF_SCOPE, []
         existing = self.seen.get(target)
         if existing is not None:
+            entry.redirect = target
             admitted: list[Entry] = []
             self._improve(existing, entry.depth, entry.url, admitted)
-            return RedirectOutcome.SEEN, self._pass_gate(admitted)
+            return RedirectOutcome.SEEN, admitted
         if self.budget_spent:
             return RedirectOutcome.BUDGET, []
+        entry.redirect = target
         child = self._admit(target, entry.depth, entry.url, chain, entry.payload)
-        return RedirectOutcome.FOLLOW, self._pass_gate([child])
+        return RedirectOutcome.FOLLOW, [child]
 
     def adopt(self, url: str, depth: int, referrer: str | None) -> Entry:
         """Count in a URL that the caller has already deduplicated (the
@@ -308,12 +371,11 @@ class Frontier:
         self._expect(entry, EntryState.QUEUED)
         if self.budget_spent:
             self._move(entry, EntryState.DROPPED)
+            self._settle()
             return False
         self.started += 1
         entry.attempts = 1
         self._move(entry, EntryState.FETCHING)
-        if self.budget_spent:
-            self.abandon_held()  # the gate would only hand them out to be dropped
         return True
 
     def finish(self, entry: Entry, links: Sequence[str] | None = None) -> list[Entry]:
@@ -327,34 +389,25 @@ class Frontier:
             self._move(entry, EntryState.FETCHING)
         self._expect(entry, EntryState.FETCHING)
         self._move(entry, EntryState.DONE)
-        if self._keep_links:
-            entry.links = tuple(links) if links else None
-        elif self._remember:
-            # Nothing will ever change a finished entry's depth: keep only the
-            # key (rule 6), ~100 bytes a URL less for big crawls.
-            self.seen[entry.url] = _FINISHED
         admitted = self.discover(links, entry.depth, entry.url) if links else []
-        return admitted + self._release_held()
+        if self._remember:
+            low = self.lowest_unfinished_depth()
+            if self._settles and (low is None or entry.depth <= low):
+                # Settled already (rule 7): keep only the key.
+                self.seen[entry.url] = _FINISHED
+            else:
+                entry.links = self._out_links(links, entry.depth + 1, low) if links else None
+                if self._settles:
+                    self._unsettled.setdefault(entry.depth, {})[entry] = None
+        self._settle()
+        return admitted
 
-    def abandon(self, entry: Entry) -> list[Entry]:
-        """Drop an unfinished entry without a record (stop, budget); return
-        the held entries this lets through the depth gate."""
+    def abandon(self, entry: Entry) -> None:
+        """Drop an unfinished entry without a record (stop, budget)."""
         if entry.state not in (EntryState.QUEUED, EntryState.FETCHING):
-            return []
-        held = self._held.get(entry.depth)
-        if held is not None and entry in held:
-            del held[entry]
-            self.held -= 1
+            return
         self._move(entry, EntryState.DROPPED)
-        return self._release_held()
-
-    def abandon_held(self) -> None:
-        """Drop every entry the depth gate holds (a stopping crawl)."""
-        for bucket in self._held.values():
-            for entry in bucket:
-                self._move(entry, EntryState.DROPPED)
-        self._held.clear()
-        self.held = 0
+        self._settle()
 
     # -- internals ---------------------------------------------------------
 
@@ -377,22 +430,33 @@ class Frontier:
         self, entry: Entry, depth: int, referrer: str | None, admitted: list[Entry]
     ) -> None:
         """Lower ``entry``'s depth (``referrer`` is the page on the shorter
-        path) and propagate through stored out-links."""
-        work = [(entry, depth, referrer)]
+        path) and propagate through its redirect and stored out-links,
+        shallowest first, so that each entry is lowered (and corrected) once."""
+        work = [(depth, 0, entry, referrer)]
+        pushed = 0
         while work:
-            current, new_depth, via = work.pop()
+            new_depth, _, current, via = heapq.heappop(work)
             if new_depth >= current.depth:
                 continue
+            if current.written:
+                self._corrections.append(
+                    DepthCorrection(current.url, new_depth, via, current.depth)
+                )
             if current.state in (EntryState.QUEUED, EntryState.FETCHING):
                 self._count_at(current.depth, -1)
                 self._count_at(new_depth, +1)
-                held = self._held.get(current.depth)
-                if held is not None and current in held:
-                    del held[current]  # re-judged at its new depth by _pass_gate
-                    self.held -= 1
-                    admitted.append(current)
+            elif current.state is EntryState.DONE and self._settles:
+                del self._unsettled[current.depth][current]
+                self._unsettled.setdefault(new_depth, {})[current] = None
             current.depth = new_depth
             current.referrer = via
+            if current.redirect is not None:
+                # A redirect hop costs nothing: its target moves with it,
+                # even while this entry's own record is still being made.
+                target = self.seen.get(current.redirect)
+                if target is not None:
+                    pushed += 1
+                    heapq.heappush(work, (new_depth, pushed, target, current.url))
             if current.state is not EntryState.DONE or not current.links:
                 # Not fetched yet (its links will be offered at the new depth
                 # when it finishes), or nothing to propagate.
@@ -400,13 +464,41 @@ class Frontier:
             child_depth = new_depth + 1
             if self.max_depth is not None and child_depth > self.max_depth:
                 continue
-            for url in current.links:
-                child = self.seen.get(url)
-                if child is None:
-                    if not self.budget_spent and self._in_scope(url):
-                        admitted.append(self._admit(url, child_depth, current.url))
-                elif child_depth < child.depth:
-                    work.append((child, child_depth, current.url))
+            for link in current.links:
+                if isinstance(link, str):
+                    # Cut off by max_depth before; maybe admitted since.
+                    known = self.seen.get(link)
+                    if known is None:
+                        if not self.budget_spent:
+                            admitted.append(self._admit(link, child_depth, current.url))
+                        continue
+                    child = known
+                else:
+                    child = link
+                if child_depth < child.depth:
+                    pushed += 1
+                    heapq.heappush(work, (child_depth, pushed, child, current.url))
+
+    def _out_links(
+        self, links: Sequence[str], child_depth: int, low: int | None
+    ) -> tuple[Entry | str, ...]:
+        """What a DONE entry keeps of its links until it settles (rule 7):
+        the entries they lead to that it could still bring closer, and the
+        in-scope URLs ``max_depth`` cut off. Every path still to be found
+        through this entry starts at an unfinished entry, at depth ``low``
+        or more, so a child already at ``low + 1`` or less gains nothing."""
+        seen = self.seen
+        cut = self.max_depth is not None and child_depth > self.max_depth
+        floor = (low or 0) + 1
+        kept: list[Entry | str] = []
+        for url in links:
+            child = seen.get(url)
+            if child is None:
+                if cut and self._in_scope(url):
+                    kept.append(url)
+            elif child.depth > floor:
+                kept.append(child)  # (settled ones have depth -1)
+        return tuple(kept)
 
     def _move(self, entry: Entry, state: EntryState) -> None:
         unfinished = (EntryState.QUEUED, EntryState.FETCHING)
@@ -416,7 +508,7 @@ class Frontier:
         self._counts[state] += 1
         entry.state = state
 
-    # -- the depth gate (rule 7) -------------------------------------------
+    # -- settling (rule 7) ---------------------------------------------------
 
     def _count_at(self, depth: int, delta: int) -> None:
         counts = self._unfinished_at
@@ -433,33 +525,15 @@ class Frontier:
             self._low += 1
         return self._low if self._low < len(counts) else None
 
-    def _pass_gate(self, admitted: list[Entry]) -> list[Entry]:
-        """The entries that may be handed out now; hold the others."""
-        if not self._gate or not admitted:
-            return admitted
+    def _settle(self) -> None:
+        """Settle the DONE entries no path still to be found can shorten."""
+        if not self._unsettled:
+            return
         low = self.lowest_unfinished_depth()
-        limit = 0 if low is None else low + 1
-        ready: list[Entry] = []
-        for entry in admitted:
-            if entry.state is not EntryState.QUEUED or entry.depth <= limit:
-                ready.append(entry)
-            else:
-                self._held.setdefault(entry.depth, {})[entry] = None
-                self.held += 1
-        return ready
-
-    def _release_held(self) -> list[Entry]:
-        """Hand out the held entries the lowest unfinished depth now allows."""
-        if not self.held:
-            return []
-        low = self.lowest_unfinished_depth()
-        limit = 0 if low is None else low + 1
-        released: list[Entry] = []
-        for depth in sorted(d for d in self._held if d <= limit):
-            bucket = self._held.pop(depth)
-            self.held -= len(bucket)
-            released.extend(bucket)
-        return released
+        for depth in [d for d in self._unsettled if low is None or d <= low]:
+            for entry in self._unsettled.pop(depth):
+                entry.links = None
+                self.seen[entry.url] = _FINISHED
 
     @staticmethod
     def _expect(entry: Entry, state: EntryState) -> None:

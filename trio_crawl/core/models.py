@@ -126,3 +126,30 @@ class CrawlRecord:
         if self.extra:
             out.update(self.extra)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class DepthUpdate:
+    """A correction of an earlier record: a shorter path to ``url`` was found
+    after its record was written (a shallow page slower than a deeper
+    chain). ``depth`` and ``referrer`` replace the record's; nothing else
+    about the record changes. In JSON Lines it is a line with
+    ``"depth_update": true``, written after the record it corrects; applying
+    each such line to its URL's record gives the shortest depth.
+    """
+
+    url: str
+    depth: int
+    referrer: str | None
+    previous_depth: int
+    t: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "depth": self.depth,
+            "referrer": self.referrer,
+            "depth_update": True,
+            "previous_depth": self.previous_depth,
+            "t": self.t,
+        }

@@ -1,4 +1,9 @@
-"""Counters for the progress display and the end-of-crawl summary. Pure."""
+"""Counters for the progress display and the end-of-crawl summary. Pure.
+
+Also the latency-bound hint (``latency_bound_hint``): a crawl of many hosts whose workers
+all sat waiting on servers while the process had CPU to spare would have gone faster
+with more workers; the summary says so, with a worker count to try.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .models import CrawlRecord
+
+#: Distinct hosts counted for the hint, at most (a set of host names costs memory, and
+#: past this many the hint's cap on workers no longer depends on the count).
+HOSTS_COUNTED = 4096
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float | None:
@@ -23,7 +32,9 @@ class CrawlSummary:
     error kind, ``statuses`` by HTTP status code; ``bytes`` adds up the
     records' ``size`` (bodies as downloaded and decoded).
     ``capped_crawl_delays`` maps each host:port whose robots.txt asked for a
-    Crawl-delay above ``max_crawl_delay`` to what it asked for."""
+    Crawl-delay above ``max_crawl_delay`` to what it asked for;
+    ``depth_updates`` counts corrections of earlier records' depth
+    (``DepthUpdate``), which are not records."""
 
     records: int
     pages_ok: int
@@ -38,6 +49,12 @@ class CrawlSummary:
     items: int = 0
     bytes: int = 0
     capped_crawl_delays: dict[str, float] = field(default_factory=dict)
+    #: The records' fetch times added up: divided by ``elapsed``, the mean number of
+    #: requests in flight (Little's law).
+    busy_seconds: float = 0.0
+    #: Distinct hosts among the records, counted up to ``HOSTS_COUNTED``.
+    hosts: int = 0
+    depth_updates: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -60,8 +77,11 @@ class CrawlStats:
         self.bytes = 0
         #: host:port -> the Crawl-delay asked for, where it was capped.
         self.capped_crawl_delays: dict[str, float] = {}
+        self.depth_updates = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
+        self._busy_ms = 0.0
+        self._hosts: set[str] = set()
 
     def add(self, record: CrawlRecord) -> None:
         self.records += 1
@@ -75,6 +95,10 @@ class CrawlStats:
             self.bytes += record.size
         if record.elapsed_ms is not None:
             self._latencies_ms.append(record.elapsed_ms)
+            self._busy_ms += record.elapsed_ms
+        if len(self._hosts) < HOSTS_COUNTED:
+            # Records carry absolute canonical URLs: "scheme://host[:port]/...".
+            self._hosts.add(record.url.split("/", 3)[2] if "//" in record.url else record.url)
 
     def summary(self, *, elapsed: float, stopped: bool, unfinished: int) -> CrawlSummary:
         lat = sorted(self._latencies_ms)
@@ -92,4 +116,45 @@ class CrawlStats:
             items=self.items,
             bytes=self.bytes,
             capped_crawl_delays=dict(self.capped_crawl_delays),
+            busy_seconds=self._busy_ms / 1000,
+            hosts=len(self._hosts),
+            depth_updates=self.depth_updates,
         )
+
+
+def latency_bound_hint(
+    summary: CrawlSummary,
+    *,
+    workers: int,
+    per_host: int | None,
+    cpu_seconds: float,
+    max_workers: int = 512,
+) -> str | None:
+    """A one-line hint when the crawl was latency-bound over several hosts, else None.
+
+    Latency-bound: on average at least 3/4 of the workers had a request in flight
+    (``busy_seconds / elapsed``) while the process used at most half a CPU. Then the
+    rate grows with the workers until the CPU is the limit, so the suggestion scales
+    the workers by 0.8 / (CPU fraction), rounded up to a multiple of 16. It never asks
+    for more than ``max_workers`` (descriptors: one socket per worker), nor for more
+    in flight to one host than before: ``hosts`` x (``per_host``, or ``workers``
+    without a per-host cap). One host, a short crawl, or less than twice the
+    workers: no hint.
+    """
+    elapsed = summary.elapsed
+    if summary.records < 100 or elapsed < 1.0 or summary.hosts < 2:
+        return None
+    in_flight = summary.busy_seconds / elapsed
+    cpu = max(cpu_seconds / elapsed, 0.01)
+    if in_flight < 0.75 * workers or cpu > 0.5:
+        return None
+    wanted = min(workers * 0.8 / cpu, summary.hosts * (per_host or workers), max_workers)
+    suggested = -(-int(wanted) // 16) * 16
+    if suggested < 2 * workers:
+        return None
+    return (
+        f"hint: latency-bound: {in_flight:.0f} of {workers} workers were waiting on "
+        f"servers on average while trio-crawl used {cpu:.0%} of a CPU; over "
+        f"{summary.hosts:,}{'+' if summary.hosts >= HOSTS_COUNTED else ''} hosts, "
+        f"-w {suggested} should be faster"
+    )

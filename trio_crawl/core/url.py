@@ -67,7 +67,7 @@ never change an answer, only how fast it comes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ada_url import idna_to_ascii
@@ -515,6 +515,18 @@ class Scope:
                 cache.clear()
             cache[key] = answer
         return answer
+
+    def allows_unfiltered(self, url: str) -> bool:
+        """Whether ``url`` is in scope whatever the URL filters say (page
+        requisites, a start URL's redirects, sitemap files): here the same as
+        ``allows``; ``core.filters.FilteredScope`` skips its filters."""
+        return self.allows(url)
+
+    def judge_redirect(self, first: str) -> Callable[[str], bool]:
+        """The predicate for the targets of a redirect chain that began at
+        ``first``: here ``allows``; ``core.filters.FilteredScope`` spares the
+        redirects of start URLs its URL filters."""
+        return self.allows
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,7 @@ from ..fetch.base import Fetcher
 from ..frontiers.sqlite import SqliteFrontier
 from ..outputs.archive import ArchiveLink, open_crawl_archive
 from .crawler import Crawler, EngineStatistics
-from .delivery import ItemCallback, RecordCallback, ResponseCallback
+from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 
 T = TypeVar("T")
 
@@ -55,6 +55,9 @@ class CrawlOptions(TypedDict, total=False):
     sitemaps: bool
     page_requisites: bool
     allow_domains: Sequence[str]
+    include: Sequence[str]
+    exclude: Sequence[str]
+    no_parent: bool
     user_agent: str
     max_bytes: int
     html_only: bool
@@ -166,6 +169,7 @@ async def _crawler(
     on_item: ItemCallback | None,
     state: str | None = None,
     archive: _Archive | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
 ) -> Crawler:
     """A Crawler with the caller's fetcher, or one the ``stack`` owns; with
     ``state``, on a ``SqliteFrontier`` in that file (created, or resumed);
@@ -194,6 +198,7 @@ async def _crawler(
         on_record=[on_record] if on_record is not None else [],
         on_item=[on_item] if on_item is not None else [],
         on_response=on_response,
+        on_depth_update=[on_depth_update] if on_depth_update is not None else [],
     )
     if archive is not None:
         archive.crawler = crawler
@@ -208,6 +213,7 @@ async def run_crawl(
     fetcher: Fetcher | None = None,
     state: str | None = None,
     warc: str | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
     **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl to the end and return the summary.
@@ -215,7 +221,9 @@ async def run_crawl(
     ``start_urls`` is a URL, a ``Request``, or an iterable of them;
     ``options`` are ``CrawlConfig`` fields (``workers``, ``max_depth``, ...:
     ``CrawlOptions``). ``on_record`` is called synchronously for each record
-    as it is final, ``on_item`` for each item a handler yields. ``state``
+    as it is final, ``on_item`` for each item a handler yields,
+    ``on_depth_update`` for each ``DepthUpdate`` (a shorter path to a URL
+    whose record was already out; without ``state`` only). ``state``
     names a SQLite file that keeps the crawl's frontier: the same call again
     resumes it (see ``open_crawler``). ``warc`` names a WARC file that
     archives every exchange (see ``open_crawler``).
@@ -223,7 +231,9 @@ async def run_crawl(
     config = crawl_config(start_urls, options)
     archive = _Archive(warc) if warc is not None else None
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state, archive)
+        crawler = await _crawler(
+            config, stack, fetcher, on_record, on_item, state, archive, on_depth_update
+        )
         summary = await crawler.run()
     if archive is not None:  # after the writer has finished what it was sent
         archive.raise_if_failed()
@@ -402,6 +412,7 @@ async def open_crawler(
     on_item: ItemCallback | None = None,
     state: str | None = None,
     warc: str | None = None,
+    on_depth_update: DepthUpdateCallback | None = None,
     **options: Unpack[CrawlOptions],
 ) -> AsyncIterator[RunningCrawl]:
     """Start a crawl in the background; yield a ``RunningCrawl``.
@@ -416,7 +427,8 @@ async def open_crawler(
     ``start_urls`` is a URL, a ``Request``, or an iterable of them;
     ``options`` are ``CrawlConfig`` fields (``CrawlOptions``). Leaving the
     block before the crawl has ended cancels it. See ``RunningCrawl`` for
-    the output streams.
+    the output streams. A record says the depth known when it is made;
+    ``on_depth_update`` is called for each later correction (``DepthUpdate``).
 
     ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
     memory; depth is the depth at first discovery), and the same call again
@@ -437,7 +449,9 @@ async def open_crawler(
     config = crawl_config(start_urls, options)
     archive = _Archive(warc) if warc is not None else None
     async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(config, stack, fetcher, on_record, on_item, state, archive)
+        crawler = await _crawler(
+            config, stack, fetcher, on_record, on_item, state, archive, on_depth_update
+        )
         keep_items = on_item is None and _may_yield_items(config)
         # With a state file, a record counts as delivered when the reader has
         # taken it (no buffer), so a reader that stops early loses nothing on

@@ -15,8 +15,8 @@ unfinished URL can wait outside the channel, are:
 
   (1) the politeness schedule (``ScheduleRoom``): behind its host's rate or
       concurrency limit, or in a retry back-off;
-  (2) the frontier backend: the depth gate of the memory frontier, or the
-      disk queue of the SQLite one.
+  (2) the frontier backend: the disk queue of the SQLite one (the memory
+      frontier holds nothing back: its room is always empty).
 
 So at every checkpoint every unfinished URL is in exactly one of four
 places: the channel (with its priority heap), a crawler holding a token,
@@ -30,6 +30,7 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Awaitable, Iterable, Sequence
@@ -38,21 +39,27 @@ from dataclasses import dataclass
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.frontier import Entry, RedirectOutcome
-from ..core.models import CrawlRecord, FetchResult
+from ..core.frontier import DepthCorrection, Entry, RedirectOutcome
+from ..core.models import CrawlRecord, DepthUpdate, FetchResult
 from ..core.outcome import Step, decide, make_record
 from ..core.requisites import REQUISITE
 from ..core.retry import RetryPolicy
 from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
-from ..core.url import Scope, host_port, resolve
+from ..core.url import host_port, resolve
 from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
-from .delivery import Delivery, ItemCallback, RecordCallback, ResponseCallback
+from .delivery import (
+    Delivery,
+    DepthUpdateCallback,
+    ItemCallback,
+    RecordCallback,
+    ResponseCallback,
+)
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
@@ -68,7 +75,7 @@ class EngineStatistics:
     """A snapshot for progress displays (all counts are exact at the instant).
 
     ``queued``: URLs ready for a crawler, in memory or waiting in the
-    frontier backend (its disk queue, or the depth gate); ``active``: URLs a
+    frontier backend (its disk queue); ``active``: URLs a
     crawler holds; ``waiting``: URLs parked in the politeness schedule.
     """
 
@@ -87,6 +94,9 @@ class Crawler:
     ``frontier`` is where URLs live (in memory by default; a
     ``SqliteFrontier`` for a resumable crawl). ``on_record`` callbacks are
     called synchronously, in the crawler task, as each record is final.
+    ``on_depth_update`` callbacks are called the same way when a shorter
+    path lowers the depth of a URL whose record is already out (the memory
+    frontier only; the record said the depth known when it was written).
     """
 
     def __init__(
@@ -98,6 +108,7 @@ class Crawler:
         on_record: Iterable[RecordCallback] = (),
         on_item: Iterable[ItemCallback] = (),
         on_response: Iterable[ResponseCallback] = (),
+        on_depth_update: Iterable[DepthUpdateCallback] = (),
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
@@ -107,9 +118,13 @@ class Crawler:
         #: before its record (or retry): the page's parse overlaps the wait.
         self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
-        scope = self._scope = Scope(config.start_url_strings, config.allow_domains)
+        scope = self._scope = config.scope()
         self.frontier: FrontierBackend = frontier or MemoryFrontier(
-            config.start_urls, scope=scope, max_depth=config.max_depth, max_pages=config.max_pages
+            config.start_urls,
+            scope=scope,
+            max_depth=config.max_depth,
+            max_pages=config.max_pages,
+            late_starts=config.sitemaps,
         )
         self._pool = WorkPool[Entry](
             config.workers, grace=config.grace, on_take=self.frontier.want_more
@@ -141,7 +156,11 @@ class Crawler:
             max_crawl_delay=config.max_crawl_delay,
             capped_delays=self.stats.capped_crawl_delays,
         )
-        self._delivery = Delivery(self.stats, on_record=on_record, on_item=on_item)
+        self._delivery = Delivery(
+            self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update
+        )
+        if isinstance(self.frontier, MemoryFrontier):
+            self.frontier.on_correction = self._correct
         self._pages = PageReader(self.frontier, self._delivery, scope, config)
         self._started_at: float | None = None
         self._finished_at: float | None = None
@@ -220,6 +239,16 @@ class Crawler:
     def _publish(self, entry: Entry) -> None:
         request = entry.payload
         self._pool.publish(entry, request.priority if isinstance(request, Request) else 0)
+
+    def _correct(self, correction: DepthCorrection) -> None:
+        update = DepthUpdate(
+            correction.url,
+            correction.depth,
+            correction.referrer,
+            correction.previous_depth,
+            t=self._elapsed(),
+        )
+        self._delivery.write_depth_update(update)
 
     def _elapsed(self) -> float:
         """Seconds since this run of the crawl started (a record's ``t``)."""
@@ -359,7 +388,11 @@ class Crawler:
         if self.frontier.was_refetched(entry):
             record.extra["refetched"] = True
         await self._settle(entry)
+        if record.depth != entry.depth or record.referrer != entry.referrer:
+            # A shorter path turned up while the record was being made.
+            record = dataclasses.replace(record, depth=entry.depth, referrer=entry.referrer)
         self._delivery.write_record(record)
+        entry.written = True  # from now on, a shorter path writes an update
         await self._delivery.send_record(record)
         # Only now is the record out of our hands (a file sink has written it,
         # a stream reader has taken it): a durable frontier may store it done.

@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
-from ..core.models import CrawlRecord, FetchResult
+from ..core.models import CrawlRecord, DepthUpdate, FetchResult
 from ..core.stats import CrawlStats
 
 RecordCallback = Callable[[CrawlRecord], None]
+#: Called for each correction of an earlier record's depth and referrer.
+DepthUpdateCallback = Callable[[DepthUpdate], None]
 ItemCallback = Callable[[object], None]
 #: Called with each response as it arrives (URL, result), before the record
 #: that it leads to is written: an archive (``--warc``) keeps every exchange.
@@ -37,12 +39,14 @@ class Delivery:
         *,
         on_record: Iterable[RecordCallback] = (),
         on_item: Iterable[ItemCallback] = (),
+        on_depth_update: Iterable[DepthUpdateCallback] = (),
         record_channel: trio.MemorySendChannel[CrawlRecord] | None = None,
         item_channel: trio.MemorySendChannel[object] | None = None,
     ) -> None:
         self.stats = stats
         self._on_record = list(on_record)
         self._on_item = list(on_item)
+        self._on_depth_update = list(on_depth_update)
         self.record_channel = record_channel
         self.item_channel = item_channel
 
@@ -51,6 +55,12 @@ class Delivery:
         self.stats.add(record)
         for callback in self._on_record:
             callback(record)
+
+    def write_depth_update(self, update: DepthUpdate) -> None:
+        """Call the depth-update callbacks. Not a checkpoint."""
+        self.stats.depth_updates += 1
+        for callback in self._on_depth_update:
+            callback(update)
 
     async def send_record(self, record: CrawlRecord) -> None:
         """Send the record to the stream, if anyone reads it."""

@@ -30,7 +30,8 @@ async def sitemap_page_urls(
         canonical = canonicalize(url)
         if canonical is None:
             return None
-        return canonical if host_port(canonical) == home or scope.allows(canonical) else None
+        in_scope = host_port(canonical) == home or scope.allows_unfiltered(canonical)
+        return canonical if in_scope else None
 
     if listed:
         todo = [u for u in map(allowed, listed) if u is not None]

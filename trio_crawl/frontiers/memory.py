@@ -1,16 +1,24 @@
 """The in-memory frontier: the pure ``Frontier`` behind the backend face.
 
-Everything lives in the process: the seen set, depths (exact, with the
-depth gate of ``core/frontier.py`` rule 7), the page budget. URLs are handed
-to the crawlers as soon as they are admitted, except those the depth gate
-holds: those are this backend's ``waiting`` room.
+Everything lives in the process: the seen set, depths, the page budget.
+URLs are handed to the crawlers as soon as they are admitted: nothing waits
+here (``waiting`` is always 0), so a slow page holds up nothing else. Depth
+is the shortest path in the end (``core/frontier.py`` rules 3 and 8): when
+a shorter path lowers a page whose record is already out, the correction
+goes to ``on_correction`` (the engine writes a ``depth_update`` line).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
+from ..core.frontier import (
+    DepthCorrection,
+    Entry,
+    Frontier,
+    FrontierStatistics,
+    RedirectOutcome,
+)
 from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
@@ -19,6 +27,10 @@ from .base import Publish
 
 def _unattached(entry: Entry) -> None:
     raise RuntimeError("frontier used before attach()")
+
+
+def _ignore(correction: DepthCorrection) -> None:
+    return None
 
 
 class MemoryFrontier:
@@ -31,11 +43,20 @@ class MemoryFrontier:
         scope: Scope,
         max_depth: int | None = None,
         max_pages: int | None = None,
+        late_starts: bool = False,
     ) -> None:
+        """``late_starts``: sitemap seeds may come mid-crawl (``Frontier``)."""
         self._start_urls = list(start_urls)
         self._scope = scope
-        self.core = Frontier(in_scope=scope.allows, max_depth=max_depth, max_pages=max_pages)
+        self.core = Frontier(
+            in_scope=scope.allows,
+            max_depth=max_depth,
+            max_pages=max_pages,
+            late_starts=late_starts,
+        )
         self._publish: Publish = _unattached
+        #: Called, not a checkpoint, for each correction of a written record.
+        self.on_correction: Callable[[DepthCorrection], None] = _ignore
 
     def attach(
         self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
@@ -45,6 +66,8 @@ class MemoryFrontier:
     def _hand_out(self, entries: Iterable[Entry]) -> None:
         for entry in entries:
             self._publish(entry)
+        for correction in self.core.take_corrections():
+            self.on_correction(correction)
 
     async def admit_start_urls(self) -> None:
         for start in self._start_urls:
@@ -64,11 +87,11 @@ class MemoryFrontier:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        allows = self._scope.allows
+        allows = self._scope.allows_unfiltered  # URL filters spare requisites
         for url in urls:
             if allows(url):
                 entries = self.core.offer(
-                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True
+                    url, parent.depth, parent.url, REQUISITE, beyond_max_depth=True, scoped=False
                 )
                 self._hand_out(entries)
 
@@ -79,7 +102,12 @@ class MemoryFrontier:
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
-        outcome, admitted = self.core.redirect(entry, target)
+        judge: Callable[[str], bool]
+        if entry.payload is REQUISITE:  # a moved image: URL filters spare it too
+            judge = self._scope.allows_unfiltered
+        else:
+            judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
+        outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
         self._hand_out(admitted)
         return outcome
 
@@ -93,17 +121,17 @@ class MemoryFrontier:
         return None
 
     def abandon(self, entry: Entry) -> None:
-        self._hand_out(self.core.abandon(entry))
+        self.core.abandon(entry)
 
     def stop(self) -> None:
-        self.core.abandon_held()
+        return None
 
     def was_refetched(self, entry: Entry) -> bool:
         return False
 
     @property
     def waiting(self) -> int:
-        return self.core.held
+        return 0
 
     @property
     def unfinished(self) -> int:

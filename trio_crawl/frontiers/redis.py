@@ -65,7 +65,7 @@ from ..core.frontier import (
 )
 from ..core.models import FetchResult
 from ..core.scrape import Request
-from ..core.url import Scope, mask_credentials
+from ..core.url import mask_credentials
 from ..errors import FetchError
 from . import redis_lua
 from . import redis_wire as wire
@@ -148,6 +148,7 @@ def crawl_identity(config: CrawlConfig) -> dict[str, Any]:
         "rate": config.rate,
         "per_host_concurrency": config.per_host_concurrency,
         "ignore_robots": config.ignore_robots,
+        "filters": config.url_filter().identity(),
     }
 
 
@@ -261,7 +262,7 @@ class RedisFrontier:
         self.crawl_id = crawl_id
         self._prefix = keys_prefix(crawl_id)
         self._config = config
-        self._scope = Scope(config.start_url_strings, config.allow_domains)
+        self._scope = config.scope()
         self._max_depth = config.max_depth
         self._name = name
         self._url = redact_url(url)  # it goes into messages
@@ -540,7 +541,7 @@ class RedisFrontier:
             return RedirectOutcome.LOOP
         if len(chain) > MAX_REDIRECT_HOPS:
             return RedirectOutcome.TOO_MANY
-        if not self._scope.allows(target):
+        if not self._scope.judge_redirect(chain[0])(target):
             return RedirectOutcome.OUT_OF_SCOPE
         # Sent with this page's finish; whether the target was known makes no
         # difference to the record.

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import CrawlConfig
+from ..core.filters import UrlFilter
 from ..core.url import Scope, canonicalize
 from ..errors import StateInUseError, StateLockedError, StateUsageError
 from .disk_backlog import DiskBacklog, seed_lines
 from .sqlite_state import CrawlState
 
 #: Settings that define "the same crawl".
-CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds")
+CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds", "filters")
 
 
 @dataclass
@@ -65,6 +66,8 @@ def crawl_settings(config: CrawlConfig, seeds: str | None) -> dict[str, Any]:
         "max_depth": config.max_depth,
         "max_pages": config.max_pages,
         "seeds": os.path.abspath(seeds) if seeds else None,
+        # None without filters: a state file made before they existed matches.
+        "filters": config.url_filter().identity(),
     }
 
 
@@ -214,14 +217,18 @@ def _prepare(
         scope_origins = []
     refetched = state.recover()
     origins = set(scope_origins)
+    url_filter = config.url_filter()
     state.add_seeds(_origins_of(config.start_url_strings, origins))
     if seeds is not None:
-        state.add_seeds(_origins_of(seed_lines(Path(seeds), canonicalize), origins))
+        seed_urls = _origins_of(seed_lines(Path(seeds), canonicalize), origins)
+        if config.no_parent:  # seeds are start URLs: --no-parent keeps below them too
+            seed_urls = _noting_roots(seed_urls, url_filter)
+        state.add_seeds(seed_urls)
     wanted["scope_origins"] = sorted(origins)
     state.save_settings(wanted)
     state.filter_unseen([])  # build the seen-filter now, not on the first page
     progress = state.progress()
-    scope = Scope([*config.start_url_strings, *sorted(origins)], config.allow_domains)
+    scope = config.scope(sorted(origins), url_filter)
     return PreparedState(
         state=state,
         backlog=DiskBacklog(state),
@@ -239,4 +246,11 @@ def _origins_of(urls: Iterable[str], origins: set[str]) -> Iterator[str]:
     for url in urls:
         end = url.find("/", url.find("//") + 2)
         origins.add(url[: end + 1] if end > 0 else url + "/")
+        yield url
+
+
+def _noting_roots(urls: Iterable[str], url_filter: UrlFilter) -> Iterator[str]:
+    """Pass URLs through, adding each one's directory to the ``--no-parent`` roots."""
+    for url in urls:
+        url_filter.add_roots((url,))
         yield url

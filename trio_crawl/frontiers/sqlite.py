@@ -165,7 +165,8 @@ class SqliteFrontier:
         raise RuntimeError("handlers cannot be combined with a state file")
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
-        outcome, admitted = self.core.redirect(entry, target)
+        judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
+        outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
         if outcome is RedirectOutcome.FOLLOW and not await self._backlog.admit(
             [target], entry.depth, entry.url, room=1
         ):

@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.models import CrawlRecord
+from ..core.models import CrawlRecord, DepthUpdate
 from ..errors import OutputError
 
 
@@ -202,7 +202,8 @@ class JsonLinesWriter:
     def error(self) -> OutputError | None:
         return self.output.error
 
-    def write(self, record: CrawlRecord) -> None:
+    def write(self, record: CrawlRecord | DepthUpdate) -> None:
+        """One line: a record, or a correction of an earlier one's depth."""
         line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
         if self.output.write(_encode(line)):
             self.written += 1

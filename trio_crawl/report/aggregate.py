@@ -5,6 +5,9 @@ length: counters (status, error kind, depth), a time line of at most
 ``MAX_TIME_BINS`` bins, a uniform reservoir sample of latencies (exact up to
 its size), per-host counters pruned to the busiest ones, a top-N heap of the
 slowest pages and at most ``failures_per_kind`` failing URLs per error kind.
+A ``depth_update`` line is not a record: it moves its URL from its earlier
+depth to the shorter one in the depth counter, and corrects the depth and
+referrer of its failure, if one is listed.
 The HTML rendering (which needs the ``report`` extra) is ``report/html.py``.
 """
 
@@ -18,7 +21,7 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -228,10 +231,13 @@ class ReportStats:
         self._hosts_pruned = False
         self._slow: list[tuple[float, int, str, int | None, str | None]] = []
         self._failures: list[Failure] = []
+        self._failure_at: dict[str, int] = {}  # URL -> index in _failures
         self._listed: Counter[str] = Counter()
         self._omitted: Counter[str] = Counter()
 
     def add(self, record: Mapping[str, Any]) -> None:
+        if record.get("depth_update") is True:
+            return self._update_depth(record)
         url = record["url"]
         self.records += 1
         status = _int(record.get("status"))
@@ -247,6 +253,7 @@ class ReportStats:
             if self._listed[kind] < self.failures_per_kind:
                 self._listed[kind] += 1
                 referrer = record.get("referrer")
+                self._failure_at[url] = len(self._failures)
                 self._failures.append(
                     Failure(
                         url=url,
@@ -277,6 +284,25 @@ class ReportStats:
         if elapsed is not None:
             self._add_latency(elapsed, url, status, kind)
         self._add_host(_host(url), kind is not None, elapsed)
+
+    def _update_depth(self, update: Mapping[str, Any]) -> None:
+        depth = _int(update.get("depth"))
+        previous = _int(update.get("previous_depth"))
+        if depth is None:
+            return
+        if previous is not None and self.depths[previous] > 0:
+            self.depths[previous] -= 1
+            if not self.depths[previous]:
+                del self.depths[previous]
+            self.depths[depth] += 1
+        at = self._failure_at.get(update.get("url"))  # type: ignore[arg-type]
+        if at is not None:
+            referrer = update.get("referrer")
+            self._failures[at] = replace(
+                self._failures[at],
+                depth=depth,
+                referrer=referrer if isinstance(referrer, str) else None,
+            )
 
     def _add_latency(self, ms: float, url: str, status: int | None, kind: str | None) -> None:
         self._lat_count += 1

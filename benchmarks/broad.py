@@ -1,0 +1,707 @@
+"""Broad crawls: many hosts with network latency, trio-crawl against Scrapy (issue #19).
+
+Theory of operation:
+
+1. Hosts are loopback addresses, ``127.77.A.B`` (``host_addresses``): Linux routes all of
+   127.0.0.0/8 to ``lo``, so 1,000 "hosts" need no DNS and no network. Each host serves
+   the same small generated site (generate_site.py, ``P`` pages), whose links stay on
+   the host; one seed per host, ``http://127.77.A.B:PORT/``, in a ``--seeds`` file.
+2. One nginx serves them all (``open_broad_nginx``): one ``listen ADDR:PORT`` line per
+   host (never a wildcard address), one worker, keep-alive, and the latency added by
+   ``ngx.sleep`` in an ``access_by_lua_block`` (Debian's ``libnginx-mod-http-lua``):
+   a timer in nginx's event loop, so thousands of responses wait at once while the
+   worker stays idle. robots.txt is answered at once, so the latency applies to pages
+   only and the limit below counts pages only.
+3. A configuration is ``HOSTSxLATENCY_MSxPAGES`` (``--configs``); each runs every tool
+   ``--rounds`` times (order alternating), measured as in run.py (the child's own CPU
+   time and peak RSS from ``wait4``, wall time from spawn to exit) plus its peak number
+   of open descriptors (sampled from ``/proc/PID/fd`` every 20 ms) and nginx's CPU time.
+4. Exactness as in run.py, across hosts: every page of every host fetched exactly once,
+   nothing else, no error record.
+5. The limit of a configuration is ``min(hosts x per-host concurrency / latency, the
+   tool's zero-latency rate)``: no crawler can have more requests in flight than the
+   hosts allow, and none can go faster than its own CPU-bound rate, measured here as
+   the median of the same tool on the same hosts and pages at 0 ms. The report gives
+   each median as a fraction of that limit (issue #19's target: at least 80% at
+   1,000 hosts x 100 ms).
+
+Usage: python benchmarks/broad.py [--configs 1000x100x20,...] [--rounds 2] ...
+(``--help`` lists them all). See README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import pwd
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate_site import SiteParams, ensure_site, read_expected
+from redis_bench import machine_busy
+from run import (
+    Fetches,
+    Measured,
+    Verdict,
+    machine_info,
+    print_failure,
+    read_scrapy,
+    read_trio_crawl,
+    run_measured,
+    tool_versions,
+    trio_crawl_command,
+)
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, _tail, find_nginx
+
+HERE = Path(__file__).resolve().parent
+TOOLS = ("trio-crawl", "scrapy")
+DEFAULT_CONFIGS = "1000x100x20,1000x0x20,100x100x50,100x0x50"
+LUA_MODULES = (
+    "/usr/lib/nginx/modules/ndk_http_module.so",
+    "/usr/lib/nginx/modules/ngx_http_lua_module.so",
+)
+#: The first two octets of every host (one /16 of loopback: 62,500 hosts at most here).
+HOST_PREFIX = "127.77"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One workload: ``hosts`` hosts answering each page after ``latency_ms``."""
+
+    hosts: int
+    latency_ms: int
+    pages: int  # per host
+
+    @property
+    def name(self) -> str:
+        return f"{self.hosts}x{self.latency_ms}ms"
+
+    @property
+    def zero_latency(self) -> Config:
+        return Config(self.hosts, 0, self.pages)
+
+
+def parse_configs(text: str) -> list[Config]:
+    """``"1000x100x20,100x0x100"`` -> configs; a clear ValueError otherwise."""
+    configs = []
+    for part in text.split(","):
+        fields = part.strip().lower().split("x")
+        if len(fields) != 3 or not all(f.isdigit() for f in fields):
+            raise ValueError(f"--configs: {part!r} is not HOSTSxLATENCY_MSxPAGES")
+        hosts, latency, pages = map(int, fields)
+        if not 1 <= hosts <= 250 * 250 or pages < 10:
+            raise ValueError(f"--configs: {part!r}: 1-62500 hosts, at least 10 pages")
+        configs.append(Config(hosts, latency, pages))
+    return configs
+
+
+def host_addresses(count: int) -> list[str]:
+    """``count`` distinct loopback addresses, ``127.77.0.1`` upwards (last octet 1-250)."""
+    return [f"{HOST_PREFIX}.{i // 250}.{i % 250 + 1}" for i in range(count)]
+
+
+def limit_pages_per_s(config: Config, per_host: int | None, cpu_rate: float | None) -> float:
+    """min(hosts x per-host concurrency / latency, the zero-latency rate); inf if unknown."""
+    latency_bound = math.inf
+    if config.latency_ms > 0 and per_host:
+        latency_bound = config.hosts * per_host / (config.latency_ms / 1000)
+    return min(latency_bound, cpu_rate if cpu_rate else math.inf)
+
+
+# --- the server -----------------------------------------------------------------------
+
+_CONF = """\
+{modules}{user}worker_processes 1;
+worker_rlimit_nofile {nofile};
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+daemon off;
+master_process on;
+events {{
+    worker_connections {connections};
+}}
+http {{
+    types {{
+        text/html html;
+        text/plain txt;
+    }}
+{http_settings}    server {{
+{listen}
+        server_name _;
+        root {root};
+        location = /robots.txt {{
+        }}
+        location / {{
+{delay}            try_files $uri $uri/index.html =404;
+        }}
+    }}
+}}
+"""
+
+
+def nginx_config(
+    *, tmp: str, root: Path, addresses: Sequence[str], port: int, latency_ms: int, user: str
+) -> str:
+    """The config: one listen line per address, ``ngx.sleep`` before every page.
+
+    ``try_files`` with ``$uri/index.html`` (not ``index``) serves ``/`` without an
+    internal redirect, which would run the access phase, and so the sleep, twice.
+    """
+    if any(not a.startswith("127.") for a in addresses):
+        raise ValueError("broad-crawl hosts must be loopback addresses (127.0.0.0/8)")
+    delay = ""
+    modules = ""
+    if latency_ms > 0:
+        modules = "".join(f"load_module {m};\n" for m in LUA_MODULES)
+        delay = f"            access_by_lua_block {{ ngx.sleep({latency_ms / 1000:.3f}) }}\n"
+    connections = len(addresses) + 8192
+    return _CONF.format(
+        modules=modules,
+        user=f"user {user};\n" if user else "",
+        nofile=connections + 64,
+        connections=connections,
+        tmp=tmp,
+        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
+        root=root,
+        listen="\n".join(f"        listen {a}:{port};" for a in addresses),
+        delay=delay,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BroadServer:
+    """A running nginx serving every address."""
+
+    addresses: list[str]
+    port: int
+    description: str
+    master_pid: int
+
+    def urls(self, paths: Iterable[str]) -> set[str]:
+        """Every (address, path) as an absolute URL."""
+        paths = list(paths)
+        return {f"http://{a}:{self.port}{p}" for a in self.addresses for p in paths}
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the master and its workers so far (``/proc``; 0 if unreadable)."""
+        pids = [self.master_pid]
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children")
+            pids += [int(p) for p in children.read_text().split()]
+        total = 0.0
+        for pid in pids:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+
+def lua_available() -> bool:
+    return all(os.path.exists(m) for m in LUA_MODULES)
+
+
+def _free_port(address: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(server: BroadServer, proc: Any, error_log: Path) -> None:
+    """Until the first and last hosts answer robots.txt (nginx binds all or none)."""
+    import http.client
+
+    deadline = time.monotonic() + 20
+    last = "no attempt"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"nginx exited with {proc.returncode}: {_tail(error_log)}")
+        try:
+            for address in (server.addresses[0], server.addresses[-1]):
+                conn = http.client.HTTPConnection(address, server.port, timeout=2)
+                try:
+                    conn.request("GET", "/robots.txt")
+                    response = conn.getresponse()
+                    response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"nginx answers {response.status}: {_tail(error_log)}")
+                finally:
+                    conn.close()
+            return
+        except OSError as exc:
+            last = repr(exc)
+            time.sleep(0.05)
+    raise RuntimeError(f"nginx not ready after 20 s ({last}): {_tail(error_log)}")
+
+
+@contextlib.contextmanager
+def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[BroadServer]:
+    """Run nginx on ``hosts`` loopback addresses, one port, ``latency_ms`` per page."""
+    import subprocess
+
+    binary = find_nginx()
+    if binary is None:
+        raise RuntimeError("nginx is not installed (apt-get install -y nginx)")
+    if latency_ms > 0 and not lua_available():
+        raise RuntimeError(
+            "latency needs nginx's Lua module (apt-get install -y libnginx-mod-http-lua)"
+        )
+    addresses = host_addresses(hosts)
+    with tempfile.TemporaryDirectory(prefix="trio-crawl-broad-nginx-") as tmp:
+        root = site_dir.resolve()
+        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
+        port = _free_port(addresses[0])
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(
+            nginx_config(
+                tmp=tmp,
+                root=root,
+                addresses=addresses,
+                port=port,
+                latency_ms=latency_ms,
+                user=user,
+            )
+        )
+        error_log = Path(tmp) / "error.log"
+        proc = subprocess.Popen(
+            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            server = BroadServer(
+                addresses=addresses,
+                port=port,
+                description=(
+                    f"nginx {_nginx_version(binary)}, 1 worker, {hosts} addresses "
+                    f"{addresses[0]}..{addresses[-1]}:{port}, "
+                    + (f"ngx.sleep({latency_ms} ms) per page" if latency_ms else "no delay")
+                ),
+                master_pid=proc.pid,
+            )
+            _wait_ready(server, proc, error_log)
+            yield server
+        finally:
+            _stop(proc)
+
+
+# --- one run --------------------------------------------------------------------------
+
+
+class FdSampler:
+    """The peak number of open descriptors of one process, sampled every 20 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, pid: int) -> None:
+        self._thread = threading.Thread(target=self._run, args=(pid,), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, len(os.listdir(f"/proc/{pid}/fd")))
+            except OSError:
+                return
+            self._stop.wait(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1)
+
+
+def normalize(url: str) -> str:
+    parts = urlsplit(urldefrag(url)[0])
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{parts.path or '/'}{query}"
+
+
+def verify_hosts(fetches: Fetches, expected: set[str]) -> Verdict:
+    """run.py's exact-once check with absolute URLs (any host)."""
+    counts = Counter(normalize(u) for u in fetches.fetched)
+    return Verdict(
+        fetched=sum(counts.values()),
+        distinct=len(counts),
+        errors=len(fetches.errors),
+        missing=sorted(expected - counts.keys()),
+        duplicates=sorted(u for u, n in counts.items() if n > 1),
+        unexpected=sorted(counts.keys() - expected),
+        error_samples=fetches.errors[:5],
+    )
+
+
+@dataclass(slots=True)
+class BroadRun:
+    config: Config
+    tool: str
+    round: int
+    command: list[str]
+    measured: Measured
+    verdict: Verdict
+    peak_fds: int
+    server_cpu_s: float
+    others_cpu_s: float
+    log_tail: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.measured.exit_code == 0 and self.verdict.exact
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.verdict.fetched / self.measured.wall_s if self.measured.wall_s else 0.0
+
+
+def tool_command(tool: str, seeds: Path, output: Path, args: Any, out: Path) -> list[str]:
+    if tool == "trio-crawl":
+        command = [*trio_crawl_command(args.trio_crawl_cmd), "--seeds", str(seeds)]
+        if args.workers:
+            command += ["-w", str(args.workers)]
+        if args.per_host:
+            command += ["--per-host-concurrency", str(args.per_host)]
+        return [*command, "-o", str(output), "-q", *shlex.split(args.trio_crawl_args)]
+    if tool == "scrapy":
+        return [
+            args.scrapy_python,
+            str(HERE / "scrapy_broad.py"),
+            str(seeds),
+            "--output",
+            str(output),
+            "--concurrency",
+            str(args.scrapy_concurrency),
+            "--per-host",
+            str(args.per_host or 8),
+            "--stats",
+            str(output.with_suffix(".stats.json")),
+        ]
+    raise ValueError(f"unknown tool {tool!r}")
+
+
+def crawl(
+    config: Config, tool: str, rnd: int, server: BroadServer, expected: set[str], args: Any
+) -> BroadRun:
+    out: Path = args.out
+    stem = f"{config.name}-{tool}-r{rnd}"
+    seeds = out / f"seeds-{config.name}.txt"
+    output = out / f"{stem}.jsonl"
+    command = tool_command(tool, seeds, output, args, out)
+    sampler = FdSampler()
+    busy, nginx_cpu = machine_busy(), server.cpu_seconds()
+    try:
+        measured = run_measured(
+            command, timeout=args.timeout, log_path=out / f"{stem}.log", on_spawn=sampler.start
+        )
+    finally:
+        sampler.stop()
+    server_cpu = server.cpu_seconds() - nginx_cpu
+    others = machine_busy() - busy - measured.cpu_s - server_cpu
+    reader = read_trio_crawl if tool == "trio-crawl" else read_scrapy
+    run = BroadRun(
+        config,
+        tool,
+        rnd,
+        command,
+        measured,
+        verify_hosts(reader(output), expected),
+        sampler.peak,
+        server_cpu,
+        others,
+    )
+    if not run.ok:
+        lines = (out / f"{stem}.log").read_text(errors="replace").splitlines()
+        run.log_tail = "\n".join(lines[-15:])
+    return run
+
+
+# --- reporting ------------------------------------------------------------------------
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in (0, 1, len(cells) - 1) else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def result_text(run: BroadRun) -> str:
+    if run.ok:
+        return "OK"
+    m, v = run.measured, run.verdict
+    why = ["timeout"] if m.timed_out else [f"exit {m.exit_code}"] if m.exit_code else []
+    for count, label in (
+        (len(v.missing), "missing"),
+        (len(v.duplicates), "fetched twice"),
+        (len(v.unexpected), "unexpected"),
+        (v.errors, "errors"),
+    ):
+        if count:
+            why.append(f"{count} {label}")
+    return f"FAILED ({', '.join(why)})"
+
+
+def runs_table(runs: list[BroadRun]) -> str:
+    header = ["config", "tool", "round", "fetched", "wall s", "pages/s", "CPU s"]
+    header += ["peak RSS MB", "peak fds", "nginx CPU s", "others CPU s", "result"]
+    rows = [
+        [
+            r.config.name,
+            r.tool,
+            str(r.round),
+            str(r.verdict.fetched),
+            f"{r.measured.wall_s:.2f}",
+            f"{r.pages_per_s:.0f}",
+            f"{r.measured.cpu_s:.1f}",
+            f"{r.measured.peak_rss_mb:.0f}",
+            str(r.peak_fds),
+            f"{r.server_cpu_s:.1f}",
+            f"{r.others_cpu_s:.1f}",
+            result_text(r),
+        ]
+        for r in runs
+    ]
+    return _table(header, rows)
+
+
+def summarize(runs: list[BroadRun], per_host: dict[str, int | None]) -> list[dict[str, Any]]:
+    """Per config and tool: median pages/s, the limit, the fraction, all rounds OK."""
+    medians: dict[tuple[Config, str], float] = {}
+    for key in dict.fromkeys((r.config, r.tool) for r in runs):
+        medians[key] = statistics.median(r.pages_per_s for r in runs if (r.config, r.tool) == key)
+    rows = []
+    for (config, tool), rate in medians.items():
+        mine = [r for r in runs if (r.config, r.tool) == (config, tool)]
+        cpu_rate = medians.get((config.zero_latency, tool))
+        limit = (
+            limit_pages_per_s(config, per_host[tool], cpu_rate) if config.latency_ms else math.inf
+        )
+        rows.append(
+            {
+                "config": config.name,
+                "hosts": config.hosts,
+                "latency_ms": config.latency_ms,
+                "pages_per_host": config.pages,
+                "tool": tool,
+                "pages_per_s": rate,
+                "zero_latency_pages_per_s": cpu_rate,
+                "limit_pages_per_s": None if math.isinf(limit) else limit,
+                "fraction_of_limit": None if math.isinf(limit) else rate / limit,
+                "peak_fds": max(r.peak_fds for r in mine),
+                "peak_rss_mb": max(r.measured.peak_rss_mb for r in mine),
+                "ok": all(r.ok for r in mine),
+            }
+        )
+    return rows
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    header = ["config", "tool", "pages/s", "limit", "of limit", "peak fds", "peak RSS MB"]
+    header.append("exact")
+    body = []
+    for s in rows:
+        limit, fraction = s["limit_pages_per_s"], s["fraction_of_limit"]
+        body.append(
+            [
+                s["config"],
+                s["tool"],
+                f"{s['pages_per_s']:.0f}",
+                "-" if limit is None else f"{limit:.0f}",
+                "-" if fraction is None else f"{fraction:.0%}",
+                str(s["peak_fds"]),
+                f"{s['peak_rss_mb']:.0f}",
+                "yes" if s["ok"] else "NO",
+            ]
+        )
+    return _table(header, body)
+
+
+# --- main -----------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Broad crawls: trio-crawl against Scrapy over many latent loopback hosts.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--configs",
+        default=DEFAULT_CONFIGS,
+        help="comma-separated HOSTSxLATENCY_MSxPAGES (pages per host); the limit of a "
+        "latent config needs the same HOSTS and PAGES at 0 ms in the list",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each tool and config")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="trio-crawl's -w (default: not passed, so trio-crawl's own default)",
+    )
+    parser.add_argument(
+        "--per-host",
+        type=int,
+        default=8,
+        help="per-host concurrency of both tools (Scrapy's default 8); 0: each tool's "
+        "default (trio-crawl: unlimited)",
+    )
+    parser.add_argument(
+        "--scrapy-concurrency", type=int, default=100, help="Scrapy's CONCURRENT_REQUESTS"
+    )
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per crawl")
+    parser.add_argument("--trio-crawl-args", default="", help="extra trio-crawl arguments")
+    parser.add_argument("--trio-crawl-cmd", default=None, help="command that starts trio-crawl")
+    parser.add_argument(
+        "--scrapy-python", default=sys.executable, help="interpreter that has Scrapy"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="site generator seed")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="generated sites cache")
+    parser.add_argument("--keep-output", type=Path, default=None, help="keep outputs here")
+    parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
+    args = parser.parse_args(argv)
+    try:
+        args.configs = parse_configs(args.configs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if not args.tools or set(args.tools) - set(TOOLS):
+        parser.error(f"--tools: choose from {', '.join(TOOLS)}")
+    if args.rounds < 1 or (args.workers is not None and args.workers < 1) or args.per_host < 0:
+        parser.error("--rounds and --workers must be >= 1, --per-host >= 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    machine = machine_info()
+    versions = tool_versions(args)
+    load = " ".join(f"{x:.2f}" for x in machine["loadavg"])
+    print(
+        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['mem_gib']} GiB,"
+        f" load {load}, Python {machine['python']}, ulimit -n "
+        f"{__import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)[0]}"
+    )
+    print(f"tools:   trio-crawl {versions['trio-crawl']}, Scrapy {versions['scrapy']}")
+    if find_nginx() is None or (any(c.latency_ms for c in args.configs) and not lua_available()):
+        print(
+            "SKIPPED: the broad-crawl benchmark needs nginx and its Lua module "
+            "(apt-get install -y nginx libnginx-mod-http-lua)"
+        )
+        return 0
+    per_host = {
+        "trio-crawl": args.per_host or None,
+        "scrapy": args.per_host or 8,
+    }
+    print(
+        f"per-host concurrency: {args.per_host or 'each tool default'}; trio-crawl -w "
+        f"{args.workers or '(its default)'}; Scrapy CONCURRENT_REQUESTS "
+        f"{args.scrapy_concurrency}"
+    )
+    sites: dict[int, tuple[Path, list[str]]] = {}
+    for pages in sorted({c.pages for c in args.configs}):
+        site_dir, _ = ensure_site(SiteParams(pages=pages, seed=args.seed), args.cache_dir)
+        sites[pages] = (site_dir, read_expected(site_dir))
+        for path in site_dir.rglob("*.html"):
+            path.read_bytes()  # warm the page cache
+
+    out_ctx: contextlib.AbstractContextManager[str]
+    if args.keep_output:
+        args.keep_output.mkdir(parents=True, exist_ok=True)
+        out_ctx = contextlib.nullcontext(str(args.keep_output))
+    else:
+        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-broad-out-")
+    runs: list[BroadRun] = []
+    with out_ctx as out_name:
+        args.out = Path(out_name)
+        for config in args.configs:
+            site_dir, paths = sites[config.pages]
+            with open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
+                expected = server.urls(paths)
+                print(f"{config.name}: {len(expected)} pages; server: {server.description}")
+                seeds = args.out / f"seeds-{config.name}.txt"
+                seeds.write_text("".join(f"http://{a}:{server.port}/\n" for a in server.addresses))
+                for rnd in range(1, args.rounds + 1):
+                    order = args.tools if rnd % 2 else list(reversed(args.tools))
+                    for tool in order:
+                        run = crawl(config, tool, rnd, server, expected, args)
+                        runs.append(run)
+                        print(
+                            f"  {tool} round {rnd}: {result_text(run)}, "
+                            f"{run.pages_per_s:.0f} pages/s in {run.measured.wall_s:.1f} s, "
+                            f"peak fds {run.peak_fds}, nginx CPU {run.server_cpu_s:.1f} s, "
+                            f"load {os.getloadavg()[0]:.2f}: {shlex.join(run.command)}",
+                            flush=True,
+                        )
+                        if not run.ok:
+                            print_failure(run)
+
+    print()
+    print(runs_table(runs))
+    print()
+    rows = summarize(runs, per_host)
+    print(summary_table(rows))
+    medians = "medians of " if args.rounds > 1 else ""
+    print(
+        f"({medians}{args.rounds} round(s); limit = min(hosts x per-host concurrency / "
+        "latency, the same tool's 0 ms rate on the same hosts and pages))"
+    )
+    by_key = {(s["config"], s["tool"]): s for s in rows}
+    for s in rows:
+        other = by_key.get((s["config"], "scrapy"))
+        if s["tool"] == "trio-crawl" and other and other["pages_per_s"]:
+            ratio = s["pages_per_s"] / other["pages_per_s"]
+            print(f"{s['config']}: trio-crawl / Scrapy pages/s: {ratio:.2f}x")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json:
+        payload = {
+            "machine": machine,
+            "versions": versions,
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "runs": [
+                {
+                    "config": r.config.name,
+                    "tool": r.tool,
+                    "round": r.round,
+                    "command": r.command,
+                    "ok": r.ok,
+                    "pages_per_s": r.pages_per_s,
+                    "peak_fds": r.peak_fds,
+                    "nginx_cpu_s": r.server_cpu_s,
+                    "others_cpu_s": r.others_cpu_s,
+                    **asdict(r.measured),
+                }
+                for r in runs
+            ],
+            "summary": rows,
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0 if all(r.ok for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
