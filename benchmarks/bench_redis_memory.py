@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redis_bench
 
-from trio_crawl.core.url import host_port
 from trio_crawl.frontiers import redis_lua
-from trio_crawl.frontiers.redis import keys_prefix, url_digest
+from trio_crawl.frontiers import redis_wire as wire
+from trio_crawl.frontiers.redis import keys_prefix
 
 
 async def measure(url: str, n: int) -> None:
@@ -48,8 +48,11 @@ async def measure(url: str, n: int) -> None:
         base = int((await client.info("memory"))["used_memory"])
         start = "http://www.example-0.test/"
         hello = await call(
-            "hello", "bench", 30_000, "{}", -1, 0, 0, 0, 1,
-            url_digest(start), start, host_port(start), 0, "", "", "",
+            "hello",
+            *wire.hello_args(
+                "bench", 30, may_create=True, identity_json="{}", max_pages=None, rate=None,
+                per_host_concurrency=None, read_robots=False, starts=wire.admission(start, 0, ""),
+            )
         )  # fmt: skip
         owner = hello[2]  # type: ignore[index]
         urls = [
@@ -61,8 +64,8 @@ async def measure(url: str, n: int) -> None:
         for i in range(0, len(urls), 2000):
             ops: list[object] = []
             for u in urls[i : i + 2000]:
-                ops += [url_digest(u), u, host_port(u), 1, start, "", ""]
-            await call("sync", owner, 0, 0, "A", len(ops) // 7, *ops)
+                ops += wire.admission(u, 1, start)
+            await call("sync", *wire.sync_args(owner, 0, 0, wire.admit_op(ops)))
         admit_s = time.perf_counter() - t0
         queued = int((await client.info("memory"))["used_memory"]) - base
         print(f"{n:,} URLs (mean length {mean:.0f} characters) admitted in {admit_s:.1f} s")
@@ -71,14 +74,14 @@ async def measure(url: str, n: int) -> None:
         rounds = 0
         pending: list[object] = []
         while True:
-            reply = await call("sync", owner, 500, 500, *pending)
+            reply = wire.SyncReply.parse(
+                await call("sync", *wire.sync_args(owner, 500, 500, pending))  # type: ignore[arg-type]
+            )
             rounds += 1
-            taken = reply[3]  # type: ignore[index]
             pending = []
-            for j in range(0, len(taken), 10):
-                digest, token = taken[j], taken[j + 8]
-                pending += ["F", digest, token, 1, 0]
-            if not taken and reply[2][0]:  # type: ignore[index]
+            for taken in reply.taken:
+                pending += wire.finish_op(taken.digest, taken.token, True, [])
+            if not reply.taken and reply.counters.done:
                 break
         finish_s = time.perf_counter() - t0
         done = int((await client.info("memory"))["used_memory"]) - base

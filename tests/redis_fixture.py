@@ -25,19 +25,31 @@ class RedisServer:
     port: int
     process: subprocess.Popen[bytes]
     log: Path
+    password: str | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f"default:{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def command(self, *args: str) -> str:
         """One command through a raw socket (no client library): the reply's
         first line, for simple replies and integers."""
-        parts = [a.encode() for a in args]
-        wire = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+        def encode(*args: str) -> bytes:
+            parts = [a.encode() for a in args]
+            return b"*%d\r\n" % len(parts) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(p), p) for p in parts
+            )
+
+        wire = (encode("AUTH", self.password) if self.password else b"") + encode(*args)
         with socket.create_connection(("127.0.0.1", self.port), timeout=5) as conn:
             conn.sendall(wire)
             reply = conn.recv(65536)
+            if self.password:  # AUTH's +OK first, then the reply
+                while reply.count(b"\r\n") < 2 and (more := conn.recv(65536)):
+                    reply += more
+                reply = reply.split(b"\r\n", 1)[1]
         return reply.split(b"\r\n", 1)[0].decode()
 
 
@@ -48,7 +60,8 @@ def free_port() -> int:
         return port
 
 
-def start_redis(tmp: Path) -> RedisServer:
+def start_redis(tmp: Path, *extra: str, password: str | None = None) -> RedisServer:
+    """A redis-server of one's own; ``extra``: more of its options."""
     assert REDIS_SERVER is not None
     for _ in range(5):
         port = free_port()
@@ -62,11 +75,13 @@ def start_redis(tmp: Path) -> RedisServer:
                 "--appendonly", "no",
                 "--dir", str(tmp),
                 "--logfile", str(log),
+                *(["--requirepass", password] if password else []),
+                *extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        server = RedisServer(port, process, log)
+        server = RedisServer(port, process, log, password)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and process.poll() is None:
             try:

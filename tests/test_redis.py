@@ -17,7 +17,12 @@ import pytest
 import trio
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
-from trio_crawl.frontiers.redis import RedisFrontierError, RedisUnavailable, open_redis_frontier
+from trio_crawl.frontiers.redis import (
+    RedisFrontierError,
+    RedisUnavailable,
+    check_crawl,
+    open_redis_frontier,
+)
 
 import redis_fixture
 from fakes import FakeFetcher, FakePage, bfs_depths
@@ -87,7 +92,13 @@ async def crawl_shared(
         async with trio.open_nursery() as nursery:
             for i in range(workers):
                 nursery.start_soon(one, i)
+    await assert_consistent(server, name)
     return records, ends
+
+
+async def assert_consistent(server: RedisServer, name: str) -> None:
+    """The crawl's counters agree with its keys, and no URL is in two places."""
+    assert await check_crawl(server.url, name) == []
 
 
 def check_exact(
@@ -185,6 +196,7 @@ async def test_handlers_and_their_requests_cross_workers(redis_server: RedisServ
         async with trio.open_nursery() as nursery:
             for i in range(3):
                 nursery.start_soon(one, i)
+    await assert_consistent(redis_server, name)
     assert sorted((item["url"], item["hops"]) for item in items) == [  # type: ignore[index]
         (url(0), 0), (url(1), 1), (url(2), 1), (url(3), 2), (url(4), 2),
     ]  # fmt: skip
@@ -257,6 +269,7 @@ async def test_a_worker_taken_for_dead_loses_nothing_and_joins_again(
         async with trio.open_nursery() as nursery:
             for i in range(2):
                 nursery.start_soon(one, i)
+    await assert_consistent(redis_server, crawl_id)
     everything = [r for part in records for r in part]
     counts = Counter(r.url for r in everything)
     assert set(counts) == {url(n) for n in bfs_depths(graph, None)}
@@ -274,9 +287,9 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
     (linear hashing); every URL must still be found, and none twice."""
     import coredis
 
-    from trio_crawl.core.url import host_port
     from trio_crawl.frontiers import redis_lua
-    from trio_crawl.frontiers.redis import keys_prefix, url_digest
+    from trio_crawl.frontiers import redis_wire as wire
+    from trio_crawl.frontiers.redis import keys_prefix
 
     prefix = keys_prefix(crawl_id)
     client = coredis.Redis.from_url(redis_server.url)
@@ -288,8 +301,11 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
         await client.function_load(redis_lua.LIBRARY, replace=True)
         start = url("start")
         hello = await call(
-            "hello", "t", 30_000, "{}", -1, 0, 0, 0, 1,
-            url_digest(start), start, host_port(start), 0, "", "", "",
+            "hello",
+            *wire.hello_args(
+                "t", 30, may_create=True, identity_json="{}", max_pages=None, rate=None,
+                per_host_concurrency=None, read_robots=False, starts=wire.admission(start, 0, ""),
+            ),
         )  # fmt: skip
         owner = hello[2]
         urls = [url(f"page-{i}?q={i * 7}") for i in range(5000)]
@@ -297,8 +313,8 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
             for i in range(0, len(urls), 500):
                 ops: list[object] = []
                 for u in urls[i : i + 500]:
-                    ops += [url_digest(u), u, host_port(u), 1, start, "", ""]
-                reply = await call("sync", owner, 0, 0, "A", len(ops) // 7, *ops)
+                    ops += wire.admission(u, 1, start)
+                reply = await call("sync", *wire.sync_args(owner, 0, 0, wire.admit_op(ops)))
             counters = reply[2]  # done, unfinished, fresh, leased, started, finished, seen
             assert (counters[6], counters[1], counters[2]) == (5001, 5001, 5001)
         buckets = [k async for k in client.scan_iter(match=f"{prefix}S*")]
@@ -307,6 +323,7 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
         for key in buckets:
             total += await client.hlen(key)
         assert total == 5001
+    await assert_consistent(redis_server, crawl_id)
 
 
 async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
@@ -343,8 +360,43 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
             crawler = Crawler(config, fetcher, frontier=frontier, on_record=[on_record])
             await crawler.run()
     assert cut and cut[0] >= 1  # finishes were in the call that was cut off
+    await assert_consistent(redis_server, crawl_id)  # a stopped crawl, at rest
     parts, _ = await crawl_shared(redis_server, crawl_id, pages, 1)
     second = parts[0]
     counts = Counter(r.url for r in first + second)
     assert [u for u, n in counts.items() if n > 1] == []
     assert set(counts) == {url(n) for n in range(62)}
+
+
+async def test_the_consistency_check_finds_what_disagrees(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """The check recomputes the counters from the keys: a counter off by
+    one, a queued URL in no queue, a lease held by no live worker."""
+    import coredis
+
+    from trio_crawl.frontiers.redis import keys_prefix
+
+    config = CrawlConfig(start_urls=[url(0), url(1), url(2)], ignore_robots=True)
+    prefix = keys_prefix(crawl_id)
+    async with open_redis_frontier(redis_server.url, crawl_id, config, name="c") as frontier:
+        await assert_consistent(redis_server, crawl_id)  # three queued, none leased
+        client = coredis.Redis.from_url(redis_server.url)
+        async with client:
+            await client.hincrby(prefix + "m", "fresh", 1)
+            assert await check_crawl(redis_server.url, crawl_id) == ["fresh: counted 3, stored 4"]
+            await client.hincrby(prefix + "m", "fresh", -1)
+            queue = prefix + "q:0:site.test:80"
+            taken = await client.lpop(queue)
+            assert taken is not None
+            problems = await check_crawl(redis_server.url, crawl_id)
+            assert len(problems) == 1
+            assert problems[0].endswith(": queued, but in no queue of its depth and host")
+            await client.lpush(queue, [taken])
+            frontier.attach(lambda entry: None, lambda: None, lambda: 0)
+            await frontier._round(want=1)  # it takes URLs
+            await assert_consistent(redis_server, crawl_id)
+            await client.zrem(prefix + "w", [frontier.owner])  # a worker lost from the set
+            problems = await check_crawl(redis_server.url, crawl_id)
+            await client.zadd(prefix + "w", {frontier.owner: 2**50})
+    assert any("not a live worker" in p for p in problems), problems

@@ -169,6 +169,7 @@ def test_workers_together_equal_the_single_process_crawl(
     assert sum(1 for out in outputs if records(out)) >= 2  # shared, not one worker alone
     robots = [r for r in site.log[before:] if r.target == "/robots.txt"]
     assert len(robots) == 1, "robots.txt is fetched once for the whole crawl"
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_status_and_joining_a_crawl_without_urls(
@@ -193,6 +194,7 @@ def test_status_and_joining_a_crawl_without_urls(
     other = cli(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--max-depth", "1")
     assert other.returncode == 2
     assert "other settings (max_depth differ)" in other.stderr
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_processes_option_starts_n_workers(
@@ -210,6 +212,7 @@ def test_processes_option_starts_n_workers(
     assert all(p.exists() for p in parts)
     got = [r for p in parts for r in records(p)]
     assert sorted(map(key, got)) == sorted(map(key, expected))
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_each_worker_process_archives_what_it_fetched(
@@ -236,6 +239,7 @@ def test_each_worker_process_archives_what_it_fetched(
     # A 503 archived by one worker may be retried, and listed, by the other.
     assert all_listed == all_stored
     assert not warc.exists()
+    assert_consistent(redis_server, crawl_id)
 
 
 def slow_site(size: int, delay: float) -> Site:
@@ -274,6 +278,7 @@ def test_a_worker_killed_at_a_random_moment_loses_nothing(
         codes, _ = wait_all(processes)
     assert codes[victim] == -signal.SIGKILL
     assert [c for i, c in enumerate(codes) if i != victim] == [0, 0]
+    assert_consistent(redis_server, crawl_id)
     got = [r for out in outputs for r in records(out)]
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
@@ -299,6 +304,7 @@ def test_rate_holds_across_workers_as_the_server_sees_it(
     assert min(gaps) >= 0.95 / rate, sorted(gaps)[:5]
     per_worker = [len(records(out)) for out in outputs]
     assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_per_host_concurrency_holds_across_workers(
@@ -332,6 +338,7 @@ def test_per_host_concurrency_holds_across_workers(
         codes, _ = wait_all(processes)
     assert codes == [0, 0, 0]
     assert peak == 2
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_lost_redis_stops_the_workers_with_a_message(
@@ -384,6 +391,7 @@ def test_a_stopped_worker_resumes_where_it_left_off(
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
     assert [u for u, n in counts.items() if n > 1] == []  # a graceful stop puts pages back
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_numbered_outputs() -> None:
@@ -421,6 +429,7 @@ def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
     assert len(robots) == 1
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
@@ -443,6 +452,7 @@ def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
         again = cli(*args, timeout=25)
         assert again.returncode == 0, again.stderr
         assert time.monotonic() - started < 20
+    assert_consistent(redis_server, crawl_id)
     got = records(out)
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
@@ -474,6 +484,7 @@ def test_processes_pass_a_signal_on_and_the_crawl_resumes(
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
     assert [u for u, n in counts.items() if n > 1] == []
+    assert_consistent(redis_server, crawl_id)
 
 
 def test_without_coredis_the_message_says_what_to_install() -> None:
@@ -489,3 +500,218 @@ def test_without_coredis_the_message_says_what_to_install() -> None:
     assert result.stderr == (
         "trio-crawl: error: --redis needs the coredis package: pip install 'trio-crawl[redis]'\n"
     )
+
+
+# -- integrity: what Redis may do to a crawl ----------------------------------------
+
+
+def assert_consistent(server: RedisServer, name: str) -> None:
+    """The crawl's counters agree with its keys, and no URL is in two places."""
+    import trio
+
+    from trio_crawl.frontiers.redis import check_crawl
+
+    assert trio.run(check_crawl, server.url, name) == []
+
+
+def error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if line]
+
+
+@pytest.fixture
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Start redis-servers of the test's own (options, password) and stop them after."""
+    if redis_fixture.REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    started: list[RedisServer] = []
+
+    def start(*extra: str, password: str | None = None) -> RedisServer:
+        server = start_redis(tmp_path_factory.mktemp("own"), *extra, password=password)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        if server.process.poll() is None:
+            server.process.kill()
+        server.process.wait()
+
+
+def wait_for_records(paths: Sequence[Path], n: int) -> None:
+    deadline = time.monotonic() + 30
+    while sum(len(records(p)) for p in paths) < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_flushall_mid_crawl_stops_every_worker_and_nobody_says_done(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    redis = own_redis()
+    with serve_site(slow_site(400, 0.02)) as server:
+        url = server.url("/")
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
+        common = ["--redis", redis.url, "--crawl-id", "flushed", "-q", "--lease", "3"]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        for out in outputs:  # both are in the crawl
+            wait_for_records([out], 10)
+        assert redis.command("FLUSHALL") == "+OK"
+        codes, _ = wait_all(processes)
+        stderrs = [p.stderr.read() for p in processes]  # type: ignore[union-attr]
+    assert codes == [75, 75], stderrs
+    for stderr in stderrs:
+        (line,) = error_lines(stderr)
+        assert line.startswith("trio-crawl: error: crawl 'flushed' is no longer in Redis at ")
+        assert line.endswith("It cannot be resumed: start it again (with its URLs) to crawl anew")
+    assert sum(len(records(out)) for out in outputs) < 400  # stopped, not "done"
+    status = cli("--redis", redis.url, "--crawl-id", "flushed", "--status")
+    assert status.returncode == 2
+    assert "done" not in status.stdout + status.stderr
+    assert "no crawl 'flushed'" in status.stderr
+
+
+def test_a_server_that_may_evict_keys_is_refused_at_the_start(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    redis = own_redis("--maxmemory-policy", "allkeys-lru")
+    for extra in ([], ["--processes", "2"]):
+        result = cli(
+            "http://127.0.0.1:1/", "--redis", redis.url, "--crawl-id", "lru",
+            "-o", str(tmp_path / "out.jsonl"), *extra,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        (line,) = error_lines(result.stderr)
+        assert "may evict keys (maxmemory-policy allkeys-lru)" in line
+        assert "noeviction" in line
+    assert redis.command("EXISTS", "tc:{lru}:m") == ":0"  # nothing created
+
+
+@pytest.mark.parametrize("processes", [None, 2])
+def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
+    own_redis: Any, tmp_path: Path, processes: int | None
+) -> None:
+    """Redis out of memory (maxmemory reached, noeviction): its OOM error
+    replies stop each worker with one line, exit 75, without a traceback,
+    and the password of the URL is not in it."""
+    redis = own_redis(password="s3cret-pw")
+    with serve_site(slow_site(400, 0.02)) as server:
+        out = tmp_path / "out.jsonl"
+        args = [server.url("/"), "--redis", redis.url, "--crawl-id", "oom", "-q", "-o", str(out)]
+        if processes:
+            args += ["--processes", str(processes)]
+            parts = [tmp_path / f"out.{i}.jsonl" for i in (1, 2)]
+        else:
+            parts = [out]
+        worker = start_worker(*args)
+        wait_for_records(parts, 20)
+        assert redis.command("CONFIG", "SET", "maxmemory", "1") == "+OK"
+        _, stderr = worker.communicate(timeout=60)
+    assert worker.returncode == 75, stderr
+    lines = error_lines(stderr)
+    assert len(lines) == (processes or 1), stderr
+    for line in lines:
+        assert line.startswith("trio-crawl: error: Redis at redis://default:***@127.0.0.1:")
+        assert "refused a call mid-crawl (OOM command not allowed" in line
+        assert line.endswith("Run the same command again to resume")
+    assert "s3cret-pw" not in stderr
+    assert_consistent(redis, "oom")  # refused calls changed nothing half-way
+
+
+def test_a_worker_frozen_past_its_lease_joins_again_and_says_so(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    """SIGSTOP a worker with a call in flight (Redis answers while it is
+    frozen), for longer than its lease and than the call timeout: on thaw it
+    reads that answer, learns its pages went to the other worker, says so
+    in one line, joins again, and the crawl completes."""
+    redis = own_redis()
+    with serve_site(slow_site(400, 0.04)) as server:
+        url = server.url("/")
+        expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "8")}
+        outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
+        common = ["--redis", redis.url, "--crawl-id", "frozen", "-w", "2", "--lease", "2"]
+        processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
+        victim = processes[0]
+        wait_for_records(outputs[:1], 10)
+        redis.process.send_signal(signal.SIGSTOP)  # the victim's next call stays in flight
+        time.sleep(0.3)
+        victim.send_signal(signal.SIGSTOP)
+        redis.process.send_signal(signal.SIGCONT)  # it answers the frozen victim
+        time.sleep(7)  # > --lease 2 and > the call timeout (5 s)
+        victim.send_signal(signal.SIGCONT)
+        codes, _ = wait_all(processes)
+        stderrs = [p.stderr.read() for p in processes]  # type: ignore[union-attr]
+    assert codes == [0, 0], stderrs
+    assert "lost the connection" not in stderrs[0]
+    warnings = [line for line in error_lines(stderrs[0]) if "warning" in line]
+    assert len(warnings) == 1, stderrs[0]
+    assert "was silent longer than its lease (2 s" in warnings[0]
+    assert "handed the" in warnings[0] and "it joined again as" in warnings[0]
+    got = [r for out in outputs for r in records(out)]
+    counts = Counter(r["url"] for r in got)
+    assert set(counts) == expected
+    for u, n in counts.items():
+        if n > 1:
+            assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1
+    assert_consistent(redis, "frozen")
+
+
+def test_delete_crawl_removes_every_key_and_refuses_a_running_crawl(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    with serve_site(slow_site(300, 0.1)) as server:
+        url = server.url("/")
+        out = tmp_path / "w.jsonl"
+        args = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        worker = start_worker(url, *args, "-w", "2", "-o", str(out))
+        wait_for_records([out], 5)
+        running = cli(*args, "--delete-crawl")
+        assert running.returncode == 2
+        assert f"crawl {crawl_id!r} is running (1 live workers)" in running.stderr
+        worker.send_signal(signal.SIGINT)
+        assert worker.wait(timeout=TIMEOUT) == 130
+    assert_consistent(redis_server, crawl_id)  # stopped: at rest, not done
+    assert redis_server.command("EXISTS", f"tc:{{{crawl_id}}}:m") == ":1"
+    deleted = cli(*args, "--delete-crawl")
+    assert deleted.returncode == 0, deleted.stderr
+    assert f"deleted crawl {crawl_id!r}" in deleted.stderr
+    assert redis_server.command("KEYS", f"tc:{{{crawl_id}}}:*") == "*0"
+    status = cli(*args, "--status")
+    assert status.returncode == 2
+    assert "no crawl" in status.stderr
+
+
+def test_a_password_in_the_redis_url_is_never_printed() -> None:
+    from trio_crawl.frontiers.redis import redact_url
+
+    port = redis_fixture.free_port()
+    result = cli(
+        "http://127.0.0.1:1/", "--redis", f"redis://me:pa55word@127.0.0.1:{port}/0",
+        "--crawl-id", "x",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "pa55word" not in result.stderr
+    assert f"cannot connect to Redis at redis://me:***@127.0.0.1:{port}/0" in result.stderr
+    assert redact_url("redis://:pw@host:6379/2") == "redis://:***@host:6379/2"
+    assert redact_url("rediss://u:p%40ss@[::1]:6380/0") == "rediss://u:***@[::1]:6380/0"
+    assert redact_url("redis://host:6379/0") == "redis://host:6379/0"
+    assert redact_url("unix://u:pw@/tmp/redis.sock?db=1") == "unix://u:***@/tmp/redis.sock?db=1"
+
+
+def test_a_server_that_starts_evicting_mid_crawl_stops_the_workers(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    redis = own_redis()
+    with serve_site(slow_site(400, 0.03)) as server:
+        out = tmp_path / "w.jsonl"
+        worker = start_worker(
+            server.url("/"), "--redis", redis.url, "--crawl-id", "lru", "-q", "--lease", "3",
+            "-w", "2", "-o", str(out),
+        )  # fmt: skip
+        wait_for_records([out], 10)
+        assert redis.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "+OK"
+        _, stderr = worker.communicate(timeout=30)  # the next heartbeat looks: 1 s
+    assert worker.returncode == 75, stderr
+    (line,) = error_lines(stderr)
+    assert "now evicts keys (maxmemory-policy allkeys-lru)" in line
+    assert len(records(out)) < 400

@@ -3,13 +3,16 @@
     trio-crawl URL --redis redis://host:6379/0 --crawl-id NAME -o out-$HOST.jsonl
     trio-crawl --redis redis://host:6379/0 --crawl-id NAME -o out2.jsonl   # join it
     trio-crawl --redis redis://host:6379/0 --crawl-id NAME --status
+    trio-crawl --redis redis://host:6379/0 --crawl-id NAME --delete-crawl  # its keys
     trio-crawl URL --redis ... --crawl-id NAME --processes 4 -o out.jsonl  # out.1.jsonl ...
 
 Each worker appends to its own output file (a torn last line is cut first),
 and exits 0 when the whole crawl is done, at the same moment as the others.
 Exit codes beyond the usual ones: 2 when Redis cannot be reached at the
-start or the crawl id names a crawl with other settings; 75 when Redis is
-lost mid-crawl (run the same command again to resume).
+start, may evict keys (its maxmemory-policy is not noeviction), or the crawl
+id names a crawl with other settings; 75 when Redis is lost mid-crawl or
+refuses a call (run the same command again to resume), or the crawl's keys
+vanish (deleted, FLUSHALL). A Redis URL's password is never printed.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from ..frontiers.redis import (
     RedisFrontierError,
     RedisLost,
     RedisUnavailable,
+    check_server,
     crawl_status,
     default_worker_name,
+    delete_crawl,
     open_redis_frontier,
+    redact_url,
     status_lines,
 )
 from ..frontiers.resume import repair_output
@@ -47,6 +53,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 #: Redis went away mid-crawl (EX_TEMPFAIL): the same command resumes it.
 EXIT_REDIS_LOST = 75
+#: A forked worker that failed in a way nothing else reported (EX_SOFTWARE).
+EXIT_INTERNAL = 70
 
 #: Settings a joining worker takes from the crawl when it gives no URL.
 _ADOPTED = {
@@ -84,10 +92,23 @@ def add_redis_options(parser: argparse.ArgumentParser) -> None:
         help="with --redis: a worker silent this long is taken for dead and its "
         f"pages are fetched again (default {DEFAULT_LEASE:g})",
     )
+    group.add_argument(
+        "--delete-crawl",
+        action="store_true",
+        help="with --redis: delete every key of the crawl from Redis and exit "
+        "(refused while it runs; a finished crawl's keys stay until then)",
+    )
+
+
+def _say(line: str) -> None:
+    # One write, newline included: the workers of --processes share stderr,
+    # and print() writes the newline apart, so their lines would interleave.
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
+    _say(f"trio-crawl: error: {message}")
     return code
 
 
@@ -122,13 +143,18 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
     problem = _check_usage(args)
     if problem:
         return _fail(problem, EXIT_USAGE)
+    if args.delete_crawl:
+        return _delete(args)
     try:
         stored = trio.run(crawl_status, args.redis, args.crawl_id)
+        if not args.status:
+            trio.run(check_server, args.redis)
     except RedisFrontierError as exc:
         return _fail(str(exc), EXIT_USAGE)
     if args.status:
         if stored is None:
-            return _fail(f"no crawl {args.crawl_id!r} in Redis at {args.redis}", EXIT_USAGE)
+            where = redact_url(args.redis)
+            return _fail(f"no crawl {args.crawl_id!r} in Redis at {where}", EXIT_USAGE)
         print("\n".join(status_lines(args.crawl_id, stored)))
         return EXIT_OK
     if args.processes is not None:
@@ -155,6 +181,25 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return run_worker(args, config)
 
 
+def _delete(args: argparse.Namespace) -> int:
+    """``--delete-crawl``: the crawl's keys go; its records stay where they are."""
+    try:
+        deleted = trio.run(delete_crawl, args.redis, args.crawl_id)
+    except RedisFrontierError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if deleted:
+        print(f"trio-crawl: deleted crawl {args.crawl_id!r} ({deleted} keys)", file=sys.stderr)
+    else:
+        print(
+            f"trio-crawl: no crawl {args.crawl_id!r} in Redis: nothing to delete", file=sys.stderr
+        )
+    return EXIT_OK
+
+
+def _warn(message: str) -> None:
+    _say(f"trio-crawl: warning: {message}")
+
+
 def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     """One worker of the crawl, in this process."""
     from .main import Outputs, UsageError, check_warc_path, crawl_with_ui, open_output
@@ -176,6 +221,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
             config,
             name=default_worker_name(output),
             lease=args.lease,
+            notice=_warn,
         ) as frontier:
             if not args.quiet:
                 verb = "started" if frontier.created else "joined"
@@ -206,7 +252,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     except RedisLost as exc:
         return _fail(
             f"{exc}: stopped; pages in flight were abandoned, records written so far are "
-            "complete. Run the same command again to resume",
+            f"complete. {exc.remedy}",
             EXIT_REDIS_LOST,
         )
     finally:
@@ -225,7 +271,7 @@ def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any]) -> int
     pid = os.fork()
     if pid:
         return pid
-    code = 70
+    code = EXIT_INTERNAL
     try:  # the child: never returns into the parent's code
         # Its own process group: a Ctrl-C at the terminal reaches the parent
         # alone, which passes it on once (a second signal means "quit now").
@@ -233,6 +279,12 @@ def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any]) -> int
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         code = run_cli(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except BaseException as exc:  # os._exit below would swallow it unsaid
+        with contextlib.suppress(Exception):
+            detail = " ".join(str(exc).split())
+            _fail(f"worker {os.getpid()} failed: {type(exc).__name__}: {detail}", code)
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()

@@ -31,6 +31,10 @@ This process's side
   later, and every URL it held is queued again; their records say
   ``"refetched": true``. A page's record is written before its finish is
   sent: delivery is at least once, and nothing is lost.
+* Integrity: every function refuses a crawl whose keys are gone (deleted,
+  FLUSHALL), so no worker takes an empty crawl for a finished one; a server
+  that may evict keys is refused; an error reply (OOM) stops the worker
+  (``RedisRefused``); a worker frozen past its lease joins again and says so.
 
 Depth is exact, as in memory: Redis hands out a URL at depth ``k`` only
 while no unfinished URL is shallower than ``k - 1`` (the depth gate).
@@ -39,9 +43,9 @@ while no unfinished URL is shallower than ``k - 1`` (the depth gate).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
+import logging
 import math
 import os
 import socket
@@ -61,18 +65,25 @@ from ..core.frontier import (
 )
 from ..core.models import FetchResult
 from ..core.scrape import Request
-from ..core.url import host_port
+from ..core.url import mask_credentials
 from ..errors import FetchError
 from . import redis_lua
+from . import redis_wire as wire
 from .base import Publish
+from .redis_wire import url_digest as url_digest  # re-exported: benchmarks, tests
 
 if TYPE_CHECKING:
     import coredis
 
 #: Seconds a worker's lease lasts without a renewal.
 DEFAULT_LEASE = 30.0
-#: Seconds a sync call may take before Redis counts as lost.
+#: Seconds a call may take before Redis counts as lost (at most the lease).
 CALL_TIMEOUT = 20.0
+#: The shortest call timeout, however short the lease.
+MIN_CALL_TIMEOUT = 5.0
+#: How the call timeout counts time: in ticks of this many seconds, a tick
+#: that took much longer (the process was frozen) counting as one.
+TICK = 0.25
 #: Longest time a finished page's move waits in the outbox for company.
 BATCH_DELAY = 0.02
 #: Local cache of links already sent: at most this many URLs, then it starts over.
@@ -93,17 +104,32 @@ class RedisUnavailable(RedisFrontierError):
 
 
 class RedisLost(RedisFrontierError):
-    """Redis went away mid-crawl. Re-running the command resumes the crawl."""
+    """Redis went away (or refused a call) mid-crawl: this worker stops.
+    ``remedy`` says what to do; for this class, re-running resumes."""
+
+    remedy = "Run the same command again to resume"
+
+
+class RedisRefused(RedisLost):
+    """Redis answered a call with an error (out of memory, read-only replica...)."""
+
+
+class CrawlGone(RedisLost):
+    """The crawl's keys are gone from Redis (deleted, FLUSHALL, evicted):
+    what it knew is lost, and taking an empty crawl for a finished one
+    would end every worker with the site half crawled."""
+
+    remedy = "It cannot be resumed: start it again (with its URLs) to crawl anew"
 
 
 class CrawlMismatch(RedisFrontierError):
     """The crawl id names a crawl with other settings."""
 
 
-def url_digest(url: str) -> bytes:
-    """The 8-byte key of a URL in Redis (BLAKE2b). Two URLs of a crawl of
-    n URLs share one with probability about n²/2⁶⁵ (3 in 10⁶ at 10⁷ URLs)."""
-    return hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+def redact_url(url: str) -> str:
+    """``url`` as it may be printed: its password (or a lone user name,
+    often a token) replaced by ``***``."""
+    return mask_credentials(url)
 
 
 def keys_prefix(crawl_id: str) -> str:
@@ -230,6 +256,7 @@ class RedisFrontier:
         window: int | None = None,
         lease: float = DEFAULT_LEASE,
         url: str = "redis",
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self._client = client
         self.crawl_id = crawl_id
@@ -238,11 +265,16 @@ class RedisFrontier:
         self._scope = config.scope()
         self._max_depth = config.max_depth
         self._name = name
-        self._url = url
+        self._url = redact_url(url)  # it goes into messages
+        self._notice = notice or logging.getLogger(__name__).warning
         self.window = window or max(128, 8 * config.workers)
         self._low_water = max(1, self.window // 2)
         self._batch_max = self.window
         self.lease = lease
+        self._call_timeout = min(CALL_TIMEOUT, max(MIN_CALL_TIMEOUT, lease))
+        #: Calls in flight -> running seconds they have left (``_watch_calls``).
+        self._calls: dict[trio.CancelScope, float] = {}
+        self._watching = False
         self._publish: Publish = _unattached
         self._check_idle: Callable[[], None] = lambda: None
         self._queued: Callable[[], int] = lambda: 0
@@ -260,7 +292,7 @@ class RedisFrontier:
         # what Redis said last
         self._done = False
         self._remote_unfinished = 1
-        self._remote: tuple[int, ...] = (0,) * 7
+        self._remote = wire.NO_COUNTERS
         self._idle = False
         self._due_at = math.inf
         self._remote_kick = False
@@ -276,25 +308,67 @@ class RedisFrontier:
 
     # -- connecting ----------------------------------------------------------
 
+    async def _bounded(self, request: Awaitable[T]) -> T:
+        """``request``, shielded from cancellation and bounded by the call
+        timeout, counted in running time (``_watch_calls``): a freeze
+        (SIGSTOP, a suspended VM) counts as one tick, so a thawed worker
+        reads the answer waiting in its socket instead of saying that Redis
+        did not answer. Before and after ``serve``, a plain deadline.
+
+        Shielded: a call cut off by the end of the crawl would leave Redis
+        and this worker disagreeing about what was finished and what was
+        taken; and coredis shares a connection between calls, so one
+        cancelled call breaks the others."""
+        scope = trio.CancelScope(shield=True)
+        if self._watching:
+            self._calls[scope] = self._call_timeout
+        else:
+            scope.deadline = trio.current_time() + self._call_timeout
+        try:
+            with scope:
+                return await request
+        finally:
+            self._calls.pop(scope, None)
+        raise trio.TooSlowError  # only when the scope was cancelled: its time ran out
+
+    async def _watch_calls(self) -> None:
+        """Count the running time of the calls in flight, in ticks; a tick
+        that took much longer (the process was frozen) counts as two. A
+        deadline of its own would expire in the same instant as the freeze
+        ends, before the answer in the socket could be read."""
+        self._watching = True
+        try:
+            while True:
+                before = trio.current_time()
+                await trio.sleep(TICK)
+                ran = min(trio.current_time() - before, 2 * TICK)
+                for scope, left in list(self._calls.items()):
+                    self._calls[scope] = left - ran
+                    if left - ran <= 0:
+                        scope.cancel()
+        finally:
+            # The crawl is ending: calls still in flight keep their bound.
+            self._watching = False
+            for scope, left in self._calls.items():
+                scope.deadline = trio.current_time() + max(left, 0.0)
+
     async def _fcall(self, name: str, args: Sequence[object]) -> Any:
-        """One server-side function call; a lost connection is ``RedisLost``."""
+        """One server-side function call; a lost connection is ``RedisLost``,
+        an error reply ``RedisRefused``, a crawl whose keys are gone ``CrawlGone``."""
         import coredis.exceptions
 
         self.calls += 1
         try:
-            # Shielded, and bounded by CALL_TIMEOUT. A call cut off by the end
-            # of the crawl would leave Redis and this worker disagreeing about
-            # what was finished and what was taken; and coredis shares a
-            # connection between calls, so one cancelled call breaks the others.
-            with trio.CancelScope(shield=True), trio.fail_after(CALL_TIMEOUT):
-                return await self._client.fcall(
+            return await self._bounded(
+                self._client.fcall(
                     redis_lua.function(name),
                     keys=[self._prefix],  # the prefix: its hash tag routes the call
                     args=list(args),
                 )
+            )
         except coredis.exceptions.ResponseError as exc:
             if "Function not found" not in str(exc):
-                raise
+                raise self._refused(exc) from None
         except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
             # A connection opened for a call that is being cancelled fails with
             # a connection error: that is the cancellation, not a lost Redis.
@@ -308,18 +382,37 @@ class RedisFrontier:
         import coredis.exceptions
 
         try:
-            with trio.CancelScope(shield=True), trio.fail_after(CALL_TIMEOUT):
-                result = await request  # shielded: see _fcall
-        except (coredis.exceptions.ConnectionError, OSError, trio.TooSlowError) as exc:
+            return await self._bounded(request)
+        except coredis.exceptions.ResponseError as exc:
+            raise self._refused(exc) from None
+        except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
             await trio.lowlevel.checkpoint_if_cancelled()
             raise self._lost_error(exc) from None
-        return result
 
     def _lost_error(self, exc: BaseException) -> RedisLost:
-        reason = str(exc) or type(exc).__name__
+        reason = _one_line(str(exc) or type(exc).__name__)
         if isinstance(exc, trio.TooSlowError):
-            reason = f"no answer in {CALL_TIMEOUT:g} s"
-        self._lost = RedisLost(f"lost the connection to Redis at {self._url} mid-crawl ({reason})")
+            reason = f"no answer in {self._call_timeout:g} s"
+        return self._stop_with(
+            RedisLost(f"lost the connection to Redis at {self._url} mid-crawl ({reason})")
+        )
+
+    def _refused(self, exc: BaseException) -> RedisLost:
+        reason = _one_line(str(exc))
+        if reason.startswith(wire.GONE):
+            return self._stop_with(
+                CrawlGone(
+                    f"crawl {self.crawl_id!r} is no longer in Redis at {self._url}: its keys "
+                    "were deleted (FLUSHALL, --delete-crawl) or evicted mid-crawl"
+                )
+            )
+        return self._stop_with(
+            RedisRefused(f"Redis at {self._url} refused a call mid-crawl ({reason})")
+        )
+
+    def _stop_with(self, error: RedisLost) -> RedisLost:
+        if self._lost is None:
+            self._lost = error
         return self._lost
 
     async def _load_library(self) -> None:
@@ -329,40 +422,52 @@ class RedisFrontier:
             await self._client.function_load(redis_lua.LIBRARY)
         except coredis.exceptions.ResponseError as exc:
             if "already exists" not in str(exc):
-                message = f"cannot load the crawl functions into Redis: {exc}"
+                message = f"cannot load the crawl functions into Redis: {_one_line(str(exc))}"
                 raise RedisUnavailable(message) from None
+
+    async def check_eviction(self) -> None:
+        """Refuse a Redis that may evict keys: an evicted queue or lease
+        would leave the crawl waiting forever for URLs that no longer exist."""
+        policy = await self._command(eviction_policy(self._client))
+        if policy is not None and policy != "noeviction":
+            raise self._stop_with(
+                RedisRefused(
+                    f"Redis at {self._url} now evicts keys (maxmemory-policy {policy}): "
+                    "the crawl may lose URLs; set maxmemory-policy noeviction"
+                )
+            )
 
     async def hello(self, *, again: bool = False) -> None:
         """Create the crawl (admitting the start URLs) or join it; register.
-        ``again``: this worker was taken for dead and joins once more."""
+        ``again``: this worker was taken for dead and joins once more (a
+        crawl whose keys are gone is then ``CrawlGone``, never re-created)."""
         config = self._config
         identity = crawl_identity(config)
         starts: list[object] = []
         for start in config.start_urls:
             url = start.url if isinstance(start, Request) else start
-            starts += [url_digest(url), url, host_port(url), 0, "", "", encode_payload(start)]
-        rate_ms = 0 if config.rate is None else round(1000 / config.rate * 1.05)
-        reply = await self._fcall(
+            starts += wire.admission(url, 0, "", "", encode_payload(start))
+        raw = await self._fcall(
             "hello",
-            [
+            wire.hello_args(
                 self._name,
-                round(self.lease * 1000),
-                json.dumps(identity, sort_keys=True),
-                -1 if config.max_pages is None else config.max_pages,
-                rate_ms,
-                config.per_host_concurrency or 0,
-                0 if config.ignore_robots else 1,
-                len(config.start_urls),
-                *starts,
-            ],
+                self.lease,
+                may_create=not again,
+                identity_json=json.dumps(identity, sort_keys=True),
+                max_pages=config.max_pages,
+                rate=config.rate,
+                per_host_concurrency=config.per_host_concurrency,
+                read_robots=not config.ignore_robots,
+                starts=starts,
+            ),
         )
-        created, cfg, owner, last_id, counts = reply
-        self.created = bool(created)
-        self.stored_settings = json.loads(cfg)
-        self.owner = owner.decode()
+        reply = wire.HelloReply.parse(raw)
+        self.created = reply.created
+        self.stored_settings = json.loads(reply.settings_json)
+        self.owner = reply.owner
         if not again:  # the listener goes on from where it is
-            self._last_id = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
-        self._counters(counts)
+            self._last_id = reply.last_id
+        self._counters(reply.counters)
         if not self.created:
             differing = [k for k in identity if self.stored_settings.get(k) != identity[k]]
             if differing:
@@ -373,11 +478,10 @@ class RedisFrontier:
                     "or give no URL to join it as it is, or use a new --crawl-id"
                 )
 
-    def _counters(self, counts: Sequence[int]) -> None:
-        self._remote = tuple(int(c) for c in counts)
-        done, unfinished = self._remote[0], self._remote[1]
-        self._remote_unfinished = unfinished
-        if done and not self._done:
+    def _counters(self, counts: wire.Counters) -> None:
+        self._remote = counts
+        self._remote_unfinished = counts.unfinished
+        if counts.done and not self._done:
             self._done = True
 
     # -- the face --------------------------------------------------------------
@@ -395,6 +499,7 @@ class RedisFrontier:
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_calls)
             nursery.start_soon(self._listen)
             nursery.start_soon(self._heartbeat)
             await self._sync_loop()
@@ -407,11 +512,11 @@ class RedisFrontier:
         ops: list[object] = []
         for url in urls:
             if self._scope.allows(url):
-                ops += [url_digest(url), url, host_port(url), 0, referrer, "", ""]
+                ops += wire.admission(url, 0, referrer)
         if not ops:
             return
         batch = self._outbox
-        batch.ops += ["A", len(ops) // 7, *ops]
+        batch.ops += wire.admit_op(ops)
         batch.urgent = True
         self._kick.set()
         await batch.confirmed.wait()
@@ -427,15 +532,7 @@ class RedisFrontier:
         depth = parent.depth + 1
         if self._max_depth is None or depth <= self._max_depth:
             lease = self._leases[parent]
-            lease.children += [
-                url_digest(url),
-                url,
-                host_port(url),
-                depth,
-                parent.url,
-                "",
-                encode_payload(payload),
-            ]
+            lease.children += wire.admission(url, depth, parent.url, "", encode_payload(payload))
         return True
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
@@ -448,15 +545,9 @@ class RedisFrontier:
             return RedirectOutcome.OUT_OF_SCOPE
         # Sent with this page's finish; whether the target was known makes no
         # difference to the record.
-        self._leases[entry].children += [
-            url_digest(target),
-            target,
-            host_port(target),
-            entry.depth,
-            entry.url,
-            "\n".join(chain),
-            encode_payload(entry.payload),
-        ]
+        self._leases[entry].children += wire.admission(
+            target, entry.depth, entry.url, "\n".join(chain), encode_payload(entry.payload)
+        )
         return RedirectOutcome.FOLLOW
 
     def start(self, entry: Entry) -> bool:
@@ -465,7 +556,7 @@ class RedisFrontier:
         lease.started = True
         if lease.report:  # the host's next start is spaced from this one
             lease.report = False
-            self._outbox.ops += ["S", lease.digest, lease.token]
+            self._outbox.ops += wire.started_op(lease.digest, lease.token)
             self._outbox.urgent = True
             self._kick.set()
         entry.attempts += 1
@@ -489,7 +580,7 @@ class RedisFrontier:
                     sent[url] = -1
                     continue
                 sent[url] = depth
-                children += [url_digest(url), url, host_port(url), depth, entry.url, "", ""]
+                children += wire.admission(url, depth, entry.url)
         # No checkpoint: nothing is sent until ``recorded`` (a checkpoint per
         # page costs a trip through the scheduler).
 
@@ -498,10 +589,7 @@ class RedisFrontier:
         lease = self._leases[entry]
         entry.state = EntryState.DONE
         children = lease.children
-        self._send(
-            lease,
-            ["F", lease.digest, lease.token, int(lease.started), len(children) // 7, *children],
-        )
+        self._send(lease, wire.finish_op(lease.digest, lease.token, lease.started, children))
         lease.children = []
 
     def abandon(self, entry: Entry) -> None:
@@ -509,7 +597,7 @@ class RedisFrontier:
         if lease is None or lease.moved:
             return
         entry.state = EntryState.DROPPED
-        self._send(lease, ["R", lease.digest, lease.token, int(lease.started)])
+        self._send(lease, wire.release_op(lease.digest, lease.token, lease.started))
 
     def defer(self, entry: Entry, delay: float) -> None:
         """Retry ``entry`` after ``delay`` s: it goes back to Redis, so its
@@ -519,14 +607,12 @@ class RedisFrontier:
         if len(self._deferred) > SENT_CACHE:
             self._deferred.clear()
         self._deferred[lease.digest] = entry  # the same object if it comes back here
-        self._send(
-            lease, ["D", lease.digest, lease.token, max(0, round(delay * 1000)), entry.attempts]
-        )
+        self._send(lease, wire.defer_op(lease.digest, lease.token, delay, entry.attempts))
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
         """robots.txt of ``host`` is read: its Crawl-delay (if any) applies to
         every worker, and the host may have more than one request in flight."""
-        self._outbox.ops += ["C", host, round((delay or 0) * 1000)]
+        self._outbox.ops += wire.crawl_delay_op(host, delay)
         self._outbox.urgent = True
         self._kick.set()
 
@@ -614,15 +700,15 @@ class RedisFrontier:
         return self._done
 
     def statistics(self) -> FrontierStatistics:
-        _, _, fresh, _, started, finished, seen = self._remote
+        remote = self._remote
         fetching = sum(1 for lease in self._leases.values() if lease.started)
         return FrontierStatistics(
-            seen=seen,
-            queued=fresh,
+            seen=remote.seen,
+            queued=remote.fresh,
             fetching=fetching,
-            done=finished,
+            done=remote.finished,
             dropped=0,
-            started=started,
+            started=remote.started,
             unfinished=self.unfinished,
             held=0,
         )
@@ -640,7 +726,7 @@ class RedisFrontier:
             for entry, lease in list(self._leases.items()):
                 if not lease.moved:  # in the channel, or cut off mid-fetch
                     entry.state = EntryState.DROPPED
-                    self._send(lease, ["R", lease.digest, lease.token, int(lease.started)])
+                    self._send(lease, wire.release_op(lease.digest, lease.token, lease.started))
             try:
                 if self._outbox.ops:
                     await self._round(want=0)
@@ -709,31 +795,31 @@ class RedisFrontier:
         self._remote_kick = False
         try:
             floor = min(want, self._config.workers)
-            reply = await self._fcall("sync", [self.owner, want, floor, *batch.ops])
+            raw = await self._fcall("sync", wire.sync_args(self.owner, want, floor, batch.ops))
         except BaseException:
             self._put_back(batch)
             raise
         finally:
             confirmed.set()
-        alive, due, counts, taken, idle, refused = reply
+        reply = wire.SyncReply.parse(raw)
         # From here to the end: synchronous, so what the reply says is applied
         # in one step (rule 2 of docs/termination.md).
         for lease in batch.leases:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
-        self._counters(counts)
-        if refused:
+        self._counters(reply.counters)
+        if reply.refused:
             # Moves of leases Redis had taken back: the links they carried were
             # not admitted, so this worker must not skip them if it meets them again.
-            self.refused += refused
+            self.refused += reply.refused
             self._sent.clear()
-        for i in range(0, len(taken), 10):
-            self._take(taken[i : i + 10])
+        for taken in reply.taken:
+            self._take(taken)
         # Registered as idle in Redis: a wake-up (or ``due``) will come.
-        self._idle = bool(idle)
+        self._idle = reply.idle
         now = trio.current_time()
-        self._due_at = now + due / 1000 if due >= 0 else math.inf
-        if not alive:
+        self._due_at = now + reply.due / 1000 if reply.due >= 0 else math.inf
+        if not reply.alive:
             self._rejoin = True
         self._check_idle()
 
@@ -755,17 +841,14 @@ class RedisFrontier:
         batch.confirmed = later.confirmed
         self._outbox = batch
 
-    def _take(self, fields: Sequence[Any]) -> None:
-        digest, url_b, depth, ref_b, chain_b, payload_b, tries, refetch, token, report = fields
-        url = url_b.decode()
-        entry = self._deferred.pop(digest, None)
-        if entry is None or entry.url != url:
-            chain = tuple(chain_b.decode().split("\n")) if chain_b else ()
-            payload = decode_payload(url, payload_b.decode()) if payload_b else None
-            entry = Entry(url, int(depth), ref_b.decode() or None, chain, payload)
-        entry.attempts = int(tries)
+    def _take(self, taken: wire.Taken) -> None:
+        entry = self._deferred.pop(taken.digest, None)
+        if entry is None or entry.url != taken.url:
+            payload = decode_payload(taken.url, taken.payload)
+            entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
+        entry.attempts = taken.tries
         entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
-        self._leases[entry] = _Lease(digest, int(token), entry, bool(refetch), bool(report))
+        self._leases[entry] = _Lease(taken.digest, taken.token, entry, taken.refetch, taken.report)
         self._publish(entry)
 
     async def _reregister(self) -> None:
@@ -773,7 +856,14 @@ class RedisFrontier:
         What it still holds was queued again; its moves will be refused."""
         self.reregistered += 1
         self._sent.clear()
+        before, held = self.owner, len(self._leases)
         await self.hello(again=True)
+        self._notice(
+            f"worker {before} was silent longer than its lease ({self.lease:g} s; frozen or "
+            f"stalled): Redis handed the {held} pages it held to other workers, and pages "
+            f"it fetched meanwhile may be fetched again (marked refetched); "
+            f"it joined again as {self.owner}"
+        )
 
     async def _listen(self) -> None:
         """Read the crawl's wake-up stream: work may be there, or it is done."""
@@ -783,6 +873,8 @@ class RedisFrontier:
         while True:
             try:
                 reply = await self._client.xread({key: self._last_id}, block=0)
+            except coredis.exceptions.ResponseError as exc:
+                raise self._refused(exc) from None
             except (coredis.exceptions.RedisError, OSError) as exc:
                 await trio.lowlevel.checkpoint_if_cancelled()
                 raise self._lost_error(exc) from None
@@ -803,9 +895,16 @@ class RedisFrontier:
     async def _heartbeat(self) -> None:
         while True:
             await trio.sleep(self.lease / 3)
-            alive, counts = await self._fcall("renew", [self.owner, round(self.lease * 1000)])
-            self._counters(counts)
-            if not alive:
+            joins = self.reregistered
+            reply = wire.RenewReply.parse(
+                await self._fcall("renew", wire.renew_args(self.owner, self.lease))
+            )
+            self._counters(reply.counters)
+            await self.check_eviction()
+            # A renewal sent before this worker joined again (or while it
+            # was joining) is no news: joining twice would take back the
+            # leases of the first new join.
+            if not reply.alive and joins == self.reregistered:
                 self._rejoin = True
                 self._kick.set()
             if self._done:
@@ -833,6 +932,11 @@ def default_worker_name(output: str | None) -> str:
     if output and output != "-":
         return f"{host}:{os.path.abspath(output)}"
     return f"{host}:pid{os.getpid()}"
+
+
+def _one_line(text: str) -> str:
+    """An error's text for a one-line message, any URL in it masked."""
+    return mask_credentials(" ".join(text.split()))
 
 
 def _single(exc: BaseException) -> BaseException:
@@ -866,7 +970,7 @@ def _client_for(url: str) -> coredis.Redis[bytes]:
         # second take would lease URLs this worker never hears of).
         return coredis.Redis.from_url(url, connect_timeout=5, retry_policy=NoRetryPolicy())
     except ValueError as exc:
-        raise RedisUnavailable(f"bad Redis URL {url!r}: {exc}") from None
+        raise RedisUnavailable(f"bad Redis URL {redact_url(url)!r}: {exc}") from None
 
 
 @contextlib.asynccontextmanager
@@ -885,7 +989,8 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
                 with trio.fail_after(10):
                     await client.ping()
             except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
-                raise RedisUnavailable(f"cannot connect to Redis at {url}: {exc}") from None
+                message = f"cannot connect to Redis at {redact_url(url)}: {_one_line(str(exc))}"
+                raise RedisUnavailable(message) from None
             yield client
     except BaseExceptionGroup as group:
         found = _redis_error_in(group)
@@ -893,7 +998,8 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
             raise found from None
         single = _single(group)
         if not entered and isinstance(single, (coredis.exceptions.RedisError, OSError)):
-            raise RedisUnavailable(f"cannot connect to Redis at {url}: {single}") from None
+            message = f"cannot connect to Redis at {redact_url(url)}: {_one_line(str(single))}"
+            raise RedisUnavailable(message) from None
         if single is not group:
             raise single from None
         raise
@@ -908,13 +1014,18 @@ async def open_redis_frontier(
     name: str | None = None,
     window: int | None = None,
     lease: float = DEFAULT_LEASE,
+    notice: Callable[[str], None] | None = None,
 ) -> AsyncIterator[RedisFrontier]:
     """Connect to Redis at ``url``, create or join crawl ``crawl_id``, and
     register this process as one of its workers.
 
-    Raises ``RedisUnavailable`` (cannot connect), ``CrawlMismatch`` (the
-    crawl exists with other settings) and, from inside the block,
-    ``RedisLost``: single exceptions, never groups.
+    Raises ``RedisUnavailable`` (cannot connect, or a server that may
+    evict keys: its ``maxmemory-policy`` must be ``noeviction``),
+    ``CrawlMismatch`` (the crawl exists with other settings) and, from
+    inside the block, ``RedisLost`` (``RedisRefused`` for an error reply such
+    as OOM, ``CrawlGone`` when the crawl's keys vanish): single exceptions,
+    never groups. ``notice`` receives one-line warnings (this worker was
+    taken for dead and joined again); the default logs them.
 
     Example::
 
@@ -932,7 +1043,9 @@ async def open_redis_frontier(
             window=window,
             lease=lease,
             url=url,
+            notice=notice,
         )
+        await refuse_eviction(client, url)
         await frontier.hello()
         try:
             yield frontier
@@ -940,22 +1053,94 @@ async def open_redis_frontier(
             await frontier.aclose()
 
 
+async def eviction_policy(client: coredis.Redis[bytes]) -> str | None:
+    """The server's ``maxmemory-policy`` (None if INFO is not allowed)."""
+    import coredis.exceptions
+
+    try:
+        info = await client.info("memory")
+    except coredis.exceptions.ResponseError:
+        return None
+    policy = info.get("maxmemory_policy")
+    return None if policy is None else str(policy)
+
+
+async def refuse_eviction(client: coredis.Redis[bytes], url: str) -> None:
+    """``RedisUnavailable`` unless the server keeps every key: with any other
+    ``maxmemory-policy`` Redis may evict a queue or a lease under memory
+    pressure, and the crawl would wait forever for URLs that no longer exist."""
+    policy = await eviction_policy(client)
+    if policy is not None and policy != "noeviction":
+        raise RedisUnavailable(
+            f"Redis at {redact_url(url)} may evict keys (maxmemory-policy {policy}): a crawl "
+            "needs maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction)"
+        )
+
+
+async def check_server(url: str) -> None:
+    """Connect, and refuse a server that may evict keys (``RedisUnavailable``)."""
+    async with open_client(url) as client:
+        await refuse_eviction(client, url)
+
+
+async def _call_ro(client: coredis.Redis[bytes], name: str, prefix: str) -> Any:
+    """A read-only function of the library, loading it first if needed."""
+    function = redis_lua.function(name)
+    try:
+        return await client.fcall_ro(function, keys=[prefix])
+    except Exception as exc:
+        if "Function not found" not in str(exc):
+            raise
+    try:
+        await client.function_load(redis_lua.LIBRARY)
+    except Exception as load_error:
+        if "already exists" not in str(load_error):
+            raise
+    return await client.fcall_ro(function, keys=[prefix])
+
+
+async def check_crawl(url: str, crawl_id: str) -> list[str]:
+    """A read-only consistency check of crawl ``crawl_id``: the counters
+    recomputed from the keys (queued, leased, deferred, per depth, per host,
+    seen), and no URL in two places or in none. What disagrees, one line
+    each; an empty list when everything agrees. Safe on a running crawl (it
+    is one atomic call), but meant for tests and for a crawl at rest."""
+    async with open_client(url) as client:
+        reply = await _call_ro(client, "check", keys_prefix(crawl_id))
+    return [line.decode() if isinstance(line, bytes) else str(line) for line in reply]
+
+
+async def delete_crawl(url: str, crawl_id: str, *, force: bool = False) -> int:
+    """Delete every key of crawl ``crawl_id``; the number deleted (0: none
+    there). A crawl with live workers is refused (``RedisFrontierError``)
+    unless it is done or ``force``; its workers would stop with ``CrawlGone``."""
+    status = await crawl_status(url, crawl_id)
+    if status is not None and status.get("workers") and not status.get("done") and not force:
+        raise RedisFrontierError(
+            f"crawl {crawl_id!r} is running ({status['workers']} live workers): stop them "
+            "first, or let it finish"
+        )
+    prefix = keys_prefix(crawl_id)
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    deleted = 0
+    async with open_client(url) as client:
+        # The counters first: from then on every worker's call says "gone".
+        deleted += await client.delete([prefix + "m"])
+        batch: list[str | bytes] = []
+        async for key in client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted += await client.unlink(batch)
+                batch = []
+        if batch:
+            deleted += await client.unlink(batch)
+    return deleted
+
+
 async def crawl_status(url: str, crawl_id: str) -> dict[str, Any] | None:
     """The crawl's counters and settings (None: no such crawl)."""
     async with open_client(url) as client:
-        prefix = keys_prefix(crawl_id)
-        function = redis_lua.function("status")
-        try:
-            reply = await client.fcall_ro(function, keys=[prefix])
-        except Exception as exc:
-            if "Function not found" not in str(exc):
-                raise
-            try:
-                await client.function_load(redis_lua.LIBRARY)
-            except Exception as load_error:
-                if "already exists" not in str(load_error):
-                    raise
-            reply = await client.fcall_ro(function, keys=[prefix])
+        reply = await _call_ro(client, "status", keys_prefix(crawl_id))
     it = iter(reply)
     raw = {k.decode(): v.decode() for k, v in zip(it, it, strict=True)}
     if not raw.get("cfg"):

@@ -1,0 +1,779 @@
+#!lua name=trio_crawl_{V}
+
+local BLOCK = 1e15 -- a host score: saturated, wait for a release
+local LOAD = 40 -- seen-set entries per bucket before the next split
+local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
+local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
+
+local COUNTERS = {'unfinished', 'fresh', 'started', 'maxp', 'done', 'low', 'maxd',
+  'leased', 'finished', 'refused', 'L', 's', 'n', 'ival', 'plim', 'setup', 'lease',
+  'reclaimed'}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The error every function answers when the crawl's keys are gone (deleted,
+-- FLUSHALL, evicted): a worker must stop, not take an empty crawl for done.
+local GONE = 'TCGONE the crawl is not in Redis (its keys were deleted or evicted)'
+
+local function exists(prefix)
+  return redis.call('HEXISTS', prefix .. 'm', 'cfg') == 1
+end
+
+local function open(prefix)
+  local C = {p = prefix, changed = false, done_now = false}
+  local vals = redis.call('HMGET', prefix .. 'm', unpack(COUNTERS))
+  for i, name in ipairs(COUNTERS) do C[name] = tonumber(vals[i]) or 0 end
+  C.now = now_ms()
+  C.refused0 = C.refused
+  return C
+end
+
+local function close(C)
+  local args = {}
+  for _, name in ipairs(COUNTERS) do
+    args[#args + 1] = name
+    args[#args + 1] = C[name]
+  end
+  redis.call('HSET', C.p .. 'm', unpack(args))
+end
+
+local function load(C, d)
+  local raw = redis.call('HGET', C.p .. 'e', d)
+  if not raw then return nil end
+  return cmsgpack.unpack(raw)
+end
+
+local function store(C, d, ent)
+  redis.call('HSET', C.p .. 'e', d, cmsgpack.pack(ent))
+end
+
+-- the seen set: linear hashing over small hashes -----------------------------
+
+local function h32(d)
+  local a, b, c, e = string.byte(d, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 256 + e
+end
+
+local function bucket_key(C, h)
+  local m = 2 ^ C.L
+  local b = h % m
+  if b < C.s then b = h % (2 * m) end
+  return C.p .. 'S' .. string.format('%d', b)
+end
+
+local function split(C)
+  local m = 2 ^ C.L
+  local old = C.p .. 'S' .. string.format('%d', C.s)
+  local new = C.p .. 'S' .. string.format('%d', C.s + m)
+  local moving, pairs_ = {}, {}
+  for _, f in ipairs(redis.call('HKEYS', old)) do
+    if h32(f) % (2 * m) ~= C.s then
+      moving[#moving + 1] = f
+      pairs_[#pairs_ + 1] = f
+      pairs_[#pairs_ + 1] = ''
+    end
+  end
+  if #moving > 0 then
+    redis.call('HSET', new, unpack(pairs_))
+    redis.call('HDEL', old, unpack(moving))
+  end
+  C.s = C.s + 1
+  if C.s >= m then
+    C.L = C.L + 1
+    C.s = 0
+  end
+end
+
+local function seen_add(C, d)
+  if redis.call('HSETNX', bucket_key(C, h32(d)), d, '') == 0 then return false end
+  C.n = C.n + 1
+  if C.n > LOAD * (2 ^ C.L + C.s) then split(C) end
+  return true
+end
+
+-- depth counts (the depth gate) ------------------------------------------
+
+local function count_depth(C, depth, delta)
+  redis.call('HINCRBY', C.p .. 'ud', depth, delta)
+  if delta > 0 then
+    if depth < C.low then C.low = depth end
+    if depth > C.maxd then C.maxd = depth end
+  end
+end
+
+local function advance_low(C)
+  while C.low <= C.maxd do
+    local n = tonumber(redis.call('HGET', C.p .. 'ud', C.low)) or 0
+    if n > 0 then return end
+    C.low = C.low + 1
+    C.changed = true
+  end
+end
+
+-- hosts ------------------------------------------------------------------
+
+local function host(C, name)
+  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'pend')
+  local H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
+    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, pend = v[5] or ''}
+  if C.setup == 1 and H.ok == 0 then
+    H.lim = 1 -- one request until its robots.txt has been read
+  elseif C.plim > 0 then
+    H.lim = C.plim
+  else
+    H.lim = 0
+  end
+  return H
+end
+
+-- Saturated: as many requests in flight as allowed, or (a spaced host) its
+-- last URL handed out has not reported its start yet: the next start is
+-- spaced from the moment the previous one *started*, as the server sees it.
+local function saturated(H)
+  return (H.lim > 0 and H.infl >= H.lim) or H.pend ~= ''
+end
+
+local function host_score(H)
+  if saturated(H) then return BLOCK end
+  return H.next
+end
+
+local function save_host(C, H)
+  redis.call('HSET', C.p .. 'h:' .. H.name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
+    'ok', H.ok, 'pend', H.pend)
+end
+
+-- Give the host its true score in every ready set it is in (XX: only there).
+local function rescore(C, H, opened)
+  local score = host_score(H)
+  for dd = C.low, C.maxd do
+    redis.call('ZADD', C.p .. 'r:' .. dd, 'XX', score, H.name)
+  end
+  if opened then C.changed = true end
+end
+
+local function is_fresh(ent)
+  return ent[E_BUD] == 0 and ent[E_TRIES] == 0 and ent[E_REFETCH] == 0
+end
+
+-- RPUSH a long list in pieces (Lua's unpack has a limit).
+local function push_all(key, items)
+  for i = 1, #items, 1000 do
+    redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+
+local function release_host(C, name, d)
+  local H = host(C, name)
+  local was = saturated(H)
+  H.infl = math.max(H.infl - 1, 0)
+  if H.pend == d then H.pend = '' end -- it never reported a start
+  save_host(C, H)
+  if was then rescore(C, H, true) end
+end
+
+-- A spaced host's URL has started: the next may start ``iv`` from now.
+local function started_at(C, d, token)
+  local ent = load(C, d)
+  if not (ent and ent[E_STATE] == 'l' and ent[E_OWNER] == C.owner and ent[E_ATT] == token) then
+    return
+  end
+  local H = host(C, ent[E_HOST])
+  if H.pend == d then
+    H.pend = ''
+    H.next = C.now + H.iv
+    save_host(C, H)
+    rescore(C, H, true)
+  end
+end
+
+-- admission --------------------------------------------------------------
+
+local function enqueue_fresh(C, d, depth, hostname, front)
+  local q = C.p .. 'q:' .. depth .. ':' .. hostname
+  if front then
+    redis.call('LPUSH', q, d)
+  else
+    redis.call('RPUSH', q, d)
+  end
+  redis.call('ZADD', C.p .. 'r:' .. depth, 'NX', host_score(host(C, hostname)), hostname)
+  C.changed = true
+end
+
+-- Admit one URL found at ``depth``: new, or a shorter path to a queued one.
+local function admit(C, d, url, hostname, depth, ref, chain, payload)
+  if seen_add(C, d) then
+    store(C, d, {url, depth, ref, hostname, 'q', '', 0, 0, 0, 0, chain, payload})
+    count_depth(C, depth, 1)
+    C.unfinished = C.unfinished + 1
+    C.fresh = C.fresh + 1
+    enqueue_fresh(C, d, depth, hostname, false)
+    return
+  end
+  local ent = load(C, d)
+  if ent and ent[E_STATE] == 'q' and is_fresh(ent) and depth < ent[E_DEPTH] then
+    -- Still queued, never leased: it moves to the shorter depth (the old
+    -- list keeps a stale copy, skipped when taken: its depth differs).
+    count_depth(C, ent[E_DEPTH], -1)
+    count_depth(C, depth, 1)
+    ent[E_DEPTH] = depth
+    ent[E_REF] = ref
+    store(C, d, ent)
+    enqueue_fresh(C, d, depth, ent[E_HOST], false)
+  end
+end
+
+-- Read ``n`` admissions (7 fields each) from ``args`` at ``i``; return the next index.
+local function admit_many(C, args, i, n)
+  for _ = 1, n do
+    admit(C, args[i], args[i + 1], args[i + 2], tonumber(args[i + 3]), args[i + 4],
+      args[i + 5], args[i + 6])
+    i = i + 7
+  end
+  return i
+end
+
+-- leases -----------------------------------------------------------------
+
+local function valid_lease(C, d, token)
+  local ent = load(C, d)
+  if ent and ent[E_STATE] == 'l' and ent[E_OWNER] == C.owner and ent[E_ATT] == token then
+    return ent
+  end
+  return nil
+end
+
+local function unlease(C, d, ent)
+  redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
+  C.leased = C.leased - 1
+  release_host(C, ent[E_HOST], d)
+end
+
+local function queue_again(C, d, ent)
+  ent[E_STATE] = 'q'
+  ent[E_OWNER] = ''
+  store(C, d, ent)
+  redis.call('RPUSH', C.p .. 'again', d)
+  C.changed = true
+end
+
+-- A worker's leases go back to the queue: it died, or was replaced.
+local function reclaim(C, owner)
+  local key = C.p .. 'wl:' .. owner
+  for _, d in ipairs(redis.call('SMEMBERS', key)) do
+    local ent = load(C, d)
+    if ent and ent[E_STATE] == 'l' and ent[E_OWNER] == owner then
+      C.leased = C.leased - 1
+      C.reclaimed = C.reclaimed + 1
+      release_host(C, ent[E_HOST], d)
+      ent[E_REFETCH] = 1 -- the server may have seen it: its record will say so
+      ent[E_TRIES] = 0
+      queue_again(C, d, ent)
+    end
+  end
+  redis.call('DEL', key)
+  redis.call('ZREM', C.p .. 'w', owner)
+end
+
+local function reclaim_expired(C)
+  for _, owner in ipairs(redis.call('ZRANGEBYSCORE', C.p .. 'w', '-inf', C.now)) do
+    reclaim(C, owner)
+  end
+end
+
+local function finish(C, d, token, started, children, args, i)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return i + 7 * children -- a stale lease: its children come with the retaker
+  end
+  i = admit_many(C, args, i, children)
+  redis.call('HDEL', C.p .. 'e', d)
+  unlease(C, d, ent)
+  count_depth(C, ent[E_DEPTH], -1)
+  C.unfinished = C.unfinished - 1
+  C.finished = C.finished + 1
+  if started == 0 and ent[E_BUD] == 1 and ent[E_TRIES] == 0 and ent[E_REFETCH] == 0 then
+    C.started = C.started - 1 -- never fetched (robots.txt): the page budget gets it back
+    C.changed = true
+  end
+  return i
+end
+
+local function release(C, d, token, started)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return
+  end
+  unlease(C, d, ent)
+  if started == 0 and ent[E_BUD] == 1 and ent[E_TRIES] == 0 and ent[E_REFETCH] == 0 then
+    -- Taken but never fetched: fresh again, budget refunded, back in its place.
+    C.started = C.started - 1
+    C.fresh = C.fresh + 1
+    ent[E_BUD] = 0
+    ent[E_STATE] = 'q'
+    ent[E_OWNER] = ''
+    store(C, d, ent)
+    enqueue_fresh(C, d, ent[E_DEPTH], ent[E_HOST], true)
+    return
+  end
+  if started == 1 then ent[E_REFETCH] = 1 end
+  queue_again(C, d, ent)
+end
+
+local function defer(C, d, token, delay, tries)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return
+  end
+  unlease(C, d, ent)
+  ent[E_STATE] = 'd'
+  ent[E_OWNER] = ''
+  ent[E_TRIES] = tries
+  store(C, d, ent)
+  redis.call('ZADD', C.p .. 'dl', C.now + delay, d)
+  C.changed = true
+end
+
+local function crawl_delay(C, hostname, delay)
+  local H = host(C, hostname)
+  local was = H.lim
+  H.iv = math.max(C.ival, math.floor(delay * 1.05 + 0.5))
+  H.next = math.max(H.next, C.now + H.iv)
+  H.ok = 1
+  save_host(C, H)
+  H = host(C, hostname)
+  if H.lim ~= was then rescore(C, H, true) end
+  C.changed = true
+end
+
+-- taking -----------------------------------------------------------------
+
+local function budget_spent(C)
+  return C.maxp >= 0 and C.started >= C.maxp
+end
+
+local function lease(C, d, ent, H, out)
+  if is_fresh(ent) then
+    ent[E_BUD] = 1
+    C.started = C.started + 1
+    C.fresh = C.fresh - 1
+  end
+  ent[E_STATE] = 'l'
+  ent[E_OWNER] = C.owner
+  ent[E_ATT] = ent[E_ATT] + 1
+  store(C, d, ent)
+  redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
+  C.leased = C.leased + 1
+  H.infl = H.infl + 1
+  local report = 0
+  if H.iv > 0 then
+    H.pend = d -- no other start on this host until this one reports its own
+    H.next = C.now + H.iv
+    report = 1
+  end
+  local n = #out
+  out[n + 1] = d
+  out[n + 2] = ent[E_URL]
+  out[n + 3] = ent[E_DEPTH]
+  out[n + 4] = ent[E_REF]
+  out[n + 5] = ent[E_CHAIN]
+  out[n + 6] = ent[E_PAYLOAD]
+  out[n + 7] = ent[E_TRIES]
+  out[n + 8] = ent[E_REFETCH]
+  out[n + 9] = ent[E_ATT]
+  out[n + 10] = report
+end
+
+local function may_start(H, now)
+  return H.next <= now and not saturated(H)
+end
+
+local function move_due(C)
+  local key = C.p .. 'dl'
+  for _, d in ipairs(redis.call('ZRANGEBYSCORE', key, '-inf', C.now)) do
+    redis.call('ZREM', key, d)
+    local ent = load(C, d)
+    if ent and ent[E_STATE] == 'd' then queue_again(C, d, ent) end
+  end
+end
+
+-- Retries and reclaimed URLs first; they were past the depth gate already.
+local function take_again(C, want, out)
+  local key = C.p .. 'again'
+  local items = redis.call('LRANGE', key, 0, -1)
+  if #items == 0 then return end
+  local keep, hosts = {}, {}
+  for _, d in ipairs(items) do
+    local ent = load(C, d)
+    if ent and ent[E_STATE] == 'q' then
+      local H = hosts[ent[E_HOST]] or host(C, ent[E_HOST])
+      hosts[ent[E_HOST]] = H
+      if #out < want * 10 and may_start(H, C.now) then
+        lease(C, d, ent, H, out)
+      else
+        keep[#keep + 1] = d
+      end
+    end
+  end
+  for _, H in pairs(hosts) do save_host(C, H) end
+  redis.call('DEL', key)
+  push_all(key, keep)
+  for _, H in pairs(hosts) do rescore(C, H, false) end
+end
+
+local function take_fresh(C, depth, want, out)
+  local rkey = C.p .. 'r:' .. depth
+  while #out < want * 10 and not budget_spent(C) do
+    local ready = redis.call('ZRANGEBYSCORE', rkey, '-inf', C.now, 'LIMIT', 0, 16)
+    if #ready == 0 then return end
+    for _, hostname in ipairs(ready) do
+      local H = host(C, hostname)
+      local q = C.p .. 'q:' .. depth .. ':' .. hostname
+      while #out < want * 10 and may_start(H, C.now) and not budget_spent(C) do
+        local d = redis.call('LPOP', q)
+        if not d then break end
+        local ent = load(C, d)
+        if ent and ent[E_STATE] == 'q' and ent[E_DEPTH] == depth and is_fresh(ent) then
+          lease(C, d, ent, H, out)
+        end
+      end
+      save_host(C, H)
+      if redis.call('LLEN', q) == 0 then
+        redis.call('ZREM', rkey, hostname)
+      else
+        redis.call('ZADD', rkey, host_score(H), hostname)
+      end
+      if #out >= want * 10 or budget_spent(C) then return end
+    end
+  end
+end
+
+local function first_score(key)
+  local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #r == 0 then return nil end
+  return tonumber(r[2])
+end
+
+-- When something may be takeable without any other change: the earliest due
+-- retry, or the earliest host slot among the depths the gate lets through.
+local function next_due(C)
+  local best = first_score(C.p .. 'dl')
+  local function consider(t)
+    if t and t < BLOCK and (not best or t < best) then best = t end
+  end
+  if not budget_spent(C) then
+    for dd = C.low, math.min(C.low + 1, C.maxd) do consider(first_score(C.p .. 'r:' .. dd)) end
+  end
+  for _, d in ipairs(redis.call('LRANGE', C.p .. 'again', 0, -1)) do
+    local ent = load(C, d)
+    if ent then
+      local H = host(C, ent[E_HOST])
+      if not saturated(H) then consider(H.next) end -- (a pending start wakes us)
+    end
+  end
+  if not best then return -1 end
+  return math.max(best - C.now, 0)
+end
+
+local function check_done(C)
+  if C.done == 1 then return end
+  if C.unfinished == 0 or (budget_spent(C) and C.unfinished == C.fresh) then
+    C.done = 1
+    C.done_now = true
+  end
+end
+
+local function wake(C)
+  local idle = C.p .. 'idle'
+  if C.done_now then
+    redis.call('XADD', C.p .. 'wake', 'MAXLEN', '~', 1000, '*', 'd', '1')
+    redis.call('DEL', idle)
+  elseif C.changed and redis.call('SCARD', idle) > 0 then
+    redis.call('XADD', C.p .. 'wake', 'MAXLEN', '~', 1000, '*', 'w', '1')
+    redis.call('DEL', idle)
+  end
+end
+
+local function counters(C)
+  return {C.done, C.unfinished, C.fresh, C.leased, C.started, C.finished, C.n}
+end
+
+-- the functions ------------------------------------------------------------
+
+-- hello(prefix; name, lease_ms, may_create, cfg_json, maxp, ival, plim, setup,
+-- n_start, start...): create the crawl (admitting the start URLs) or join it;
+-- register a worker. A worker joining again (may_create 0) never re-creates
+-- a crawl whose keys are gone.
+local function hello(keys, args)
+  local C = open(keys[1])
+  local created = 0
+  local cfg = redis.call('HGET', C.p .. 'm', 'cfg')
+  if not cfg then
+    if args[3] ~= '1' then return redis.error_reply(GONE) end
+    created = 1
+    cfg = args[4]
+    redis.call('HSET', C.p .. 'm', 'cfg', cfg)
+    C.maxp = tonumber(args[5])
+    C.ival = tonumber(args[6])
+    C.plim = tonumber(args[7])
+    C.setup = tonumber(args[8])
+    C.L = 4
+    C.s = 0
+    admit_many(C, args, 10, tonumber(args[9]))
+  end
+  C.lease = tonumber(args[2])
+  reclaim_expired(C)
+  local name = args[1]
+  local gen = redis.call('HINCRBY', C.p .. 'm', 'wgen', 1)
+  -- An earlier run of this worker (same name): its leases come back now.
+  for _, owner in ipairs(redis.call('ZRANGE', C.p .. 'w', 0, -1)) do
+    if string.sub(owner, 1, #name + 1) == name .. '#' then reclaim(C, owner) end
+  end
+  C.owner = name .. '#' .. gen
+  redis.call('ZADD', C.p .. 'w', C.now + C.lease, C.owner)
+  check_done(C)
+  wake(C)
+  close(C)
+  local last = redis.call('XREVRANGE', C.p .. 'wake', '+', '-', 'COUNT', 1)
+  local last_id = '0-0'
+  if #last > 0 then last_id = last[1][1] end
+  return {created, cfg, C.owner, last_id, counters(C)}
+end
+
+-- sync(prefix; owner, want, floor, ops...): apply a worker's batch of moves,
+-- then take up to ``want`` URLs (no more than a fair share of what is queued
+-- among the live workers, but ``floor`` if there is that much).
+-- Ops: F d token started n children... | R d token started
+-- | D d token delay_ms tries | A n children... | C host delay_ms | S d token
+local function sync(keys, args)
+  if not exists(keys[1]) then return redis.error_reply(GONE) end
+  local C = open(keys[1])
+  C.owner = args[1]
+  local want = tonumber(args[2])
+  local floor = tonumber(args[3])
+  local i = 4
+  while i <= #args do
+    local op = args[i]
+    if op == 'F' then
+      i = finish(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]),
+        tonumber(args[i + 4]), args, i + 5)
+    elseif op == 'R' then
+      release(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]))
+      i = i + 4
+    elseif op == 'D' then
+      defer(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]), tonumber(args[i + 4]))
+      i = i + 5
+    elseif op == 'A' then
+      i = admit_many(C, args, i + 2, tonumber(args[i + 1]))
+    elseif op == 'C' then
+      crawl_delay(C, args[i + 1], tonumber(args[i + 2]))
+      i = i + 3
+    elseif op == 'S' then
+      started_at(C, args[i + 1], tonumber(args[i + 2]))
+      i = i + 3
+    else
+      return redis.error_reply('trio_crawl: unknown op ' .. tostring(op))
+    end
+  end
+  reclaim_expired(C)
+  -- Alive only if still registered after the reclaim: a lease to a worker
+  -- no longer in ``w`` would never be reclaimed.
+  local alive = redis.call('ZSCORE', C.p .. 'w', C.owner)
+  move_due(C)
+  advance_low(C)
+  check_done(C)
+  local out = {}
+  local due = -1
+  if want > 1 then
+    local live = redis.call('ZCOUNT', C.p .. 'w', C.now, '+inf')
+    if live > 1 then
+      -- A fair share of what is queued; while other workers wait for work,
+      -- not even ``floor`` more (they are woken to take the rest).
+      local queued = C.fresh + redis.call('LLEN', C.p .. 'again')
+      local share = math.ceil(queued / live)
+      local waiting = redis.call('SCARD', C.p .. 'idle')
+        - redis.call('SISMEMBER', C.p .. 'idle', C.owner)
+      if waiting > 0 then
+        want = math.min(want, math.max(1, share))
+      else
+        want = math.min(want, math.max(floor, share))
+      end
+    end
+  end
+  if alive and C.done == 0 and want > 0 then
+    take_again(C, want, out)
+    if not budget_spent(C) then
+      for dd = C.low, math.min(C.low + 1, C.maxd) do take_fresh(C, dd, want, out) end
+    end
+  end
+  check_done(C)
+  wake(C)
+  local idle = 0
+  if alive and C.done == 0 and #out < want * 10 then
+    redis.call('SADD', C.p .. 'idle', C.owner)
+    idle = 1
+    due = next_due(C)
+  end
+  close(C)
+  local a = 1
+  if not alive then a = 0 end
+  return {a, due, counters(C), out, idle, C.refused - C.refused0}
+end
+
+-- renew(prefix; owner, lease_ms): the heartbeat. 0 if this worker's leases
+-- were reclaimed (it was taken for dead). Reclaims dead workers' leases.
+local function renew(keys, args)
+  if not exists(keys[1]) then return redis.error_reply(GONE) end
+  local C = open(keys[1])
+  local owner = args[1]
+  local alive = redis.call('ZSCORE', C.p .. 'w', owner)
+  if alive then redis.call('ZADD', C.p .. 'w', C.now + tonumber(args[2]), owner) end
+  reclaim_expired(C)
+  check_done(C)
+  wake(C)
+  close(C)
+  local a = 1
+  if not alive then a = 0 end
+  return {a, counters(C)}
+end
+
+-- bye(prefix; owner): a worker leaves; whatever it still holds goes back.
+local function bye(keys, args)
+  if not exists(keys[1]) then return redis.error_reply(GONE) end
+  local C = open(keys[1])
+  reclaim(C, args[1])
+  redis.call('SREM', C.p .. 'idle', args[1])
+  check_done(C)
+  wake(C)
+  close(C)
+  return counters(C)
+end
+
+-- status(prefix): counters for --status (read-only).
+local function status(keys, args)
+  local p = keys[1]
+  local vals = redis.call('HMGET', p .. 'm', unpack(COUNTERS))
+  local out = {}
+  for i, name in ipairs(COUNTERS) do
+    out[#out + 1] = name
+    out[#out + 1] = tostring(vals[i] or '')
+  end
+  out[#out + 1] = 'cfg'
+  out[#out + 1] = redis.call('HGET', p .. 'm', 'cfg') or ''
+  out[#out + 1] = 'delayed'
+  out[#out + 1] = tostring(redis.call('ZCARD', p .. 'dl'))
+  out[#out + 1] = 'again'
+  out[#out + 1] = tostring(redis.call('LLEN', p .. 'again'))
+  out[#out + 1] = 'workers'
+  out[#out + 1] = tostring(redis.call('ZCOUNT', p .. 'w', now_ms(), '+inf'))
+  return out
+end
+
+-- check(prefix): a read-only consistency check (the tests call it after every
+-- crawl): recompute the counters from the keys and look for a URL in two
+-- places, or in none. The list of what disagrees; empty when all agree.
+local function check(keys, args)
+  local p = keys[1]
+  local problems = {}
+  local function bad(what) problems[#problems + 1] = what end
+  if not exists(p) then return {'the crawl is not in Redis'} end
+  local vals = redis.call('HMGET', p .. 'm', unpack(COUNTERS))
+  local C = {}
+  for i, name in ipairs(COUNTERS) do C[name] = tonumber(vals[i]) or 0 end
+  local lists = {}
+  local function in_list(key, d)
+    local set = lists[key]
+    if not set then
+      set = {}
+      for _, x in ipairs(redis.call('LRANGE', key, 0, -1)) do set[x] = true end
+      lists[key] = set
+    end
+    return set[d] == true
+  end
+  local deferred = {}
+  for _, d in ipairs(redis.call('ZRANGE', p .. 'dl', 0, -1)) do deferred[d] = true end
+  local live = {}
+  for _, owner in ipairs(redis.call('ZRANGE', p .. 'w', 0, -1)) do live[owner] = true end
+  local total, leased, fresh, n_deferred = 0, 0, 0, 0
+  local by_depth, infl, owners = {}, {}, {}
+  local all = redis.call('HGETALL', p .. 'e')
+  for i = 1, #all, 2 do
+    local d, ent = all[i], cmsgpack.unpack(all[i + 1])
+    local url, state, depth, hostname = ent[E_URL], ent[E_STATE], ent[E_DEPTH], ent[E_HOST]
+    total = total + 1
+    by_depth[depth] = (by_depth[depth] or 0) + 1
+    if state ~= 'd' and deferred[d] then bad(url .. ': deferred, and ' .. state) end
+    if state == 'l' then
+      leased = leased + 1
+      infl[hostname] = (infl[hostname] or 0) + 1
+      owners[ent[E_OWNER]] = (owners[ent[E_OWNER]] or 0) + 1
+      if not live[ent[E_OWNER]] then bad(url .. ': leased to ' .. ent[E_OWNER] .. ', not a live worker') end
+      if redis.call('SISMEMBER', p .. 'wl:' .. ent[E_OWNER], d) == 0 then
+        bad(url .. ': leased, but not in the lease set of ' .. ent[E_OWNER])
+      end
+    elseif state == 'd' then
+      n_deferred = n_deferred + 1
+      if not deferred[d] then bad(url .. ': deferred, but not in dl') end
+    elseif state == 'q' and is_fresh(ent) then
+      fresh = fresh + 1
+      if not in_list(p .. 'q:' .. depth .. ':' .. hostname, d) then
+        bad(url .. ': queued, but in no queue of its depth and host')
+      elseif not redis.call('ZSCORE', p .. 'r:' .. depth, hostname) then
+        bad(url .. ': queued, but its host is not ready at depth ' .. depth)
+      end
+    elseif state == 'q' then
+      if not in_list(p .. 'again', d) then bad(url .. ': queued again, but not in again') end
+    else
+      bad(url .. ': unknown state ' .. tostring(state))
+    end
+  end
+  local function same(name, counted, stored)
+    if counted ~= stored then
+      bad(name .. ': counted ' .. counted .. ', stored ' .. stored)
+    end
+  end
+  same('unfinished', total, C.unfinished)
+  same('leased', leased, C.leased)
+  same('fresh', fresh, C.fresh)
+  same('deferred', n_deferred, redis.call('ZCARD', p .. 'dl'))
+  local ud = redis.call('HGETALL', p .. 'ud')
+  for i = 1, #ud, 2 do
+    local depth = tonumber(ud[i])
+    same('unfinished at depth ' .. depth, by_depth[depth] or 0, tonumber(ud[i + 1]))
+    by_depth[depth] = nil
+  end
+  for depth, n in pairs(by_depth) do same('unfinished at depth ' .. depth, n, 0) end
+  for owner, _ in pairs(live) do
+    same('lease set of ' .. owner, owners[owner] or 0, redis.call('SCARD', p .. 'wl:' .. owner))
+  end
+  for hostname, n in pairs(infl) do
+    same('in flight at ' .. hostname, n,
+      tonumber(redis.call('HGET', p .. 'h:' .. hostname, 'infl')) or 0)
+  end
+  local seen = 0
+  for b = 0, 2 ^ C.L + C.s - 1 do
+    seen = seen + redis.call('HLEN', p .. 'S' .. string.format('%d', b))
+  end
+  same('seen', seen, C.n)
+  if C.done == 1 and not (total == 0 or (budget_spent(C) and total == fresh)) then
+    bad('marked done with ' .. total .. ' URLs unfinished')
+  elseif C.done == 0 and total == 0 and C.finished > 0 then
+    bad('nothing unfinished, but not marked done')
+  end
+  return problems
+end
+
+redis.register_function('tc_hello_{V}', hello)
+redis.register_function('tc_sync_{V}', sync)
+redis.register_function('tc_renew_{V}', renew)
+redis.register_function('tc_bye_{V}', bye)
+redis.register_function{function_name = 'tc_status_{V}', callback = status,
+  flags = {'no-writes'}}
+redis.register_function{function_name = 'tc_check_{V}', callback = check,
+  flags = {'no-writes'}}

@@ -1,0 +1,211 @@
+"""The positional wire format between a worker and the crawl's Redis Functions.
+
+Redis Functions take flat lists of arguments and answer flat lists, so the
+meaning of each position is a contract between this module and
+``redis_functions.lua``. Every list sent and every reply read is built or
+parsed here, and nowhere else, so the two sides can be compared at a glance.
+
+Ops of a sync call (the Lua ``sync``):
+
+``F digest token started n admission*n``  finished, with its new links
+``R digest token started``                put back (stopping)
+``D digest token delay_ms tries``         retry later
+``A n admission*n``                       seeds (sitemaps)
+``C host delay_ms``                       a host's Crawl-delay
+``S digest token``                        a spaced host's request started
+
+An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
+(``\\n``-joined), payload (JSON or ``''``). A taken URL is 10 fields (see
+``Taken``). A crawl whose keys are gone is the error reply ``GONE``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core.url import host_port
+
+ADMISSION_FIELDS = 7
+TAKEN_FIELDS = 10
+#: How every function but ``hello`` answers when the crawl's keys are gone
+#: (the first word of its error reply; ``hello`` too when it may not create).
+GONE = "TCGONE"
+
+
+def url_digest(url: str) -> bytes:
+    """The 8-byte key of a URL in Redis (BLAKE2b). Two URLs of a crawl of
+    n URLs share one with probability about n²/2⁶⁵ (3 in 10⁶ at 10⁷ URLs)."""
+    return hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def admission(
+    url: str, depth: int, referrer: str, chain: str = "", payload: str = ""
+) -> list[object]:
+    """One URL to admit: the 7 fields the Lua ``admit`` reads."""
+    return [url_digest(url), url, host_port(url), depth, referrer, chain, payload]
+
+
+def finish_op(digest: bytes, token: int, started: bool, children: list[object]) -> list[object]:
+    return ["F", digest, token, int(started), len(children) // ADMISSION_FIELDS, *children]
+
+
+def release_op(digest: bytes, token: int, started: bool) -> list[object]:
+    return ["R", digest, token, int(started)]
+
+
+def defer_op(digest: bytes, token: int, delay: float, tries: int) -> list[object]:
+    return ["D", digest, token, max(0, round(delay * 1000)), tries]
+
+
+def admit_op(admissions: list[object]) -> list[object]:
+    return ["A", len(admissions) // ADMISSION_FIELDS, *admissions]
+
+
+def crawl_delay_op(host: str, delay: float | None) -> list[object]:
+    return ["C", host, round((delay or 0) * 1000)]
+
+
+def started_op(digest: bytes, token: int) -> list[object]:
+    return ["S", digest, token]
+
+
+def hello_args(
+    name: str,
+    lease: float,
+    *,
+    may_create: bool,
+    identity_json: str,
+    max_pages: int | None,
+    rate: float | None,
+    per_host_concurrency: int | None,
+    read_robots: bool,
+    starts: list[object],
+) -> list[object]:
+    """Arguments of ``hello``; ``starts`` are admissions at depth 0."""
+    rate_ms = 0 if rate is None else round(1000 / rate * 1.05)
+    return [
+        name,
+        round(lease * 1000),
+        int(may_create),
+        identity_json,
+        -1 if max_pages is None else max_pages,
+        rate_ms,
+        per_host_concurrency or 0,
+        int(read_robots),
+        len(starts) // ADMISSION_FIELDS,
+        *starts,
+    ]
+
+
+def sync_args(owner: str, want: int, floor: int, ops: list[object]) -> list[object]:
+    return [owner, want, floor, *ops]
+
+
+def renew_args(owner: str, lease: float) -> list[object]:
+    return [owner, round(lease * 1000)]
+
+
+class Counters(NamedTuple):
+    """The crawl-wide counters every call answers with."""
+
+    done: int
+    unfinished: int
+    fresh: int
+    leased: int
+    started: int
+    finished: int
+    seen: int
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> Counters:
+        return cls(*(int(c) for c in raw))
+
+
+NO_COUNTERS = Counters(0, 1, 0, 0, 0, 0, 0)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class HelloReply:
+    created: bool
+    settings_json: str
+    owner: str
+    last_id: str
+    counters: Counters
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> HelloReply:
+        created, cfg, owner, last_id, counts = raw
+        return cls(bool(created), _text(cfg), _text(owner), _text(last_id), Counters.parse(counts))
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A URL Redis leased to this worker."""
+
+    digest: bytes
+    url: str
+    depth: int
+    referrer: str | None
+    chain: tuple[str, ...]
+    payload: str
+    tries: int
+    refetch: bool
+    token: int
+    report: bool
+
+    @classmethod
+    def parse(cls, f: Sequence[Any]) -> Taken:
+        digest, url, depth, ref, chain, payload, tries, refetch, token, report = f
+        return cls(
+            digest,
+            _text(url),
+            int(depth),
+            _text(ref) or None,
+            tuple(_text(chain).split("\n")) if chain else (),
+            _text(payload) if payload else "",
+            int(tries),
+            bool(refetch),
+            int(token),
+            bool(report),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReply:
+    alive: bool
+    #: ms until something may be takeable without any other change; -1: never.
+    due: int
+    counters: Counters
+    taken: list[Taken]
+    idle: bool
+    refused: int
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> SyncReply:
+        alive, due, counts, taken, idle, refused = raw
+        return cls(
+            bool(alive),
+            int(due),
+            Counters.parse(counts),
+            [Taken.parse(taken[i : i + TAKEN_FIELDS]) for i in range(0, len(taken), TAKEN_FIELDS)],
+            bool(idle),
+            int(refused),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RenewReply:
+    alive: bool
+    counters: Counters
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> RenewReply:
+        alive, counts = raw
+        return cls(bool(alive), Counters.parse(counts))
