@@ -17,12 +17,8 @@ import pytest
 import trio
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
-from trio_crawl.frontiers.redis import (
-    RedisFrontierError,
-    RedisUnavailable,
-    check_crawl,
-    open_redis_frontier,
-)
+from trio_crawl.errors import RedisFrontierError, RedisUnavailable
+from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
 
 import redis_fixture
 from fakes import FakeFetcher, FakePage, bfs_depths

@@ -20,17 +20,22 @@ crawl is a bug (ours, or a handler's). The tree::
      ├── StateInUseError                 the same, from the storage layer
      ├── SitemapError (also ValueError)  a sitemap that cannot be read (the
      │                                   crawl notes it and goes on)
-     └── ReportInputError                ``trio-crawl report`` cannot read
-                                         its input
-
-The Redis frontier's errors (``trio_crawl.frontiers.redis``) join the tree
-under ``CrawlError`` too.
+     ├── ReportInputError                ``trio-crawl report`` cannot read
+     │                                   its input
+     └── RedisFrontierError              a ``--redis`` crawl cannot go on
+          ├── RedisUnavailable           Redis cannot be reached or used at
+          │                              the start: nothing was crawled
+          ├── RedisLost                  Redis went away mid-crawl (``remedy``
+          │    │                         says what to do: run it again)
+          │    ├── RedisRefused          an error reply (OOM, read-only...)
+          │    └── CrawlGone             the crawl's keys are gone: no resume
+          └── CrawlMismatch              the crawl id names other settings
 
 Foreign errors are translated where they arise, once, with the original as
 ``__cause__``: libcurl's and httpx's in ``fetch/errors.py`` (to
 ``FetchError``), sqlite3's in ``frontiers/sqlite_state.py`` (to
-``StateWriteError``), OS errors of outputs in ``outputs/`` (to
-``OutputError``). The command line maps this tree to exit codes and one-line
+``StateWriteError``), coredis's in ``frontiers/redis.py`` (to the Redis
+errors), OS errors of outputs in ``outputs/`` (to ``OutputError``). The command line maps this tree to exit codes and one-line
 messages (README, "Exit codes"); every ``str()`` here is such a line.
 
 This module imports nothing from the package, so every layer may use it.
@@ -41,8 +46,14 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "CrawlError",
+    "CrawlGone",
+    "CrawlMismatch",
     "FetchError",
     "OutputError",
+    "RedisFrontierError",
+    "RedisLost",
+    "RedisRefused",
+    "RedisUnavailable",
     "ReportInputError",
     "SitemapError",
     "StateInUseError",
@@ -119,3 +130,34 @@ class SitemapError(CrawlError, ValueError):
 
 class ReportInputError(CrawlError):
     """``trio-crawl report`` cannot read its input; the message is one line."""
+
+
+class RedisFrontierError(CrawlError):
+    """A Redis crawl problem, with a one-line message for the user."""
+
+
+class RedisUnavailable(RedisFrontierError):
+    """Redis cannot be reached (or used) at the start: nothing was crawled."""
+
+
+class RedisLost(RedisFrontierError):
+    """Redis went away (or refused a call) mid-crawl: this worker stops.
+    ``remedy`` says what to do; for this class, re-running resumes."""
+
+    remedy = "Run the same command again to resume"
+
+
+class RedisRefused(RedisLost):
+    """Redis answered a call with an error (out of memory, read-only replica...)."""
+
+
+class CrawlGone(RedisLost):
+    """The crawl's keys are gone from Redis (deleted, FLUSHALL, evicted):
+    what it knew is lost, and taking an empty crawl for a finished one
+    would end every worker with the site half crawled."""
+
+    remedy = "It cannot be resumed: start it again (with its URLs) to crawl anew"
+
+
+class CrawlMismatch(RedisFrontierError):
+    """The crawl id names a crawl with other settings."""

@@ -33,12 +33,9 @@ from typing import Any
 import trio
 
 from ..core.config import CrawlConfig
+from ..errors import CrawlMismatch, RedisFrontierError, RedisLost, RedisUnavailable
 from ..frontiers.redis import (
     DEFAULT_LEASE,
-    CrawlMismatch,
-    RedisFrontierError,
-    RedisLost,
-    RedisUnavailable,
     check_server,
     crawl_status,
     default_worker_name,

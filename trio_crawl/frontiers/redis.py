@@ -66,7 +66,15 @@ from ..core.frontier import (
 from ..core.models import FetchResult
 from ..core.scrape import Request
 from ..core.url import mask_credentials
-from ..errors import FetchError
+from ..errors import (
+    CrawlGone,
+    CrawlMismatch,
+    FetchError,
+    RedisFrontierError,
+    RedisLost,
+    RedisRefused,
+    RedisUnavailable,
+)
 from . import redis_lua
 from . import redis_wire as wire
 from .base import Publish
@@ -93,37 +101,6 @@ ROBOTS_TTL = 24 * 3600.0
 ROBOTS_FAILURE_TTL = 5.0
 
 T = TypeVar("T")
-
-
-class RedisFrontierError(Exception):
-    """A Redis crawl problem, with a one-line message for the user."""
-
-
-class RedisUnavailable(RedisFrontierError):
-    """Redis cannot be reached (or used) at the start: nothing was crawled."""
-
-
-class RedisLost(RedisFrontierError):
-    """Redis went away (or refused a call) mid-crawl: this worker stops.
-    ``remedy`` says what to do; for this class, re-running resumes."""
-
-    remedy = "Run the same command again to resume"
-
-
-class RedisRefused(RedisLost):
-    """Redis answered a call with an error (out of memory, read-only replica...)."""
-
-
-class CrawlGone(RedisLost):
-    """The crawl's keys are gone from Redis (deleted, FLUSHALL, evicted):
-    what it knew is lost, and taking an empty crawl for a finished one
-    would end every worker with the site half crawled."""
-
-    remedy = "It cannot be resumed: start it again (with its URLs) to crawl anew"
-
-
-class CrawlMismatch(RedisFrontierError):
-    """The crawl id names a crawl with other settings."""
 
 
 def redact_url(url: str) -> str:
