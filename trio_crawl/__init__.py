@@ -36,6 +36,8 @@ from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
 from .frontiers.memory import MemoryFrontier
 from .frontiers.redis import RedisFrontier, open_redis_frontier
+from .frontiers.redis import check_crawl as check_redis_crawl
+from .frontiers.redis import delete_crawl as delete_redis_crawl
 from .frontiers.sqlite import SqliteFrontier
 from .workpool import Room, WorkPool, WorkPoolStatistics
 
@@ -69,6 +71,8 @@ __all__ = [
     "StateWriteError",
     "WorkPool",
     "WorkPoolStatistics",
+    "check_redis_crawl",
+    "delete_redis_crawl",
     "open_crawler",
     "open_fetcher",
     "open_redis_frontier",

@@ -35,8 +35,9 @@ Foreign errors are translated where they arise, once, with the original as
 ``__cause__``: libcurl's and httpx's in ``fetch/errors.py`` (to
 ``FetchError``), sqlite3's in ``frontiers/sqlite_state.py`` (to
 ``StateWriteError``), coredis's in ``frontiers/redis.py`` (to the Redis
-errors), OS errors of outputs in ``outputs/`` (to ``OutputError``). The command line maps this tree to exit codes and one-line
-messages (README, "Exit codes"); every ``str()`` here is such a line.
+errors), OS errors of outputs in ``outputs/`` (to ``OutputError``). The
+command line maps this tree to exit codes and one-line messages (README,
+"Exit codes"); every ``str()`` here is such a line.
 
 This module imports nothing from the package, so every layer may use it.
 """
