@@ -433,11 +433,11 @@ def test_dash_o_dash_on_a_terminal_prints_records_and_no_progress(tmp_path: Path
 
 
 def test_what_a_crawl_exception_means() -> None:
-    from trio_crawl.cli import main
-    from trio_crawl.errors import OutputError, StateWriteError
+    from trio_crawl.cli import crawl as main
+    from trio_crawl.errors import OutputError, StateLockedError, StateWriteError
 
     watch = main.HandlerWatch()
-    busy = main.StateLockedError("crawl.db is in use by another crawl")
+    busy = StateLockedError("crawl.db is in use by another crawl")
     assert main.classify(ExceptionGroup("", [busy]), watch, "crawl.db") == main.Ending(
         75, "crawl.db is in use by another crawl"
     )

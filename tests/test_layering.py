@@ -14,7 +14,8 @@ Dependencies point down; nothing imports upward:
 and no module imports the face (``trio_crawl/__init__.py``) or the CLI. Every
 ``import`` counts, inside functions and ``TYPE_CHECKING`` blocks too: a lazy
 import is still a dependency. The rules are data (``RULES``); a test below
-proves the checker catches a violating import.
+proves the checker catches a violating import. The package has no import
+cycle either, lazy imports counted (``test_the_package_has_no_import_cycle``).
 """
 
 from __future__ import annotations
@@ -151,3 +152,73 @@ def test_the_checker_allows_downward_imports() -> None:
         violations("trio_crawl.engine.crawler", "from ..core.frontier import Entry\n", False) == []
     )
     assert violations("trio_crawl.frontiers.sqlite", "import trio\nimport sqlite3\n", False) == []
+
+
+# -- no cycles ---------------------------------------------------------------------
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the package's modules it imports (a name imported from a
+    module counts as that module; ``from . import x`` as the submodule x)."""
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        targets = set()
+        for _, name in imports_of(source, module, is_package):
+            parts = name.split(".")
+            while parts and ".".join(parts) not in sources:
+                parts.pop()
+            target = ".".join(parts)
+            if target and target != module:
+                targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles: strongly connected groups of two or more modules,
+    package ``__init__`` modules left out (importing ``a.b`` runs ``a``
+    first, but ``a`` re-exporting ``a.b`` is no cycle of ours)."""
+    packages = {m for m in graph if any(other.startswith(m + ".") for other in graph)}
+    edges = {m: {t for t in ts if t not in packages} for m, ts in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in edges:
+        if node not in index and node not in packages:
+            visit(node)
+    return found
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    sources = {m: (p.read_text(), p.name == "__init__.py") for m, p in all_modules()}
+    assert cycles(import_graph(sources)) == []
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle() -> None:
+    sources = {
+        "trio_crawl.cli.main": ("from .redis_cli import run\n", False),
+        "trio_crawl.cli.redis_cli": ("def run():\n    from .main import run_cli\n", False),
+        "trio_crawl.cli.demo": ("from .main import build_parser\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["trio_crawl.cli.main", "trio_crawl.cli.redis_cli"]]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_crawl.cli.main import build_config, build_parser
+from trio_crawl.cli.options import build_config, build_parser
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import CrawlRecord

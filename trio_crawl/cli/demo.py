@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 from ..sites.demo import demo_site
 from ..sites.server import serve_site
-from .main import EXIT_USAGE, UsageError, build_parser, run_crawl_command
+from .common import EXIT_USAGE, UsageError
+from .crawl import run_crawl_command
+from .options import build_parser
 
 DEFAULT_OUTPUT = "demo-crawl.jsonl"
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
@@ -35,7 +35,6 @@ import trio
 from ..core.config import CrawlConfig
 from ..errors import CrawlMismatch, RedisFrontierError, RedisLost, RedisUnavailable
 from ..frontiers.redis import (
-    DEFAULT_LEASE,
     check_server,
     crawl_status,
     default_worker_name,
@@ -45,13 +44,13 @@ from ..frontiers.redis import (
     status_lines,
 )
 from ..frontiers.resume import repair_output
+from .common import EXIT_OK, EXIT_REDIS_LOST, EXIT_SOFTWARE, EXIT_USAGE, UsageError, fail, say
+from .crawl import Outputs, check_warc_path, crawl_with_ui, open_output
+from .options import build_config
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-#: Redis went away mid-crawl (EX_TEMPFAIL): the same command resumes it.
-EXIT_REDIS_LOST = 75
-#: A forked worker that failed in a way nothing else reported (EX_SOFTWARE).
-EXIT_INTERNAL = 70
+#: The whole command line (``main.run_cli``), for a forked worker to run.
+RunCli = Callable[[Sequence[str]], int]
+
 
 #: Settings a joining worker takes from the crawl when it gives no URL.
 _ADOPTED = {
@@ -62,51 +61,6 @@ _ADOPTED = {
     "per_host_concurrency": "per_host_concurrency",
     "ignore_robots": "ignore_robots",
 }
-
-
-def add_redis_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("shared crawls (Redis)")
-    group.add_argument(
-        "--redis",
-        metavar="URL",
-        help="keep the crawl in Redis (redis://host:port/db) so that several "
-        "processes and machines share it",
-    )
-    group.add_argument(
-        "--crawl-id", metavar="NAME", help="with --redis: the crawl to start or join"
-    )
-    group.add_argument(
-        "--processes",
-        type=int,
-        metavar="N",
-        help="with --redis: run N worker processes here (-o FILE becomes FILE.1 ... FILE.N)",
-    )
-    group.add_argument(
-        "--lease",
-        type=float,
-        default=DEFAULT_LEASE,
-        metavar="SECONDS",
-        help="with --redis: a worker silent this long is taken for dead and its "
-        f"pages are fetched again (default {DEFAULT_LEASE:g})",
-    )
-    group.add_argument(
-        "--delete-crawl",
-        action="store_true",
-        help="with --redis: delete every key of the crawl from Redis and exit "
-        "(refused while it runs; a finished crawl's keys stay until then)",
-    )
-
-
-def _say(line: str) -> None:
-    # One write, newline included: the workers of --processes share stderr,
-    # and print() writes the newline apart, so their lines would interleave.
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
-def _fail(message: str, code: int) -> int:
-    _say(f"trio-crawl: error: {message}")
-    return code
 
 
 def _quiet_coredis() -> None:
@@ -132,14 +86,14 @@ def _check_usage(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """``trio-crawl ... --redis``: a status, N local workers, or one worker."""
-    from .main import UsageError, build_config
-
+def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli) -> int:
+    """``trio-crawl ... --redis``: a status, N local workers, or one worker.
+    ``run_cli`` is the whole command line, which a forked worker runs on its
+    own arguments (passed in: this module does not import ``main``)."""
     _quiet_coredis()
     problem = _check_usage(args)
     if problem:
-        return _fail(problem, EXIT_USAGE)
+        return fail(problem, EXIT_USAGE)
     if args.delete_crawl:
         return _delete(args)
     try:
@@ -147,19 +101,19 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if not args.status:
             trio.run(check_server, args.redis)
     except RedisFrontierError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     if args.status:
         if stored is None:
             where = redact_url(args.redis)
-            return _fail(f"no crawl {args.crawl_id!r} in Redis at {where}", EXIT_USAGE)
+            return fail(f"no crawl {args.crawl_id!r} in Redis at {where}", EXIT_USAGE)
         print("\n".join(status_lines(args.crawl_id, stored)))
         return EXIT_OK
     if args.processes is not None:
-        return run_processes(args, argv)
+        return run_processes(args, argv, run_cli)
     start_urls = list(args.urls)
     if not start_urls:
         if stored is None:
-            return _fail(
+            return fail(
                 f"no crawl {args.crawl_id!r} in Redis yet: give its start URL(s) to create it",
                 EXIT_USAGE,
             )
@@ -174,7 +128,7 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         config = build_config(args, start_urls)
     except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     return run_worker(args, config)
 
 
@@ -183,7 +137,7 @@ def _delete(args: argparse.Namespace) -> int:
     try:
         deleted = trio.run(delete_crawl, args.redis, args.crawl_id)
     except RedisFrontierError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     if deleted:
         print(f"trio-crawl: deleted crawl {args.crawl_id!r} ({deleted} keys)", file=sys.stderr)
     else:
@@ -194,13 +148,11 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _warn(message: str) -> None:
-    _say(f"trio-crawl: warning: {message}")
+    say(f"warning: {message}")
 
 
 def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     """One worker of the crawl, in this process."""
-    from .main import Outputs, UsageError, check_warc_path, crawl_with_ui, open_output
-
     output = args.output or "-"
     if output != "-":
         repair_output(output)  # a kill mid-write leaves a torn line
@@ -208,7 +160,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
         warc = check_warc_path(getattr(args, "warc", None))
         records = open_output(output)
     except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     outputs = Outputs(records, append=True)  # every worker run appends
 
     async def work() -> int:
@@ -239,15 +191,15 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
             if not args.quiet and frontier.done:
                 print(f"trio-crawl: crawl {args.crawl_id!r} is done", file=sys.stderr)
             if ending.message is not None:
-                return _fail(ending.message, ending.code)
+                return fail(ending.message, ending.code)
             return ending.code
 
     try:
         return trio.run(work)
     except (RedisUnavailable, CrawlMismatch) as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     except RedisLost as exc:
-        return _fail(
+        return fail(
             f"{exc}: stopped; pages in flight were abandoned, records written so far are "
             f"complete. {exc.remedy}",
             EXIT_REDIS_LOST,
@@ -259,16 +211,14 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
 # -- --processes N ------------------------------------------------------------
 
 
-def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any]) -> int:
+def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any], run_cli: RunCli) -> int:
     """A forked worker running ``trio-crawl argv``; its pid."""
-    from .main import run_cli
-
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid:
         return pid
-    code = EXIT_INTERNAL
+    code = EXIT_SOFTWARE
     try:  # the child: never returns into the parent's code
         # Its own process group: a Ctrl-C at the terminal reaches the parent
         # alone, which passes it on once (a second signal means "quit now").
@@ -281,7 +231,7 @@ def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any]) -> int
     except BaseException as exc:  # os._exit below would swallow it unsaid
         with contextlib.suppress(Exception):
             detail = " ".join(str(exc).split())
-            _fail(f"worker {os.getpid()} failed: {type(exc).__name__}: {detail}", code)
+            fail(f"worker {os.getpid()} failed: {type(exc).__name__}: {detail}", code)
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
@@ -340,7 +290,7 @@ def _strip_options(argv: Sequence[str], options: dict[str, bool]) -> list[str]:
     return out
 
 
-def run_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli) -> int:
     """Start ``--processes N`` workers of the crawl here and wait for them all.
 
     Workers are forked from this process when it can (POSIX, no thread
@@ -348,7 +298,7 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
     again (about 0.5 s of CPU each). Otherwise each is a ``python -m
     trio_crawl`` subprocess. SIGINT and SIGTERM are passed on to them."""
     if args.output == "-":
-        return _fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
+        return fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
     base = _strip_options(
         argv,
         {"--processes": True, "-o": True, "--output": True, "--warc": True}
@@ -371,7 +321,7 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         fork = hasattr(os, "fork") and threading.active_count() == 1
         for one in worker_args:
-            pids.append(_fork_worker(one, previous) if fork else _spawn_worker(one))
+            pids.append(_fork_worker(one, previous, run_cli) if fork else _spawn_worker(one))
         codes = [_wait(pid) for pid in pids]
     finally:
         for sig, handler in previous.items():

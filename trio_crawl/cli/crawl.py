@@ -1,0 +1,426 @@
+"""One crawl from the command line: open the outputs (emptied only when
+the crawl starts), run the engine with signal handling and the live
+display, and turn what happened into an exit code and one line
+(``classify``). Shared by ``trio-crawl URL``, ``demo`` and each ``--redis``
+worker."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import signal
+import sys
+import time
+import traceback
+from collections.abc import (
+    Iterator,
+    Sequence,
+)
+from contextlib import AsyncExitStack
+
+import trio
+from rich.console import Console
+
+from ..core.config import CrawlConfig
+from ..core.models import CrawlRecord, FetchResult
+from ..core.stats import latency_bound_hint
+from ..core.url import host_port
+from ..engine.api import open_fetcher
+from ..engine.crawler import Crawler
+from ..errors import (
+    ConfigError,
+    OutputError,
+    StateLockedError,
+    StateUsageError,
+    StateWriteError,
+)
+from ..frontiers.base import FrontierBackend
+from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
+from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
+from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from .common import (
+    EXIT_HANDLER,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_SOFTWARE,
+    EXIT_STATE_BUSY,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    SIGNAL_EXIT,
+    UsageError,
+    fail,
+    say,
+)
+from .identity import save_cookies
+from .options import (
+    HandlerWatch,
+    build_config,
+    check_combinations,
+    check_fetcher,
+    check_seeds,
+    check_writable,
+    workers_within_fd_limit,
+)
+from .progress import print_summary, show_progress
+
+#: Error kinds of a start URL that mean "could not connect" (DNS failures,
+#: refused and unreachable hosts are all ``connect``).
+UNREACHABLE_KINDS = frozenset({"connect"})
+
+
+def open_output(path: str) -> OutputFile:
+    """Open an output without truncating it (``OutputFile.begin`` does that)."""
+    try:
+        return OutputFile.open(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write output file {path!r}: {exc.strerror or exc}") from None
+
+
+def check_warc_path(path: str | None) -> str | None:
+    """A ``--warc`` path that can be written, checked before anything starts."""
+    if path is None:
+        return None
+    return check_writable(path, "WARC file")
+
+
+def new_default_output() -> OutputFile:
+    """``crawl-YYYYmmdd-HHMMSS.jsonl`` in the current directory, never an
+    existing file (``-2``, ``-3``... when one is there)."""
+    stem = time.strftime("crawl-%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        path = f"{stem}.jsonl" if n == 1 else f"{stem}-{n}.jsonl"
+        try:
+            return OutputFile.create_new(path)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create output file {path!r} here: {exc.strerror or exc} "
+                "(give one with -o FILE)"
+            ) from None
+    raise UsageError("too many crawl-*.jsonl files here; give an output with -o FILE")
+
+
+class StartWatch:
+    """Watches the records of start URLs (depth 0, no referrer): did any of
+    them connect?"""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.unreachable = 0
+        self.first_failure: str | None = None
+
+    def __call__(self, record: CrawlRecord) -> bool:
+        """Note ``record``; True if it is a start URL that could not be connected to."""
+        if record.depth != 0 or record.referrer is not None:
+            return False
+        self.seen += 1
+        if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
+            self.unreachable += 1
+            if self.first_failure is None:
+                self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+            return True
+        return False
+
+    @property
+    def none_reachable(self) -> bool:
+        return self.seen > 0 and self.unreachable == self.seen
+
+
+@dataclasses.dataclass
+class Outputs:
+    """The crawl's open outputs; emptied only when the crawl starts and, with
+    ``hold``, only once it has reached a start URL (``commit``): a crawl that
+    reaches none (exit 4, or stopped before) leaves them as they were."""
+
+    records: OutputFile
+    append: bool = False
+    items: OutputFile | None = None
+    items_csv: bool = False
+    hold: bool = False
+
+    def all(self) -> list[OutputFile]:
+        return [self.records] if self.items is None else [self.records, self.items]
+
+    def begin(self) -> None:
+        for output in self.all():
+            output.begin(append=self.append, hold=self.hold)
+
+    def commit(self) -> None:
+        for output in self.all():
+            output.commit()
+
+    def drop_held(self) -> None:
+        for output in self.all():
+            output.drop_held()
+
+    @property
+    def holding(self) -> bool:
+        return any(o.holding for o in self.all())
+
+    def close(self) -> None:
+        for output in self.all():
+            if output.begun:
+                output.close()
+            else:
+                output.discard()
+
+    @property
+    def to_terminal(self) -> bool:
+        return any(o.is_stdout for o in self.all()) and sys.stdout.isatty()
+
+
+@dataclasses.dataclass
+class Ending:
+    code: int = EXIT_OK
+    message: str | None = None
+
+
+async def crawl_with_ui(
+    config: CrawlConfig,
+    outputs: Outputs,
+    *,
+    show: bool,
+    quiet: bool,
+    frontier: FrontierBackend | None = None,
+    output: str | None = None,
+    warc: str | None = None,
+) -> Ending:
+    """Run one crawl with signal handling and (optionally) the live display."""
+    signalled = EXIT_OK
+    failed: OutputError | None = None
+    console = Console(file=sys.stderr)
+    writer = JsonLinesWriter(outputs.records)
+    item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
+    if outputs.items is not None:
+        item_writer = (ItemCsvWriter if outputs.items_csv else ItemJsonLinesWriter)(outputs.items)
+    starts = StartWatch()
+    async with open_fetcher(config) as fetcher:
+
+        def check(output: OutputFile) -> None:
+            nonlocal failed
+            if output.broken_pipe:
+                crawler.abort()  # `-o - | head`: the reader has what it wanted
+            elif output.error is not None and failed is None:
+                failed = output.error
+                if not crawler.stopping:  # a second stop() would cancel at once
+                    crawler.stop()
+
+        def on_record(record: CrawlRecord) -> None:
+            if not starts(record) and outputs.holding:
+                outputs.commit()  # a start URL was reached: now the old file goes
+                if item_writer is not None and item_writer.output.failed:
+                    check(item_writer.output)
+            if writer.output.failed:
+                check(writer.output)
+
+        def on_item(item: object) -> None:
+            assert item_writer is not None
+            item_writer.write(item)
+            if item_writer.output.failed:
+                check(item_writer.output)
+
+        archive: ArchiveLink | None = None
+
+        def on_response(url: str, result: FetchResult) -> ArchiveTicket | None:
+            return None if archive is None else archive.submit(url, result)
+
+        def on_archive_failure(error: OSError) -> None:
+            # Cancel now: a page whose exchange is not in the WARC gets no
+            # record (with --state it stays unfinished, for the resume).
+            nonlocal failed
+            if failed is None:
+                failed = OutputError(str(warc), error)
+            crawler.abort()
+
+        crawler = Crawler(
+            config,
+            fetcher,
+            frontier=frontier,
+            on_record=[writer.write, on_record],
+            on_depth_update=[writer.write],
+            on_item=[on_item] if item_writer is not None else [],
+            on_response=[on_response] if warc is not None else [],
+        )
+
+        async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
+            nonlocal signalled
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
+                async for signum in signals:
+                    if signalled == EXIT_OK:
+                        signalled = SIGNAL_EXIT.get(signal.Signals(signum), 130)
+                        if not quiet:
+                            console.print(
+                                "[yellow]stopping: finishing in-flight pages "
+                                f"(up to {config.grace:g}s); signal again to quit now[/]"
+                            )
+                    crawler.stop()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch_signals)
+            async with AsyncExitStack() as stack:
+                if warc is not None:  # first: it may find the file busy (a lock)
+                    archive = await stack.enter_async_context(
+                        open_crawl_archive(
+                            warc,
+                            config,
+                            append=outputs.append,
+                            on_failure=on_archive_failure,
+                            defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
+                        )
+                    )
+                outputs.begin()  # the crawl starts: only now are outputs emptied
+                if show:
+                    nursery.start_soon(show_progress, crawler, console)
+                cpu_at_start = time.process_time()
+                summary = await crawler.run()
+            if archive is not None and archive.error is not None and failed is None:
+                failed = OutputError(str(warc), archive.error)
+            nursery.cancel_scope.cancel()
+    unreachable = failed is None and signalled == EXIT_OK
+    unreachable = unreachable and starts.none_reachable and not summary.stopped
+    if unreachable:
+        outputs.drop_held()  # the earlier crawl's output stays as it was
+    if not quiet:
+        old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
+        hint = None if failed is not None or old else output
+        print_summary(summary, sys.stderr, hint)
+        latency_hint = latency_bound_hint(
+            summary,
+            workers=config.workers,
+            per_host=config.per_host_concurrency,
+            cpu_seconds=time.process_time() - cpu_at_start,
+            max_workers=workers_within_fd_limit(),
+        )
+        if latency_hint is not None:
+            print(latency_hint, file=sys.stderr)
+    if failed is not None:
+        return Ending(EXIT_OUTPUT, str(failed))
+    if signalled != EXIT_OK:
+        return Ending(signalled)
+    if unreachable:
+        return Ending(
+            EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
+        )
+    return Ending()
+
+
+def prepare_disk_frontier(
+    args: argparse.Namespace, config: CrawlConfig, output: str
+) -> SqliteFrontier | None:
+    """The SQLite frontier for --state, --seeds or --max-queue (else None)."""
+    state = getattr(args, "state", None)
+    seeds = getattr(args, "seeds", None)
+    max_queue = getattr(args, "max_queue", None)
+    if not (state or seeds or max_queue is not None):
+        return None
+    if config.handler is not None:
+        raise UsageError("--handler cannot be combined with --state, --seeds or --max-queue")
+    return SqliteFrontier.open(
+        config,
+        state,
+        seeds=seeds,
+        output=None if output == "-" else output,
+        force=args.force,
+        window=max_queue or DEFAULT_WINDOW,
+    )
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, and what they were
+    raised while handling."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+        return
+    yield exc
+    if exc.__context__ is not None and not exc.__suppress_context__:
+        yield from _leaves(exc.__context__)
+
+
+def classify(exc: BaseException, watch: HandlerWatch, state: str | None) -> Ending:
+    """What an exception out of a crawl means for the user: usually not a bug."""
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        message = watch.message(leaf)
+        if message is not None:
+            return Ending(EXIT_HANDLER, message)
+    for leaf in leaves:
+        if isinstance(leaf, StateLockedError):
+            return Ending(EXIT_STATE_BUSY, str(leaf))
+        if isinstance(leaf, (UsageError, StateUsageError, ConfigError)):
+            return Ending(EXIT_USAGE, str(leaf))
+        if isinstance(leaf, StateWriteError) and state is None:  # --max-queue's own file
+            return Ending(EXIT_OUTPUT, f"cannot write to the temporary state file: {leaf.reason}")
+        if isinstance(leaf, OutputError):
+            return Ending(EXIT_OUTPUT, str(leaf))
+    first = leaves[0]
+    return Ending(
+        EXIT_SOFTWARE,
+        f"internal error (a bug; please report it): {type(first).__name__}: {first}",
+    )
+
+
+def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> int:
+    """Check everything, open the outputs (emptied only when the crawl
+    starts), crawl; shared by ``trio-crawl`` and ``demo``."""
+    debug = bool(getattr(args, "debug", False))
+    watch = HandlerWatch()
+    outputs: Outputs | None = None
+    frontier: SqliteFrontier | None = None
+    crawled: CrawlConfig | None = None
+    try:
+        check_combinations(args)
+        config = build_config(args, start_urls, watch if args.fail_fast else None)
+        check_fetcher(config.backend)
+        seeds = getattr(args, "seeds", None)
+        if seeds:
+            warning = check_seeds(seeds, other_urls=bool(start_urls))
+            if warning:
+                say(f"warning: {warning}")
+        if args.output is None and sys.stdout.isatty():
+            records = new_default_output()
+            say(f"records go to {records.path} (-o FILE to choose, -o - for the terminal)")
+        else:
+            records = open_output(args.output or "-")
+        outputs = Outputs(records)
+        items_path = getattr(args, "items", None)
+        if items_path:
+            outputs.items = open_output(items_path)
+            outputs.items_csv = items_path.lower().endswith(".csv")
+        frontier = prepare_disk_frontier(args, config, args.output or "-")
+        outputs.append = args.append or (frontier is not None and frontier.resumed)
+        # With --state the output is the resume's list of what is done: never held.
+        outputs.hold = not outputs.append and not getattr(args, "state", None)
+        if frontier is not None and not args.quiet:
+            for note in frontier.notes:
+                say(note)
+        show = not args.quiet and sys.stderr.isatty() and not outputs.to_terminal
+        run = functools.partial(
+            crawl_with_ui,
+            show=show,
+            quiet=args.quiet,
+            frontier=frontier,
+            output=None if records.is_stdout else records.path,
+            warc=check_warc_path(getattr(args, "warc", None)),
+        )
+        crawled = config
+        ending = trio.run(run, config, outputs)
+    except Exception as exc:
+        ending = classify(exc, watch, getattr(args, "state", None))
+        if debug and ending.code in (EXIT_SOFTWARE, EXIT_HANDLER):
+            traceback.print_exc()
+    finally:
+        if frontier is not None:
+            frontier.close()
+        if outputs is not None:
+            outputs.close()
+    if crawled is not None:
+        problem = save_cookies(crawled.cookies, getattr(args, "save_cookies", None))
+        if problem is not None and ending.message is None:
+            ending = Ending(EXIT_OUTPUT, problem)
+    if ending.message is not None:
+        return fail(ending.message, ending.code)
+    return ending.code

@@ -1,0 +1,441 @@
+"""The command line's options: the parser, and the ``CrawlConfig`` built
+from what it parsed, with every check that can be made before anything is
+opened or fetched (a bad combination, a missing extra, an unreadable seeds
+file: one line, exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Iterable,
+    Sequence,
+)
+from pathlib import Path
+from typing import Any, NoReturn, cast
+
+from .. import __version__
+from ..core.config import FETCHERS, CrawlConfig
+from ..core.scrape import Handler, Page, Request
+from ..core.url import canonicalize
+from ..errors import ConfigError
+from ..frontiers.disk_backlog import seed_lines
+from ..frontiers.redis import DEFAULT_LEASE
+from .common import UsageError
+from .identity import add_identity_options, identity_options
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value
+
+
+def build_parser(
+    prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str | None = None
+) -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Crawl web sites and write one JSON line per URL tried.",
+        epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
+        "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
+    )
+    if with_urls:
+        p.add_argument(
+            "urls", nargs="*", metavar="URL", help="start URL(s); scope is their host:port"
+        )
+    p.add_argument("-w", "--workers", type=int, default=16, help="crawler tasks (default 16)")
+    p.add_argument("--max-depth", type=int, help="follow links at most D hops from a start URL")
+    p.add_argument("--max-pages", type=int, help="fetch at most P pages")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=default_output,
+        metavar="FILE",
+        help="JSON Lines output file ('-' = stdout; default: "
+        + (
+            "stdout, or crawl-DATE-TIME.jsonl when stdout is a terminal)"
+            if default_output is None
+            else f"{default_output})"
+        ),
+    )
+    p.add_argument("--append", action="store_true", help="append to the output file")
+    p.add_argument("--timeout", type=_positive_float, default=30.0, help="seconds per request")
+    p.add_argument("--retries", type=int, default=2, help="retries of transient failures")
+    p.add_argument("--rate", type=_positive_float, help="max requests per second per host")
+    p.add_argument("--per-host-concurrency", type=int, help="max requests in flight per host")
+    p.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
+    p.add_argument("--sitemaps", action="store_true", help="seed from robots.txt Sitemap: lines")
+    p.add_argument(
+        "--warc",
+        metavar="FILE",
+        help="also archive every request and response as WARC 1.1 (gzip per record); "
+        "appended to when a --state crawl resumes",
+    )
+    p.add_argument(
+        "--page-requisites",
+        action="store_true",
+        help="also fetch the images, scripts, stylesheets (and their url()s), frames and media "
+        "each HTML page needs, within scope (like wget -p); they are recorded, not followed",
+    )
+    p.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="also crawl HOST and its subdomains (repeatable)",
+    )
+    for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
+        p.add_argument(
+            f"--{flag}",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help=f"follow {what} REGEX (searched in the canonical URL; repeatable; "
+            "--exclude wins; start URLs are always fetched)",
+        )
+    p.add_argument(
+        "--no-parent",
+        action="store_true",
+        help="follow no link above a start URL's directory on its host (like wget -np)",
+    )
+    p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
+    p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
+    p.add_argument(
+        "--max-retry-after",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait a Retry-After header can ask for before a retry (default 60)",
+    )
+    p.add_argument(
+        "--max-crawl-delay",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60)",
+    )
+    p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
+    p.add_argument(
+        "--fetcher",
+        choices=FETCHERS,
+        default="curl",
+        help="HTTP backend (default curl). asks cannot be installed beside the current trio"
+        " (it needs trio < 0.24 and anyio 3): see README, Fetchers, and `nox -s asks`",
+    )
+    p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
+    p.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help="verify https peers against the CAs in this PEM file (or hashed directory) "
+        "instead of the system's (default: $SSL_CERT_FILE / $SSL_CERT_DIR if set)",
+    )
+    p.add_argument(
+        "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
+    )
+    add_identity_options(p)
+    p.add_argument(
+        "--handler",
+        metavar="MODULE:FUNCTION",
+        help="async handler for every page (yields items and Requests) instead of link-following",
+    )
+    p.add_argument(
+        "--items",
+        metavar="FILE",
+        help="write handlers' items here ('-' = stdout; .csv for CSV, else JSON Lines); "
+        "required with --handler",
+    )
+    p.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first handler error (exit 1)"
+    )
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep the frontier in this SQLite file; run the same command again to resume",
+    )
+    p.add_argument("--status", action="store_true", help="with --state: print progress, exit")
+    p.add_argument("--force", action="store_true", help="resume a --state file with new args")
+    p.add_argument("--seeds", metavar="FILE", help="start URLs from a file, one per line")
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        metavar="N",
+        help="queued URLs kept in memory; the rest wait in SQLite (default with "
+        "--state/--seeds: 10000)",
+    )
+    if with_urls:
+        add_redis_options(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
+    p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
+    return p
+
+
+def build_config(
+    args: argparse.Namespace,
+    start_urls: Sequence[str],
+    watch: HandlerWatch | None = None,
+) -> CrawlConfig:
+    options = {
+        "start_urls": list(start_urls),
+        "workers": args.workers,
+        "max_depth": args.max_depth,
+        "max_pages": args.max_pages,
+        "timeout": args.timeout,
+        "retries": args.retries,
+        "rate": args.rate,
+        "per_host_concurrency": args.per_host_concurrency,
+        "ignore_robots": args.ignore_robots,
+        "sitemaps": args.sitemaps,
+        "page_requisites": args.page_requisites,
+        "allow_domains": tuple(args.allow_domain),
+        "include": tuple(args.include),
+        "exclude": tuple(args.exclude),
+        "no_parent": args.no_parent,
+        "max_bytes": args.max_bytes,
+        "max_retry_after": args.max_retry_after,
+        "max_crawl_delay": args.max_crawl_delay,
+        "grace": args.grace,
+        "backend": args.fetcher,
+        "html_only": not args.all_bodies,
+        "ca_bundle": args.ca_bundle,
+        "http2": args.http2,
+        "debug": args.debug,
+    }
+    try:
+        options.update(identity_options(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if getattr(args, "save_cookies", None):
+        check_writable(args.save_cookies, "cookie file")
+    if args.user_agent is not None:
+        options["user_agent"] = args.user_agent
+    if getattr(args, "handler", None):
+        handler = load_handler(args.handler)
+        options["handler"] = watch.wrap(handler) if watch is not None else handler
+        options["fail_fast"] = args.fail_fast
+    try:
+        return CrawlConfig(**options)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def load_handler(spec: str) -> Handler:
+    """Import ``module:function`` (the current directory is importable)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--handler must look like module:function (got {spec!r})")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import handler module {module_name!r}: {exc}") from None
+    handler = getattr(module, attr, None)
+    if not callable(handler):
+        raise UsageError(f"{module_name!r} has no callable {attr!r}")
+    return cast(Handler, handler)
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    """Options that only make sense together (no silent no-ops)."""
+    handler = getattr(args, "handler", None)
+    items = getattr(args, "items", None)
+    if handler and not items:
+        raise UsageError(
+            "--handler needs --items FILE (or -) to keep the items it produces "
+            "(--items /dev/null to drop them)"
+        )
+    if items and not handler:
+        raise UsageError("--items needs --handler MODULE:FUNCTION: only handlers produce items")
+    if getattr(args, "fail_fast", False) and not handler:
+        raise UsageError("--fail-fast needs --handler: it stops at the first handler error")
+    if (
+        items == "-"
+        and args.output in ("-", None)
+        and not (args.output is None and sys.stdout.isatty())
+    ):
+        raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
+    if getattr(args, "state", None) and args.output in ("-", None):
+        raise UsageError("--state needs an output file (-o FILE) to resume into")
+    max_queue = getattr(args, "max_queue", None)
+    if max_queue is not None and max_queue < 1:
+        raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
+
+
+def check_fetcher(backend: str) -> None:
+    """The fetcher's library must import here (asks often cannot: README)."""
+    try:
+        if backend == "asks":
+            from ..fetch.asks import load_asks
+
+            load_asks()
+        else:
+            importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
+    except ImportError as exc:
+        raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def workers_within_fd_limit(ceiling: int = 512) -> int:
+    """Half the soft descriptor limit (a socket per worker, room for the rest), at most
+    ``ceiling``: the most workers the latency-bound hint suggests."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ceiling
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return ceiling if soft == resource.RLIM_INFINITY else max(16, min(ceiling, soft // 2))
+
+
+def check_seeds(path: str, *, other_urls: bool) -> str | None:
+    """Read the seeds file once: it must be readable and hold an http(s) URL
+    (unless start URLs are given too). Returns a warning about skipped lines."""
+    bad = 0
+    first: list[tuple[int, str]] = []
+
+    def on_bad_line(number: int, text: str) -> None:
+        nonlocal bad
+        bad += 1
+        if not first:
+            first.append((number, text))
+
+    try:
+        good = sum(1 for _ in seed_lines(Path(path), canonicalize, on_bad_line=on_bad_line))
+    except OSError as exc:
+        raise UsageError(f"cannot read seeds file {path!r}: {exc.strerror or exc}") from None
+    if not good and not other_urls:
+        raise UsageError(f"no http(s) URLs in seeds file {path!r}")
+    if not bad:
+        return None
+    number, text = first[0]
+    lines = "1 line" if bad == 1 else f"{bad:,} lines"
+    return (
+        f"skipped {lines} of {path} that are not http(s) URLs "
+        f"(first: line {number}: {text[:200]!r})"
+    )
+
+
+def add_redis_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("shared crawls (Redis)")
+    group.add_argument(
+        "--redis",
+        metavar="URL",
+        help="keep the crawl in Redis (redis://host:port/db) so that several "
+        "processes and machines share it",
+    )
+    group.add_argument(
+        "--crawl-id", metavar="NAME", help="with --redis: the crawl to start or join"
+    )
+    group.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="with --redis: run N worker processes here (-o FILE becomes FILE.1 ... FILE.N)",
+    )
+    group.add_argument(
+        "--lease",
+        type=float,
+        default=DEFAULT_LEASE,
+        metavar="SECONDS",
+        help="with --redis: a worker silent this long is taken for dead and its "
+        f"pages are fetched again (default {DEFAULT_LEASE:g})",
+    )
+    group.add_argument(
+        "--delete-crawl",
+        action="store_true",
+        help="with --redis: delete every key of the crawl from Redis and exit "
+        "(refused while it runs; a finished crawl's keys stay until then)",
+    )
+
+
+def check_writable(path: str, what: str) -> str:
+    """``path`` if it can be written (an existing file, or a new one in a
+    writable folder); else ``UsageError``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path):  # an existing file needs no writable folder (/dev/full)
+        writable = not os.path.isdir(path) and os.access(path, os.W_OK)
+    else:
+        writable = os.path.isdir(folder) and os.access(folder, os.W_OK)
+    if not writable:
+        raise UsageError(f"cannot write {what} {path!r}")
+    return path
+
+
+class HandlerWatch:
+    """Under ``--fail-fast``, wraps the handlers (and those their Requests
+    name) to remember the exception a handler raised and its page's URL: the
+    CLI then tells a handler's error (exit 1) from a bug of ours (exit 70).
+    The exception itself goes on unchanged."""
+
+    def __init__(self) -> None:
+        self.failure: tuple[str, BaseException] | None = None
+        self._wrapped: dict[Handler, Handler] = {}
+
+    def message(self, exc: BaseException) -> str | None:
+        """``handler error at URL: Type: message`` if ``exc`` is the handler's."""
+        if self.failure is None or self.failure[1] is not exc:
+            return None
+        return f"handler error at {self.failure[0]}: {type(exc).__name__}: {exc}"
+
+    def wrap(self, handler: Handler) -> Handler:
+        known = self._wrapped.get(handler)
+        if known is not None:
+            return known
+
+        def watched(page: Page, /) -> AsyncIterator[object] | Awaitable[Iterable[object] | None]:
+            try:
+                produced = handler(page)
+            except Exception as exc:
+                self._note(page.url, exc)
+                raise
+            if inspect.isasyncgen(produced):
+                return self._generator(produced, page.url)
+            return self._awaitable(cast(Awaitable[Iterable[object] | None], produced), page.url)
+
+        self._wrapped[handler] = self._wrapped[watched] = watched
+        return watched
+
+    def _note(self, url: str, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = (url, exc)
+
+    def _output(self, output: object) -> object:
+        if isinstance(output, Request) and output.handler is not None:
+            return dataclasses.replace(output, handler=self.wrap(output.handler))
+        return output
+
+    async def _generator(
+        self, produced: AsyncGenerator[object, Any], url: str
+    ) -> AsyncIterator[object]:
+        async with contextlib.aclosing(produced):
+            try:
+                async for output in produced:
+                    yield self._output(output)
+            except Exception as exc:
+                self._note(url, exc)
+                raise
+
+    async def _awaitable(
+        self, produced: Awaitable[Iterable[object] | None], url: str
+    ) -> Iterable[object] | None:
+        try:
+            outputs = await produced
+            return None if outputs is None else [self._output(o) for o in outputs]
+        except Exception as exc:
+            self._note(url, exc)
+            raise
