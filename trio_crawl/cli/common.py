@@ -20,8 +20,10 @@ Exit codes (the README's table):
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
+from typing import NoReturn
 
 from ..core.url import mask_credentials
 
@@ -54,6 +56,14 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit 2."""
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose errors are ``UsageError`` (one line, exit 2),
+    not argparse's usage dump and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
 
 
 def fail(message: str, code: int) -> int:

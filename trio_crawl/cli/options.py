@@ -20,7 +20,7 @@ from collections.abc import (
     Sequence,
 )
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
@@ -29,13 +29,8 @@ from ..core.url import canonicalize
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
-from .common import UsageError
+from .common import UsageError, UsageParser
 from .identity import add_identity_options, identity_options
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def _positive_float(text: str) -> float:
@@ -49,7 +44,7 @@ def _positive_float(text: str) -> float:
 def build_parser(
     prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str | None = None
 ) -> argparse.ArgumentParser:
-    p = _Parser(
+    p = UsageParser(
         prog=prog,
         description="Crawl web sites and write one JSON line per URL tried.",
         epilog="Run `trio-crawl demo` to crawl a built-in local site, and "

@@ -13,10 +13,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ..errors import ReportInputError
 from ..report.aggregate import aggregate_file
+from .common import UsageError, UsageParser
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -24,15 +24,6 @@ DEFAULT_OUTPUT = "report.html"
 MISSING_EXTRA = (
     "trio-crawl report needs the optional plotting dependency: pip install 'trio-crawl[report]'"
 )
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
 
 
 def _at_least_one(text: str) -> int:
@@ -46,7 +37,7 @@ def _at_least_one(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = UsageParser(
         prog="trio-crawl report",
         description="Write one self-contained HTML page (charts as inline SVG, "
         "viewable offline) about a crawl's JSON Lines output.",
@@ -103,7 +94,7 @@ def _write(path: str, text: str) -> int:
 def run_report(argv: Sequence[str]) -> int:
     try:
         args = build_parser().parse_args(list(argv))
-    except _UsageError as exc:
+    except UsageError as exc:
         return _fail(str(exc))
     try:
         from ..report.html import format_size, render_html, require_matplotlib

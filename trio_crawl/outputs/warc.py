@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -335,21 +336,8 @@ class WarcWriter:
         try:
             lock_warc(file.fileno(), path, lock_timeout)
             regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
-            if defer_start and not append and regular:
-                return cls(
-                    file,
-                    filename=os.path.basename(os.fspath(path)),
-                    request_headers=request_headers,
-                    compresslevel=compresslevel,
-                    compressor=compressor,
-                    dedup=dedup,
-                    fresh_start=info or {},
-                )
-            if not append and regular:
-                os.truncate(file.fileno(), 0)  # not /dev/full & co: EINVAL
-            repaired = repair_warc(path)
-            resumed = os.path.getsize(path) > 0
-            writer = cls(
+            make = functools.partial(
+                cls,
                 file,
                 filename=os.path.basename(os.fspath(path)),
                 request_headers=request_headers,
@@ -357,6 +345,13 @@ class WarcWriter:
                 compressor=compressor,
                 dedup=dedup,
             )
+            if defer_start and not append and regular:
+                return make(fresh_start=info or {})
+            if not append and regular:
+                os.truncate(file.fileno(), 0)  # not /dev/full & co: EINVAL
+            repaired = repair_warc(path)
+            resumed = os.path.getsize(path) > 0
+            writer = make()
             writer.repaired_bytes = repaired
             fields: dict[str, object] = dict(info or {})
             if resumed:
