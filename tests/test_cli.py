@@ -6,7 +6,6 @@ trio_crawl.sites.server in this process on an ephemeral port.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,7 +18,7 @@ import pytest
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
-from cli_helpers import run_cli
+from cli_helpers import records_in, run_cli
 
 TIMEOUT = 60
 
@@ -66,7 +65,7 @@ def test_crawl_to_stdout_writes_only_records(fetcher: str) -> None:
         result = run_cli(server.base_url + "/", "-o", "-", "--fetcher", fetcher, "-w", "4")
         targets = server.targets()
     assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in result.stdout.splitlines()]
+    records = records_in(result.stdout)
     base = server.base_url
     urls = sorted(r["url"] for r in records)
     assert urls == sorted([base + "/"] + [f"{base}/p/{i}" for i in range(20)])
@@ -88,7 +87,7 @@ def test_max_depth_and_output_file(tmp_path: Path) -> None:
     with serve_site(small_site()) as server:
         result = run_cli(server.base_url + "/p/0", "--max-depth", "2", "-o", str(out), "-q")
     assert result.returncode == 0 and result.stderr == ""
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = records_in(out.read_text())
     depths = {r["url"].removeprefix(server.base_url): r["depth"] for r in records}
     # /p/0 -> /p/1, / -> everything else at depth 2
     assert depths["/p/0"] == 0 and depths["/p/1"] == 1 and depths["/"] == 1
@@ -130,7 +129,7 @@ def _crawl_and_signal(tmp_path: Path, signum: int) -> tuple[int, list[str], str,
 def test_signal_stops_gracefully(tmp_path: Path, signum: int, code: int) -> None:
     returncode, lines, stderr, requested = _crawl_and_signal(tmp_path, signum)
     assert returncode == code, stderr
-    records = [json.loads(line) for line in lines]  # every line is complete JSON
+    records = records_in("\n".join(lines))  # every line is complete JSON
     assert 5 <= len(records) < 201
     # In-flight pages were allowed to finish: every request made has a record.
     assert len(records) == requested
@@ -155,7 +154,7 @@ def test_demo_runs(tmp_path: Path) -> None:
     out = tmp_path / "demo.jsonl"
     result = run_cli("demo", "--pages", "40", "-o", str(out), "--fetcher", "httpx")
     assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = records_in(out.read_text())
     assert len(records) == len({r["url"] for r in records}) > 40
     assert "trio-crawl summary" in result.stderr
 
@@ -189,7 +188,7 @@ def test_handler_and_items_file(tmp_path: Path, suffix: str) -> None:
         assert lines[0] == "url,title,n" and len(lines) == 6
         assert f"{server.base_url}/3,page 3,1" in lines
     else:
-        rows = [json.loads(line) for line in text.splitlines()]
+        rows = records_in(text)
         assert sorted(r["title"] for r in rows) == [f"page {i}" for i in range(5)]
 
 

@@ -3,20 +3,19 @@ servers on 127.0.0.1, every subprocess with a timeout."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from pathlib import Path
 
 from trio_crawl.testing import Response, Site, page, serve_site
 
-from cli_helpers import run_cli
+from cli_helpers import records_in, run_cli
 
 TIMEOUT = 60
 
 
 def records(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return records_in(path.read_text())
 
 
 def wide_site(n: int = 166) -> Site:

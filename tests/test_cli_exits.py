@@ -23,6 +23,7 @@ from test_cli import TIMEOUT, run_cli, small_site
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
+from cli_helpers import records_in
 from hostile_server import serve_hostile
 
 
@@ -53,7 +54,7 @@ def dead_port() -> int:
 
 
 def jsonl(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return records_in(path.read_text())
 
 
 # -- 3: an output that cannot be written --------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import os
 import ssl
 import subprocess
@@ -44,7 +43,7 @@ from trio_crawl.fetch.identity import Identity
 from trio_crawl.sites.server import LoggedRequest, SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
-from cli_helpers import TIMEOUT
+from cli_helpers import TIMEOUT, records_in
 from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
 from forward_proxy import serve_proxy
 
@@ -578,7 +577,7 @@ def test_cli_basic_auth_only_to_the_start_host_and_never_printed(tmp_path: Path)
         for entry in other.log:  # a link or a redirect to another host: no credentials
             assert "authorization" not in entry.headers
             assert entry.headers["x-team"] == "crawlers"
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = records_in(out.read_text())
     assert len(records) == 5
     for text in (done.stdout, done.stderr, out.read_text()):
         assert SECRET not in text
@@ -608,7 +607,7 @@ def test_cli_proxy(tmp_path: Path) -> None:
     assert proxy.lines == [
         f"GET http://site.invalid{target} HTTP/1.1" for target in ("/", "/next", "/last")
     ]
-    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    urls = [r["url"] for r in records_in(out.read_text())]
     assert urls == ["http://site.invalid/", "http://site.invalid/next", "http://site.invalid/last"]
 
 

@@ -6,7 +6,6 @@ output file (issue #18, items 2, 3, 7 and 9), held to real servers on
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,13 @@ from trio_crawl.outputs.warc import WarcWriter, iter_members
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, page, redirect
 
-from cli_helpers import run_cli
+from cli_helpers import records_in, run_cli
 
 TEXT = "text/plain"
 
 
 def jsonl(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return records_in(path.read_text())
 
 
 def authority(server: SiteServer) -> str:
