@@ -45,7 +45,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urlsplit
@@ -56,7 +56,7 @@ from generate_site import SiteParams, ensure_site, read_expected
 from redis_bench import machine_busy
 from run import (
     Fetches,
-    Measured,
+    Run,
     Verdict,
     machine_info,
     print_failure,
@@ -351,27 +351,15 @@ def verify_hosts(fetches: Fetches, expected: set[str]) -> Verdict:
     )
 
 
-@dataclass(slots=True)
-class BroadRun:
+@dataclass(slots=True, kw_only=True)
+class BroadRun(Run):
+    """One crawl of the broad benchmark: a ``Run`` with its configuration and
+    what was watched beside it."""
+
     config: Config
-    tool: str
-    round: int
-    command: list[str]
-    measured: Measured
-    verdict: Verdict
     peak_fds: int
     server_cpu_s: float
     others_cpu_s: float
-    log_tail: str = ""
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.measured.exit_code == 0 and self.verdict.exact
-
-    @property
-    def pages_per_s(self) -> float:
-        return self.verdict.fetched / self.measured.wall_s if self.measured.wall_s else 0.0
 
 
 def tool_command(tool: str, seeds: Path, output: Path, args: Any, out: Path) -> list[str]:
@@ -419,15 +407,15 @@ def crawl(
     others = machine_busy() - busy - measured.cpu_s - server_cpu
     reader = read_trio_crawl if tool == "trio-crawl" else read_scrapy
     run = BroadRun(
-        config,
-        tool,
-        rnd,
-        command,
-        measured,
-        verify_hosts(reader(output), expected),
-        sampler.peak,
-        server_cpu,
-        others,
+        config=config,
+        tool=tool,
+        round=rnd,
+        command=command,
+        measured=measured,
+        verdict=verify_hosts(reader(output), expected),
+        peak_fds=sampler.peak,
+        server_cpu_s=server_cpu,
+        others_cpu_s=others,
     )
     if not run.ok:
         lines = (out / f"{stem}.log").read_text(errors="replace").splitlines()

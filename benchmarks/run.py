@@ -647,9 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
-def print_failure(run: Run | Any) -> None:
-    """What went wrong in a run that was not exact (also for broad.py's runs,
-    which carry the same ``verdict`` and ``log_tail``)."""
+def print_failure(run: Run) -> None:
+    """What went wrong in a run that was not exact (broad.py's runs too)."""
     v = run.verdict
     for label, items in (
         ("missing", v.missing),

@@ -51,28 +51,26 @@ class Batches:
             self.sizes.append(len(links))
 
 
-class WatchedMemoryFrontier(MemoryFrontier):
-    batches = Batches()
+class WatchesBatches:
+    """Mixed into a frontier: notes the size of every batch of links it gets."""
+
+    batches: Batches
 
     async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
         self.batches.note(links)
-        await super().admit_links(parent, links)
+        await super().admit_links(parent, links)  # type: ignore[misc]
 
     async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
         self.batches.note(links)
-        await super().finish(entry, links)
+        await super().finish(entry, links)  # type: ignore[misc]
 
 
-class WatchedSqliteFrontier(SqliteFrontier):
+class WatchedMemoryFrontier(WatchesBatches, MemoryFrontier):
     batches = Batches()
 
-    async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
-        self.batches.note(links)
-        await super().admit_links(parent, links)
 
-    async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
-        self.batches.note(links)
-        await super().finish(entry, links)
+class WatchedSqliteFrontier(WatchesBatches, SqliteFrontier):
+    batches = Batches()
 
 
 async def crawl_huge_page(
