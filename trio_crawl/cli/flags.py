@@ -15,25 +15,29 @@ from ..errors import ConfigError
 
 #: Arguments whose flag is not ``--`` plus the name with dashes (None: no flag).
 _SPELLED_OTHERWISE: dict[str, str | None] = {
-    "backend=": "--fetcher",
-    "headers=": "--header",
-    "auth=": "--user and --password",
-    "netrc_file=": "--netrc-file",
-    "allow_domains=": "--allow-domain",
-    "html_only=": "--all-bodies",
-    "connect_timeout=": None,
-    "open_redis_frontier()": "--redis",
+    "backend": "--fetcher",
+    "headers": "--header",
+    "auth": "--user and --password",
+    "allow_domains": "--allow-domain",
+    "html_only": None,  # --all-bodies says the opposite
+    "connect_timeout": None,
+    "thread_parse_bytes": None,
+    "start_urls": None,
 }
+#: Arguments that are not ``name=`` (the Redis frontier is opened by a function).
+_OTHER_ARGUMENTS = {"open_redis_frontier()": "--redis"}
 
 
 def flag_for(argument: str) -> str | None:
     """``--max-depth`` for ``max_depth=``, ``--page-requisites`` for
     ``page_requisites=True``; None for an argument without a flag."""
-    if argument in _SPELLED_OTHERWISE:
-        return _SPELLED_OTHERWISE[argument]
+    if argument in _OTHER_ARGUMENTS:
+        return _OTHER_ARGUMENTS[argument]
     name, equals, value = argument.partition("=")
     if not equals or not name.isidentifier() or value not in ("", "True"):
         return None
+    if name in _SPELLED_OTHERWISE:
+        return _SPELLED_OTHERWISE[name]
     return "--" + name.replace("_", "-")
 
 

@@ -147,6 +147,8 @@ class CrawlConfig:
             text = start.url if isinstance(start, Request) else start
             try:
                 url = parse_start_url(text)
+            except ConfigError:
+                raise
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             canonical.append(

@@ -16,7 +16,7 @@ from ..core.schedule import PoliteSchedule
 from ..core.stats import CrawlStats
 from ..core.url import Scope
 from ..fetch.base import Fetcher
-from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness
+from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
@@ -47,7 +47,10 @@ def assemble(
     correct: Correct,
 ) -> Machinery:
     """Join the parts of a crawl on ``frontier`` (None: a ``MemoryFrontier``
-    of ``config``'s start URLs); ``correct`` takes its depth corrections."""
+    of ``config``'s start URLs); ``correct`` takes its depth corrections.
+    Raises ``ConfigError`` if the frontier cannot serve ``config``."""
+    if frontier is not None:
+        refuse_unservable(config, frontier.cannot, frontier.chosen_by)
     scope = config.scope()
     frontier = frontier or MemoryFrontier(
         config.start_urls,

@@ -133,6 +133,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
     ``OutputError`` for an archive that cannot be opened, all before any
     fetch."""
     config = plan.config
+    # Before anything is opened (``Crawler`` checks again, for direct use).
     if plan.frontier is not None:
         refuse_unservable(config, plan.frontier.cannot, plan.frontier.chosen_by)
     elif plan.state is not None:
