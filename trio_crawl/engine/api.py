@@ -339,8 +339,9 @@ async def open_crawler(
     resumes it: what was done is not fetched again, what was queued or in
     flight is (records of in-flight URLs say ``"refetched": true``). A
     different crawl in the file raises ``StateUsageError``; a file another
-    crawl is using, ``StateLockedError``. Handlers cannot be combined with a
-    state file.
+    crawl is using, ``StateLockedError``. A handler or ``page_requisites=True``
+    cannot be combined with a state file: ``ConfigError``, before the file
+    is opened.
 
     ``warc="crawl.warc.gz"`` archives every request and response (WARC 1.1,
     written by a child process, as ``--warc`` does): a page's record is
