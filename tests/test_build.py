@@ -36,6 +36,7 @@ from trio_crawl.frontiers.redis import RedisFrontier
 from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.testing import Site, page, serve_site
 
+from cli_helpers import run_cli
 from fakes import FakeFetcher
 
 PACKAGE = Path(__file__).parents[1] / "trio_crawl"
@@ -317,3 +318,17 @@ def test_every_flag_the_mapping_names_exists() -> None:
             if flag is not None:
                 named = [word for word in flag.split() if word.startswith("-")]
                 assert named and set(named) <= options, (argument, flag)
+
+
+def test_the_cli_names_the_flag_that_chose_the_state_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    done = run_cli(
+        "http://127.0.0.1:1/", "-q", "-o", str(out), "--handler", "json:dumps",
+        "--items", str(tmp_path / "items.jsonl"), "--max-queue", "5",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        "trio-crawl: error: --handler cannot be combined with --max-queue: "
+        "handlers and their requests carry Python functions\n"
+    )
+    assert not out.exists() or out.read_text() == ""
