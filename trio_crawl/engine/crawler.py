@@ -138,7 +138,9 @@ class Crawler:
             )
         self._pool.add_room(self.schedule)
         self._pool.add_room(self.frontier)
-        self.frontier.attach(self._publish, self._pool.check_idle, lambda: self._pool.queued)
+        self.frontier.attach(
+            self._publish, self._pool.check_idle, lambda: self._pool.queued, self._correct
+        )
         robots = None
         if not config.ignore_robots:
             robots = RobotsCache(
@@ -159,8 +161,6 @@ class Crawler:
         self._delivery = Delivery(
             self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update
         )
-        if isinstance(self.frontier, MemoryFrontier):
-            self.frontier.on_correction = self._correct
         self._pages = PageReader(self.frontier, self._delivery, scope, config)
         self._started_at: float | None = None
         self._finished_at: float | None = None

@@ -77,7 +77,7 @@ from ..errors import (
 )
 from . import redis_lua
 from . import redis_wire as wire
-from .base import Publish
+from .base import Correct, Publish
 from .redis_wire import url_digest as url_digest  # re-exported: benchmarks, tests
 
 if TYPE_CHECKING:
@@ -464,7 +464,11 @@ class RedisFrontier:
     # -- the face --------------------------------------------------------------
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
         self._check_idle = check_idle
