@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from test_frontier import shortest
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl.core.bloom import RecentDepths
 from trio_crawl.core.url import Scope
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
@@ -166,6 +167,23 @@ def test_lowered_depths_survive_a_resume(tmp_path: Path) -> None:
         state.recover()
         rows = {row.url: row for row in state.take_queued(10)}
         assert (rows[url("b")].depth, rows[url("b")].referrer) == (1, url(0))
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 9)), max_size=200))
+def test_recent_depths_is_exact_for_what_it_holds_and_bounded(
+    writes: list[tuple[int, int]],
+) -> None:
+    """The depth map never answers a stale depth: a key it holds has the last
+    depth written for it, and it holds at most twice its size."""
+    depths = RecentDepths(4)
+    last: dict[str, int] = {}
+    for key, depth in writes:
+        depths.set(str(key), depth)
+        last[str(key)] = depth
+        assert len(depths) <= 8
+        for k, d in last.items():
+            assert depths.get(k) in (None, d)
+    assert writes == [] or depths.get(str(writes[-1][0])) == writes[-1][1]
 
 
 # -- the whole engine ------------------------------------------------------------

@@ -122,7 +122,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.bloom import GrowingBloom, RecentSet
+from ..core.bloom import GrowingBloom, RecentDepths, RecentSet
 from ..errors import StateInUseError, StateWriteError
 
 if sys.platform != "win32":
@@ -372,6 +372,9 @@ class CrawlState:
         self._false_positives = 0
         #: The greatest depth of any row (rule 7), read on the first offer.
         self._deepest: int | None = None
+        #: The depths of URLs offered lately, exact (rule 7): a page's known links
+        #: are looked up only when one of them could be deeper than offered.
+        self._depths = RecentDepths(recent_urls)
 
     @classmethod
     def open(
@@ -723,7 +726,8 @@ class CrawlState:
                 page_id, depth = step.row_of(parent)
                 step.offer(links, depth + 1, parent)
                 step.lower_all()
-                if links and (not settles or step.may_be_lowered(depth)):
+                low = step.lowest_unfinished()
+                if links and (not settles or (low is not None and depth > low)):
                     conn.execute(
                         "INSERT INTO out_links (id, depth, links) VALUES (?, ?, ?)"
                         " ON CONFLICT (id) DO UPDATE"
@@ -731,7 +735,7 @@ class CrawlState:
                         (page_id, depth, "\n".join(links)),
                     )
                 if settles:
-                    step.settle()
+                    step.settle(low)
                 offered = step.finish()
             return self._adopt_offer(step, offered)
 
@@ -915,18 +919,31 @@ class _Offering:
             self.spilled += len(spill)
             self._new.update(new)
             self.admitted.extend(new)
+            depths = state._depths
+            for u in new:
+                depths.set(u, depth)
             state._deepest = max(state._deepest_row(conn), depth)
         if state._deepest_row(conn) <= depth:
             return  # no row is deeper: nothing known can be lowered
-        known = list(dict.fromkeys(u for u in urls if u not in self._new))
-        for start in range(0, len(known), _LOOKUP_CHUNK):
-            chunk = known[start : start + _LOOKUP_CHUNK]
+        depths = state._depths
+        unsure: list[str] = []
+        for u in dict.fromkeys(urls):
+            if u in self._new:
+                continue
+            known_depth = depths.get(u)
+            if known_depth is None:
+                unsure.append(u)
+            elif known_depth > depth:
+                self._push(depth, u, referrer)
+        for start in range(0, len(unsure), _LOOKUP_CHUNK):
+            chunk = unsure[start : start + _LOOKUP_CHUNK]
             marks = ", ".join("?" * len(chunk))
-            for url, _ in conn.execute(
-                f"SELECT url, depth FROM urls WHERE url IN ({marks}) AND depth > ?",
-                (*chunk, depth),
+            for u, row_depth in conn.execute(
+                f"SELECT url, depth FROM urls WHERE url IN ({marks})", chunk
             ):
-                self._push(depth, url, referrer)
+                depths.set(u, row_depth)
+                if row_depth > depth:
+                    self._push(depth, u, referrer)
 
     def _push(self, depth: int, url: str, via: str | None) -> None:
         self._pushed += 1
@@ -946,6 +963,7 @@ class _Offering:
             conn.execute(
                 "UPDATE urls SET depth = ?, referrer = ? WHERE id = ?", (depth, via, row_id)
             )
+            self._state._depths.set(url, depth)
             self.lowered.append(Lowered(url, depth, via, previous, State(row_state)))
             stored = conn.execute(
                 "SELECT links, redirect FROM out_links WHERE id = ?", (row_id,)
@@ -971,10 +989,10 @@ class _Offering:
         ).fetchone()
         return None if low is None else int(low)
 
-    def settle(self) -> None:
+    def settle(self, low: int | None) -> None:
         """Forget the links of pages no path still to be found can bring closer:
-        every such path starts at an unfinished row, at the lowest depth or below."""
-        low = self.lowest_unfinished()
+        every such path starts at an unfinished row, at depth ``low`` or more
+        (the lowest now; None: there is none)."""
         if low is None:
             self._conn.execute("DELETE FROM out_links")
         else:
