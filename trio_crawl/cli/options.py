@@ -71,6 +71,14 @@ def build_parser(
         ),
     )
     p.add_argument("--append", action="store_true", help="append to the output file")
+    p.add_argument(
+        "--depth-updates",
+        metavar="FILE",
+        help="write depth corrections here as JSON Lines (a shorter path to a URL found "
+        "after its record was written); the output keeps one line per URL whatever happens. "
+        "'-' = stdout, when -o is a file. `trio-crawl report OUT --depth-updates FILE` "
+        "applies them",
+    )
     p.add_argument("--timeout", type=_positive_float, default=30.0, help="seconds per request")
     p.add_argument("--retries", type=int, default=2, help="retries of transient failures")
     p.add_argument("--rate", type=_positive_float, help="max requests per second per host")
@@ -267,6 +275,19 @@ def check_combinations(args: argparse.Namespace) -> None:
         and not (args.output is None and sys.stdout.isatty())
     ):
         raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
+    updates = getattr(args, "depth_updates", None)
+    records_to_stdout = args.output == "-" or (args.output is None and not sys.stdout.isatty())
+    if updates == "-" and (records_to_stdout or items == "-"):
+        other = (
+            "--items -"
+            if items == "-"
+            else "-o -"
+            if args.output == "-"
+            else "the records (stdout, without -o FILE)"
+        )
+        raise UsageError(
+            f"--depth-updates - and {other} would both write to stdout: give one of them a file"
+        )
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
     max_queue = getattr(args, "max_queue", None)

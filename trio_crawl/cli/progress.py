@@ -67,7 +67,19 @@ def status_counts(statuses: dict[int, int]) -> str:
     return ", ".join(f"{status} × {count:,}" for status, count in sorted(statuses.items()))
 
 
-def summary_table(summary: CrawlSummary) -> Table:
+def depth_updates_row(count: int, written_to: str | None) -> str:
+    """The summary's ``depth updates`` cell: how many, and where they went
+    (``written_to``: the ``--depth-updates`` file; None without one: then
+    where they would have gone)."""
+    where = (
+        f"in {written_to}"
+        if written_to is not None
+        else "not written; --depth-updates FILE keeps them"
+    )
+    return f"{count:,} (shorter paths found after the record; {where})"
+
+
+def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) -> Table:
     table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -80,7 +92,7 @@ def summary_table(summary: CrawlSummary) -> Table:
     if summary.items:
         table.add_row("items", f"{summary.items:,}")
     if summary.depth_updates:
-        table.add_row("depth updates", f"{summary.depth_updates:,} (shorter paths found later)")
+        table.add_row("depth updates", depth_updates_row(summary.depth_updates, depth_updates_to))
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(
@@ -112,10 +124,18 @@ def _seconds(value: float) -> str:
     return f"{value:,.0f} s" if value == int(value) else f"{value:,.2f} s"
 
 
-def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = None) -> None:
-    """The summary table; with ``output`` (the JSON Lines file), how to report on it."""
+def print_summary(
+    summary: CrawlSummary,
+    stream: TextIO,
+    output: str | None = None,
+    depth_updates_to: str | None = None,
+) -> None:
+    """The summary table; with ``output`` (the JSON Lines file), how to report
+    on it (with the ``--depth-updates`` file when there is one, and a file)."""
     console = Console(file=stream, highlight=False)
-    console.print(summary_table(summary))
+    console.print(summary_table(summary, depth_updates_to))
     if output is not None:
-        hint = f"HTML report: trio-crawl report {shlex.quote(output)} -o report.html"
+        updates = depth_updates_to not in (None, "<stdout>")
+        with_updates = f" --depth-updates {shlex.quote(str(depth_updates_to))}" if updates else ""
+        hint = f"HTML report: trio-crawl report {shlex.quote(output)}{with_updates} -o report.html"
         console.print(hint, markup=False, soft_wrap=True)
