@@ -345,21 +345,26 @@ class SqliteFrontier:
 
     def _lower(self, lowered: Lowered) -> None:
         """A shorter path to ``lowered.url``: an entry held and not written yet
-        takes the depth (its record will say it); a written record is corrected."""
+        takes the depth (its record will say it); a written record is corrected.
+        Offers come back from the file's thread in any order: one that lowers
+        an entry less than another already did is stale, and ignored."""
         entry = self._live.get(lowered.url)
         if entry is None and lowered.url in self._settling:
             entry = self._settling[lowered.url][1]  # recorded while the offer ran
-        if entry is not None and not entry.written:
-            self.core.lower(entry, lowered.depth, lowered.referrer)
-            return
-        if entry is not None or lowered.state is State.DONE:
-            if entry is not None:
-                self.core.lower(entry, lowered.depth, lowered.referrer)
-            self._correct(
-                DepthCorrection(
-                    lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
+        if entry is None:
+            if lowered.state is State.DONE:
+                self._correct(
+                    DepthCorrection(
+                        lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
+                    )
                 )
-            )
+            return
+        if lowered.depth >= entry.depth:
+            return
+        previous = entry.depth
+        self.core.lower(entry, lowered.depth, lowered.referrer)
+        if entry.written:
+            self._correct(DepthCorrection(lowered.url, lowered.depth, lowered.referrer, previous))
 
     def _want_feed(self) -> None:
         if self._backlog.queued_on_disk:
