@@ -57,7 +57,8 @@ Rules
 8. A record states the depth known when it is written (the engine sets
    ``written`` then). When a shorter path lowers a written entry, the
    frontier queues a ``DepthCorrection`` (``take_corrections``): the new
-   depth and referrer, which the engine writes as a ``depth_update`` line.
+   depth and referrer, which the engine hands to ``on_depth_update`` (the
+   CLI's ``--depth-updates`` file; never among the records).
    So a record, corrected by its updates, says the shortest depth, and its
    referrer is a page one link closer to a start URL (or, for a redirect
    target, the redirecting URL, at the same depth). Corrections are rare:

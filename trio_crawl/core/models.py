@@ -133,9 +133,10 @@ class DepthUpdate:
     """A correction of an earlier record: a shorter path to ``url`` was found
     after its record was written (a shallow page slower than a deeper
     chain). ``depth`` and ``referrer`` replace the record's; nothing else
-    about the record changes. In JSON Lines it is a line with
-    ``"depth_update": true``, written after the record it corrects; applying
-    each such line to its URL's record gives the shortest depth.
+    about the record changes. The command line writes it to the
+    ``--depth-updates`` file (never among the records) as a JSON line with
+    ``"depth_update": true``, after the record it corrects; applying the
+    lowest of them to its URL's record gives the shortest depth.
     """
 
     url: str
