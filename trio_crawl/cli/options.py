@@ -31,6 +31,7 @@ from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
 from .common import UsageError, UsageParser
 from .identity import add_identity_options, identity_options
+from .output_paths import output_clash, outputs_of
 
 
 def _positive_float(text: str) -> float:
@@ -186,6 +187,9 @@ def build_config(
     start_urls: Sequence[str],
     watch: HandlerWatch | None = None,
 ) -> CrawlConfig:
+    clash = output_clash(outputs_of(args))
+    if clash is not None:
+        raise UsageError(clash)
     options = {
         "start_urls": list(start_urls),
         "workers": args.workers,
