@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -66,6 +66,7 @@ from .politeness import ScheduleRoom
 from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import sitemap_page_urls
+from .time_limit import stop_at_time_limit
 
 _FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)
 
@@ -133,7 +134,12 @@ class Crawler:
             self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
         else:
             self.schedule = ScheduleRoom(
-                PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
+                PoliteSchedule(
+                    rate=config.rate,
+                    max_per_host=config.per_host_concurrency,
+                    random_wait=config.random_wait,
+                    rng=self._rng,
+                ),
                 self._publish,
             )
         self._pool.add_room(self.schedule)
@@ -174,7 +180,14 @@ class Crawler:
         self._started_at = trio.current_time()
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=[self.schedule.serve, self.frontier.serve])
+            helpers: list[Callable[[], Awaitable[None]]] = [
+                self.schedule.serve,
+                self.frontier.serve,
+            ]
+            if self.config.max_time is not None:
+                deadline = self._started_at + self.config.max_time
+                helpers.append(stop_at_time_limit(deadline, self.stop, lambda: self.stopping))
+            await self._pool.run(self._handle, helpers=helpers)
         finally:
             self._finished_at = trio.current_time()
             await self.frontier.aclose()
