@@ -181,6 +181,13 @@ class CrawlConfig:
                     f"--header {name}: the value has a line break, control character "
                     "or non-ASCII text"
                 )
+        if (self.auth is not None or self.netrc_file is not None) and any(
+            name.lower() == "authorization" for name, _ in self.headers
+        ):
+            raise ConfigError(
+                "headers has an Authorization header and auth (or netrc_file) gives "
+                "credentials too: keep one of them"
+            )
         if self.proxy:
             try:
                 parts = urlsplit(self.proxy)

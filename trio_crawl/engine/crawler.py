@@ -283,7 +283,10 @@ class Crawler:
                 return self.schedule.defer(entry, host, ROBOTS_RETRY_PERIOD)
             if verdict is not Verdict.ALLOW:
                 self.schedule.unreserve(entry, host)
-                record = make_record(entry, (verdict.value, reason), t=self._elapsed())
+                tried = 1 if verdict is Verdict.UNREACHABLE else None  # robots.txt's attempt
+                record = make_record(
+                    entry, (verdict.value, reason), t=self._elapsed(), attempts=tried
+                )
                 return await self._finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
