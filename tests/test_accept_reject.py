@@ -18,6 +18,12 @@ from trio_crawl import ConfigError, CrawlConfig, run_crawl
 from trio_crawl.core.filters import UrlFilter, file_name, matches_file_list, suffix_list
 from trio_crawl.testing import serve_site
 
+import redis_fixture
+from cli_helpers import run_cli
+
+redis_server = redis_fixture.redis_server
+crawl_id = redis_fixture.crawl_id
+
 
 def test_file_name_is_the_last_segment_decoded_without_query() -> None:
     assert file_name("http://h/a/b.pdf") == "b.pdf"
@@ -118,3 +124,19 @@ async def test_state_resume_with_other_lists_is_refused(tmp_path: Path) -> None:
             for other in ({"accept": ["pdf"]}, {"reject": ["pdf"]}, {}):
                 with pytest.raises(trio_crawl.StateUsageError, match=r"\(filters differ\)"):
                     await run_crawl(server.url("/a/b/"), state=db, **other)  # type: ignore[arg-type]
+
+
+def test_redis_join_adopts_the_lists_and_refuses_others(
+    redis_server: redis_fixture.RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("coredis")
+    with serve_site(filter_site()) as server:
+        base = ("--redis", redis_server.url, "--crawl-id", crawl_id, "-q", "--no-parent")
+        first = run_cli(server.url("/a/b/"), *base, "-o", str(tmp_path / "a.jsonl"), "-A", "pdf")
+        assert first.returncode == 0, first.stderr
+        assert "/a/b/moved" not in server.targets() and "/a/b/page.pdf" in server.targets()
+        other = run_cli(server.url("/a/b/"), *base, "-o", str(tmp_path / "b.jsonl"), "-R", "pdf")
+        assert other.returncode == 2
+        assert "other settings (filters differ)" in other.stderr
+        joined = run_cli(*base[:-1], "-o", str(tmp_path / "c.jsonl"))  # adopts the lists
+        assert joined.returncode == 0, joined.stderr
