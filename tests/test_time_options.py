@@ -76,7 +76,7 @@ def test_a_crawl_delay_is_a_floor_under_the_random_gap(seed: int) -> None:
 
 
 def test_random_wait_needs_a_rate() -> None:
-    with pytest.raises(ConfigError, match=r"^random_wait needs rate"):
+    with pytest.raises(ConfigError, match=r"^random_wait=True needs rate="):
         CrawlConfig(start_urls=["http://a.test/"], random_wait=True)
 
 
@@ -121,6 +121,8 @@ def mock_run(pages: dict[str, FakePage], **options: object) -> Outcome:
 
 
 def test_the_engine_spaces_a_hosts_starts_at_random() -> None:
+    """Under MockClock: every gap within 0.5-1.5 intervals, and not all
+    alike (the exact draws are the seeded schedule's test, above)."""
     _, fetcher, _, _ = mock_run(fan(12), rate=1, random_wait=True, workers=4)
     starts = [call.start for call in fetcher.calls]
     spacing = [b - a for a, b in itertools.pairwise(starts)]
@@ -155,7 +157,7 @@ def test_a_crawl_that_ends_first_is_not_touched_by_max_time() -> None:
 
 
 def test_max_time_must_be_positive() -> None:
-    with pytest.raises(ConfigError, match=r"^max_time must be a number of seconds > 0 \(got 0\)"):
+    with pytest.raises(ConfigError, match=r"^max_time= must be a number of seconds > 0 \(got 0\)"):
         CrawlConfig(start_urls=["http://a.test/"], max_time=0)
 
 
@@ -183,3 +185,20 @@ def test_cli_max_time_stops_and_state_resumes(tmp_path: Path) -> None:
     assert sorted(urls) == sorted(["/"] + [f"/p/{i}" for i in range(30)])
     assert len(targets) == len(set(targets)) == 31  # nothing fetched twice
     assert all(json.loads(line) for line in out.read_text().splitlines())
+
+
+def test_random_wait_is_refused_with_the_redis_frontier() -> None:
+    """The Redis server spaces a host's requests: this process's random
+    draw would be ignored, so the library refuses it (a library sentence,
+    worded with flags on the command line)."""
+    from trio_crawl.cli.flags import in_flags
+    from trio_crawl.frontiers.base import refuse_unservable
+    from trio_crawl.frontiers.redis import RedisFrontier
+
+    config = CrawlConfig(start_urls=["http://a.test/"], rate=1, random_wait=True)
+    with pytest.raises(ConfigError) as refused:
+        refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)
+    assert in_flags(refused.value) == (
+        "--random-wait cannot be combined with --redis yet: "
+        "the Redis server spaces each host's requests"
+    )

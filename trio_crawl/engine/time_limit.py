@@ -15,14 +15,15 @@ import trio
 
 
 def stop_at_time_limit(
-    deadline: float, stop: Callable[[], None], stopping: Callable[[], bool]
+    max_time: float, stop: Callable[[], None], stopping: Callable[[], bool]
 ) -> Callable[[], Awaitable[None]]:
-    """A helper task for the crawl's pool: sleeps until ``deadline`` (trio's
-    clock), then calls ``stop()`` unless ``stopping()`` already says so. It is
-    cancelled with the pool when the crawl ends first."""
+    """A helper task for the crawl's pool (started with the workers): sleeps
+    ``max_time`` seconds (trio's clock), then calls ``stop()`` unless
+    ``stopping()`` already says so. It is cancelled with the pool when the
+    crawl ends first."""
 
     async def watch() -> None:
-        await trio.sleep_until(deadline)
+        await trio.sleep(max_time)
         if not stopping():
             stop()
 
