@@ -202,3 +202,22 @@ def test_random_wait_is_refused_with_the_redis_frontier() -> None:
         "--random-wait cannot be combined with --redis yet: "
         "the Redis server spaces each host's requests"
     )
+
+
+async def test_run_crawl_takes_max_time(autojump_clock: trio.testing.MockClock) -> None:
+    """The library's face: ``run_crawl(..., max_time=)`` stops as the
+    engine does (pages of 1 s in a chain; the third is in flight at 2.5 s)."""
+    from trio_crawl import run_crawl
+
+    fetcher = FakeFetcher(chain(10, 1.0))
+    records: list[CrawlRecord] = []
+    summary = await run_crawl(
+        "http://a.test/0",
+        fetcher=fetcher,
+        on_record=records.append,
+        ignore_robots=True,
+        max_time=2.5,
+    )
+    assert fetcher.urls == [f"http://a.test/{i}" for i in range(3)]
+    assert len(records) == 3 and summary.stopped
+    assert trio.current_time() == pytest.approx(3.0)
