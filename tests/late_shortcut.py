@@ -21,7 +21,9 @@ CHAIN = 30
 GIVE_UP = 20.0
 
 
-def late_shortcut_site(chain: int = CHAIN) -> Site:
+def late_shortcut_site(chain: int = CHAIN, tail: threading.Event | None = None) -> Site:
+    """With ``tail``, the last chain page also links ``/tail``, which answers
+    once ``tail`` is set: a crawl that has made its corrections and hangs."""
     reached_end = threading.Event()
 
     def slow(request: SiteRequest) -> Response:
@@ -30,9 +32,16 @@ def late_shortcut_site(chain: int = CHAIN) -> Site:
 
     def end(request: SiteRequest) -> Response:
         reached_end.set()
+        return page() if tail is None else page("/tail")
+
+    def hanging_tail(request: SiteRequest) -> Response:
+        assert tail is not None
+        tail.wait(GIVE_UP)
         return page()
 
     routes: dict[str, Any] = {"/": page("/slow", "/c0"), "/slow": slow, f"/c{chain}": end}
+    if tail is not None:
+        routes["/tail"] = hanging_tail
     for i in range(chain):
         routes[f"/c{i}"] = page(f"/c{i + 1}")
     return Site(routes)

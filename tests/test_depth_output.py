@@ -12,8 +12,11 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,22 +140,35 @@ def test_two_streams_on_stdout_are_refused(args: list[str], message: str) -> Non
 
 def test_a_resumed_state_crawl_appends_to_its_depth_updates(tmp_path: Path) -> None:
     """With --state the updates file is appended to, as -o is, and a torn
-    last line (a kill mid-write) is cut first."""
+    last line (a kill mid-write) is cut first. The first run makes its
+    corrections, then hangs on /tail and is stopped (SIGINT); the resumed
+    run fetches /tail and keeps what the first wrote."""
     out, updates, state = tmp_path / "out.jsonl", tmp_path / "u.jsonl", tmp_path / "c.db"
-    with serve_site(late_shortcut_site()) as server:
+    tail = threading.Event()
+    with serve_site(late_shortcut_site(tail=tail)) as server:
         command = [
-            server.url("/"), "--ignore-robots", "-q", "-o", str(out), "--state", str(state),
-            "--depth-updates", str(updates),
+            sys.executable, "-m", "trio_crawl", server.url("/"), "--ignore-robots", "-q",
+            "-o", str(out), "--state", str(state), "--depth-updates", str(updates),
+            "--grace", "0.1",
         ]  # fmt: skip
-        first = run_cli(*command)
-        assert first.returncode == 0, first.stderr
+        first = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + TIMEOUT  # polls the server's count, not a clock
+        while server.count("/tail") == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.count("/tail") == 1, "the first run reached /tail"
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=TIMEOUT) == 130
         written = updates.read_text()
-        assert written.count("\n") >= 1
+        assert written.count("\n") >= 1  # /slow's corrections were made before /tail
         with updates.open("a") as torn:
             torn.write('{"url": "http://')
-        again = run_cli(*command)
+        tail.set()
+        again = run_cli(*command[3:])
     assert again.returncode == 0, again.stderr
-    assert updates.read_text() == written  # kept, its torn line cut, nothing fetched again
+    assert server.count("/tail") == 2  # resumed: fetched again
+    assert updates.read_text().startswith(written)  # appended to, its torn line cut
+    assert all(json.loads(line)["depth_update"] for line in updates.read_text().splitlines())
+    assert len(records_in(out.read_text())) == len(shortest_depths(server.base_url)) + 1
 
 
 # -- the README's recipes, as written -----------------------------------------
