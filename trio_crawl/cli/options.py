@@ -133,6 +133,25 @@ def build_parser(
         help="HTTP backend (default curl). asks cannot be installed beside the current trio"
         " (it needs trio < 0.24 and anyio 3): see README, Fetchers, and `nox -s asks`",
     )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="render HTML pages in headless Chromium and read links from the rendered DOM"
+        " (README: Rendering)",
+    )
+    p.add_argument(
+        "--render-wait",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --render: longest wait for a page to settle (load + 500 ms without a"
+        " request; default 5)",
+    )
+    p.add_argument(
+        "--browser",
+        metavar="PATH",
+        help="with --render: the Chromium executable (default: $TRIO_CRAWL_BROWSER, else"
+        " chromium on PATH)",
+    )
     p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
     p.add_argument(
         "--ca-bundle",
@@ -207,6 +226,9 @@ def build_config(
         "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
+        "render": getattr(args, "render", False),
+        "render_wait": getattr(args, "render_wait", None) or 5.0,
+        "browser": getattr(args, "browser", None),
         "html_only": not args.all_bodies,
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
@@ -268,6 +290,9 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
+    for flag in ("render_wait", "browser"):
+        if getattr(args, flag, None) is not None and not getattr(args, "render", False):
+            raise UsageError(f"--{flag.replace('_', '-')} needs --render")
     max_queue = getattr(args, "max_queue", None)
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")

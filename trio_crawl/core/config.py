@@ -15,6 +15,7 @@ from http.cookiejar import CookieJar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .browser import find_browser
 from .filters import FilteredScope, UrlFilter
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
@@ -88,6 +89,13 @@ class CrawlConfig:
     cookies: CookieJar | None = field(default=None, repr=False, compare=False)
     #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
     proxy: str | None = field(default=None, repr=False)
+    #: Render HTML pages in headless Chromium (``--render``; README, Rendering).
+    render: bool = False
+    #: The longest wait for a rendered page to settle (load + quiet network).
+    render_wait: float = 5.0
+    #: The browser executable (``--browser``; else $TRIO_CRAWL_BROWSER, else
+    #: chromium on PATH); resolved to a path when ``render`` is set.
+    browser: str | None = None
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
@@ -116,6 +124,10 @@ class CrawlConfig:
                 f"--max-crawl-delay must be a number of seconds >= 0 (got {self.max_crawl_delay})",
             ),
             (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
+            (
+                0 < self.render_wait < float("inf"),
+                f"--render-wait must be a number of seconds > 0 (got {self.render_wait})",
+            ),
             (bool(self.user_agent.strip()), "--user-agent must not be empty"),
             (
                 self.ca_bundle is None or os.path.exists(self.ca_bundle),
@@ -125,6 +137,8 @@ class CrawlConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        if self.render:
+            object.__setattr__(self, "browser", find_browser(self.browser, os.environ))
         self._check_identity()
         canonical: list[str | Request] = []
         for start in self.start_urls:

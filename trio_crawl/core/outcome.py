@@ -10,6 +10,7 @@ in), so every branch is tested directly.
     failure                            -> RECORD with the failure's kind
     status 301/302/303/307/308         -> REDIRECT
     status 429 / 5xx / 4xx             -> RECORD with http_429 / http_5xx / http_4xx
+    a rendered page's client redirect  -> REDIRECT
     anything else                      -> PAGE (read it: links or a handler)
 
 A stopping crawl never retries: what has failed is recorded as it is.
@@ -93,7 +94,14 @@ def decide(
     error = http_error(result.status)
     if error is not None:
         return Outcome(Step.RECORD, error=error)
+    if result.client_redirect is not None:  # --render: location.replace, meta refresh
+        return Outcome(Step.REDIRECT)
     return Outcome(Step.PAGE)
+
+
+def _size(result: FetchResult) -> int:
+    """What came over the network (a rendered page's DOM is not its size)."""
+    return len(result.body if result.network_body is None else result.network_body)
 
 
 def make_record(
@@ -111,7 +119,9 @@ def make_record(
     error ``(kind, message)`` (if any), what was followed from it, and ``t``,
     when it was written (seconds since the crawl started). A URL's userinfo
     in the error message (a raw ``Location``, say) is masked."""
+    extra = {"rendered": True} if result is not None and result.rendered else {}
     return CrawlRecord(
+        extra=extra,
         url=entry.url,
         status=None if result is None else result.status,
         depth=entry.depth,
@@ -124,5 +134,5 @@ def make_record(
         attempts=entry.attempts,
         t=t,
         protocol=None if result is None else result.http_version,
-        size=None if result is None or result.body_skipped else len(result.body),
+        size=None if result is None or result.body_skipped else _size(result),
     )

@@ -28,6 +28,7 @@ from ..frontiers.sqlite import SqliteFrontier
 from ..outputs.archive import ArchiveLink, open_crawl_archive
 from .crawler import Crawler, EngineStatistics
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
+from .render import open_render_fetcher
 
 T = TypeVar("T")
 
@@ -76,6 +77,9 @@ class CrawlOptions(TypedDict, total=False):
     netrc_file: str | None
     cookies: CookieJar | None
     proxy: str | None
+    render: bool
+    render_wait: float
+    browser: str | None
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
@@ -91,7 +95,8 @@ async def open_fetcher(
 ) -> AsyncIterator[Fetcher]:
     """A fetcher owned by the block: ``backend`` ("curl", "httpx" or "asks";
     default: ``config.backend`` for a CrawlConfig, else "curl"), configured by
-    ``config``. asks runs only on trio < 0.24 (README: ``nox -s asks``).
+    ``config``; a CrawlConfig with ``render`` renders its pages through it.
+    asks runs only on trio < 0.24 (README: ``nox -s asks``).
 
     Example (no crawl, just fetching)::
 
@@ -106,6 +111,13 @@ async def open_fetcher(
         backend = backend or "curl"
     if backend not in FETCHERS:
         raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
+    if isinstance(config, CrawlConfig) and config.render:  # --render: pages through Chromium
+        async with (
+            open_fetcher(fetch_config, backend) as inner,
+            open_render_fetcher(config, inner) as rendering,
+        ):
+            yield rendering
+        return
     if backend == "curl":
         from ..fetch.curl import open_curl_fetcher
 

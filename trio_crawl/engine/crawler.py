@@ -359,7 +359,7 @@ class Crawler:
         return self.config.handler
 
     async def _redirect(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
-        location = result.headers.get("location")
+        location = result.client_redirect or result.headers.get("location")
         target = resolve(location, entry.url) if location else None
         error: tuple[str, str] | None = None
         if target is None:

@@ -1,0 +1,148 @@
+"""The browser process: found, started with a fresh profile, ended with us.
+
+Rules:
+
+1. The executable was chosen by ``core.browser.find_browser`` (the config
+   checks it); a browser that cannot be started is a ``ConfigError``.
+2. Chromium runs headless with ``--remote-debugging-pipe`` (fd 3: our
+   commands, fd 4: its answers; no TCP port), in a new temporary
+   ``--user-data-dir`` removed afterwards, with no extensions, sync,
+   background networking or first-run state: nothing of the user's.
+3. It ends with us. The pipe closing ends it: when our process dies, even by
+   SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
+   normal exit we close the pipe, wait a bounded time, then kill it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+
+import trio
+
+from ...errors import ConfigError
+from .cdp import CdpConnection, open_cdp
+
+__all__ = ["Browser", "browser_command", "open_browser"]
+
+#: How long a closing browser gets to exit before it is killed.
+EXIT_GRACE = 5.0
+
+
+def browser_command(executable: str, profile: str) -> list[str]:
+    """Chromium's argument list: headless, the pipe, a fresh profile, and
+    the background features that would talk to the network switched off."""
+    return [
+        executable,
+        "--headless",
+        "--remote-debugging-pipe",
+        f"--user-data-dir={profile}",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-component-extensions-with-background-pages",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-default-apps",
+        "--disable-sync",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--disable-breakpad",
+        "--disable-crash-reporter",
+        "--metrics-recording-only",
+        "--no-pings",
+        "--mute-audio",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
+        "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox
+        "about:blank",
+    ]
+
+
+@dataclass(slots=True)
+class Browser:
+    """A running browser: its process and the protocol connection to it."""
+
+    process: trio.Process
+    cdp: CdpConnection
+    profile: str
+
+
+def _high_fd(fd: int) -> int:
+    """``fd`` moved to a number above 10, so putting the pipe on fds 3 and 4
+    in the child cannot overwrite the other end."""
+    import fcntl
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
+
+
+@asynccontextmanager
+async def open_browser(executable: str) -> AsyncIterator[Browser]:
+    """Start the browser; close and reap it, and remove its profile, on exit
+    (also when cancelled)."""
+    profile = tempfile.mkdtemp(prefix="trio-crawl-chromium-")
+    to_browser_r, to_browser_w = (_high_fd(fd) for fd in os.pipe())
+    from_browser_r, from_browser_w = (_high_fd(fd) for fd in os.pipe())
+
+    def child_fds() -> None:  # runs in the child between fork and exec
+        os.dup2(to_browser_r, 3)
+        os.dup2(from_browser_w, 4)
+        os.setpgid(0, 0)  # Ctrl-C goes to us; we end the browser ourselves
+
+    try:
+        process = await trio.lowlevel.open_process(
+            browser_command(executable, profile),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,  # our fds are close-on-exec; 3 and 4 are not
+            preexec_fn=child_fds,
+        )
+    except OSError as exc:
+        for fd in (to_browser_r, to_browser_w, from_browser_r, from_browser_w):
+            os.close(fd)
+        shutil.rmtree(profile, ignore_errors=True)
+        raise ConfigError(
+            f"cannot start the browser {executable}: {exc.strerror or exc}"
+        ) from None
+    os.close(to_browser_r)
+    os.close(from_browser_w)
+    send = trio.lowlevel.FdStream(to_browser_w)
+    receive = trio.lowlevel.FdStream(from_browser_r)
+    try:
+        async with open_cdp(send, receive) as cdp:
+            yield Browser(process, cdp, profile)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _end(process, send, receive)
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+async def _end(
+    process: trio.Process, send: trio.lowlevel.FdStream, receive: trio.lowlevel.FdStream
+) -> None:
+    """Close the pipe (Chromium exits when it reads its end), wait a bounded
+    time, then kill the browser's process group."""
+    await send.aclose()
+    with trio.move_on_after(EXIT_GRACE):
+        await process.wait()
+    if process.returncode is None:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+    else:  # helpers (zygote, renderers) follow the browser; make sure
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    await receive.aclose()
