@@ -89,11 +89,29 @@ def summary_table(summary: CrawlSummary) -> Table:
             for v in (summary.latency_p50_ms, summary.latency_p95_ms, summary.latency_p99_ms)
         ),
     )
+    if summary.browsers:
+        table.add_row("rendered", rendered(summary))
+    if summary.render_blocked:
+        blocked = sorted(summary.render_blocked.items(), key=lambda kv: (-kv[1], kv[0]))
+        table.add_row(
+            "refused to the browser", ", ".join(f"{why} × {count:,}" for why, count in blocked)
+        )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
         table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
     return table
+
+
+def rendered(summary: CrawlSummary) -> str:
+    """``12 pages (1 render failed; browser restarted 1 time)``."""
+    text = f"{summary.rendered:,} pages"
+    notes = []
+    if summary.render_failures:
+        notes.append(f"{summary.render_failures:,} renders failed")
+    if summary.browsers > 1:
+        notes.append(f"browser restarted {summary.browsers - 1:,} times")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def capped_delays(asked: dict[str, float], shown: int = 3) -> str:

@@ -55,6 +55,13 @@ class CrawlSummary:
     #: Distinct hosts among the records, counted up to ``HOSTS_COUNTED``.
     hosts: int = 0
     depth_updates: int = 0
+    #: ``--render``: pages rendered, renders that failed, browsers started
+    #: (more than one: restarts) and the browser's requests refused, by
+    #: reason (scope, robots, requisite, kind, scheme, popup, dialog).
+    rendered: int = 0
+    render_failures: int = 0
+    browsers: int = 0
+    render_blocked: dict[str, int] = field(default_factory=dict)
 
     @property
     def pages_per_second(self) -> float:

@@ -63,6 +63,7 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
+from .render import with_render_statistics
 from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import sitemap_page_urls
@@ -228,11 +229,12 @@ class Crawler:
 
     def summary(self) -> CrawlSummary:
         f = self.frontier.statistics()
-        return self.stats.summary(
+        summary = self.stats.summary(
             elapsed=self.statistics().elapsed,
             stopped=self._pool.stopping,
             unfinished=self.frontier.unfinished + f.dropped,
         )
+        return with_render_statistics(summary, self._fetcher)
 
     # -- one URL -----------------------------------------------------------
 

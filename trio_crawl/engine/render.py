@@ -7,10 +7,12 @@ and robots.txt count, and a ``RobotsCache`` for the browser's own requests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
+from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
 from ..fetch.chromium import (
     ChromiumFetcher,
@@ -30,6 +32,7 @@ async def open_render_fetcher(
     assert config.browser is not None  # CrawlConfig resolves it when render is set
     settings = RenderSettings(
         executable=config.browser,
+        user_agent=config.user_agent,
         max_tabs=config.workers,
         render_wait=config.render_wait,
         timeout=config.timeout,
@@ -48,3 +51,17 @@ async def open_render_fetcher(
         inner, settings, policy, None if config.ignore_robots else robots
     ) as fetcher:
         yield fetcher
+
+
+def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
+    """``summary`` with what the rendering fetcher did, if it is one."""
+    if not isinstance(fetcher, ChromiumFetcher):
+        return summary
+    stats = fetcher.statistics()
+    return dataclasses.replace(
+        summary,
+        rendered=stats.rendered,
+        render_failures=stats.failed,
+        browsers=stats.browsers,
+        render_blocked=stats.blocked,
+    )

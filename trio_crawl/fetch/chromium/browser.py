@@ -10,7 +10,8 @@ Rules:
    background networking or first-run state: nothing of the user's.
 3. It ends with us. The pipe closing ends it: when our process dies, even by
    SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
-   normal exit we close the pipe, wait a bounded time, then kill it.
+   normal exit we ask it to close (``Browser.close``), close the pipe, wait
+   a bounded time, then kill its process group.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ __all__ = ["Browser", "browser_command", "open_browser"]
 EXIT_GRACE = 5.0
 
 
-def browser_command(executable: str, profile: str) -> list[str]:
-    """Chromium's argument list: headless, the pipe, a fresh profile, and
-    the background features that would talk to the network switched off."""
+def browser_command(executable: str, profile: str, user_agent: str) -> list[str]:
+    """Chromium's argument list: headless, the pipe, a fresh profile, the
+    crawl's User-Agent, and the background features that would talk to the
+    network switched off."""
     return [
         executable,
+        f"--user-agent={user_agent}",
         "--headless",
         "--remote-debugging-pipe",
         f"--user-data-dir={profile}",
@@ -89,7 +92,7 @@ def _high_fd(fd: int) -> int:
 
 
 @asynccontextmanager
-async def open_browser(executable: str) -> AsyncIterator[Browser]:
+async def open_browser(executable: str, user_agent: str) -> AsyncIterator[Browser]:
     """Start the browser; close and reap it, and remove its profile, on exit
     (also when cancelled)."""
     profile = tempfile.mkdtemp(prefix="trio-crawl-chromium-")
@@ -103,7 +106,7 @@ async def open_browser(executable: str) -> AsyncIterator[Browser]:
 
     try:
         process = await trio.lowlevel.open_process(
-            browser_command(executable, profile),
+            browser_command(executable, profile, user_agent),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -123,7 +126,12 @@ async def open_browser(executable: str) -> AsyncIterator[Browser]:
     receive = trio.lowlevel.FdStream(from_browser_r)
     try:
         async with open_cdp(send, receive) as cdp:
-            yield Browser(process, cdp, profile)
+            try:
+                yield Browser(process, cdp, profile)
+            finally:
+                with trio.move_on_after(1, shield=True):
+                    with suppress(Exception):
+                        await cdp.send("Browser.close")
     finally:
         with trio.CancelScope(shield=True):
             await _end(process, send, receive)

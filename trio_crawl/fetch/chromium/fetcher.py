@@ -59,12 +59,14 @@ READ_LIMIT = 5.0
 class RenderSettings:
     """How pages are rendered.
 
-    ``executable``: the browser (``browser.find_browser``); ``max_tabs``: tabs
+    ``executable``: the browser (``core.browser.find_browser``);
+    ``user_agent``: sent by the browser too; ``max_tabs``: tabs
     at once; ``render_wait``: the longest wait for a page to settle;
     ``timeout``: a page's whole budget (fetch and render).
     """
 
     executable: str
+    user_agent: str
     max_tabs: int = 16
     render_wait: float = 5.0
     timeout: float = 30.0
@@ -212,7 +214,7 @@ class ChromiumFetcher:
     async def _run_browser(
         self, *, task_status: trio.TaskStatus[BrowserSession] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        async with open_browser(self.settings.executable) as browser:
+        async with open_browser(self.settings.executable, self.settings.user_agent) as browser:
             session = BrowserSession(browser, self._policy, self._robots)
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)

@@ -8,7 +8,8 @@ Rules, in order (the first that applies decides):
 
 1. Only ``http`` and ``https`` go out (``file:``, ``chrome:``, ``ftp:``... are
    failed); ``data:``, ``blob:`` and ``javascript:`` never reach the network.
-2. Kinds of request that only leak or keep the network busy are failed:
+2. Kinds of request that only leak or keep the network busy are failed
+   (the kind as ``resource_kind`` tells it from the type and headers):
    beacons and pings, CSP reports, prefetches, manifests, signed exchanges,
    event streams, WebSocket handshakes.
 3. Images, media, fonts and text tracks only with ``--page-requisites``.
@@ -20,12 +21,12 @@ Rules, in order (the first that applies decides):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...core.url import canonicalize
 
-__all__ = ["NEVER_TYPES", "REQUISITE_TYPES", "RequestPolicy", "Verdict"]
+__all__ = ["NEVER_TYPES", "REQUISITE_TYPES", "RequestPolicy", "Verdict", "resource_kind"]
 
 #: CDP ``Network.ResourceType`` values that are never sent.
 NEVER_TYPES = frozenset(
@@ -42,6 +43,21 @@ NEVER_TYPES = frozenset(
 )
 #: Resource types fetched only with ``--page-requisites``.
 REQUISITE_TYPES = frozenset({"Image", "Media", "Font", "TextTrack"})
+
+
+def resource_kind(resource_type: str | None, headers: Mapping[str, str]) -> str | None:
+    """The request's real kind: browser-wide interception names some coarsely
+    (a prefetch is ``Fetch``, an event stream ``XHR``, the favicon
+    ``Other``); its headers tell them apart."""
+    lower = {name.lower(): value for name, value in headers.items()}
+    if "prefetch" in lower.get("sec-purpose", "") or "prefetch" in lower.get("purpose", ""):
+        return "Prefetch"
+    accept = lower.get("accept", "")
+    if accept.startswith("text/event-stream"):
+        return "EventSource"
+    if resource_type == "Other" and accept.startswith("image/"):
+        return "Image"
+    return resource_type
 
 
 class Verdict(enum.Enum):

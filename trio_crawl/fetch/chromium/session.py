@@ -32,7 +32,7 @@ from ...core.robots import RobotsPolicy
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
-from .policy import RequestPolicy, Verdict
+from .policy import RequestPolicy, Verdict, resource_kind
 
 __all__ = ["BrowserSession", "RobotsLookup"]
 
@@ -116,11 +116,11 @@ class BrowserSession:
             self.blocked["popup"] += 1
             self._fire("Target.closeTarget", {"targetId": target})
             return
-        if info.get("type") == "page" and target not in self._own:
-            waiter = self._attach_events.get(target)
-            if waiter is not None:  # ours: createTarget has not answered yet
-                waiter.set()
-            return  # ours (new_tab resumes it), or a stray page: left paused
+        waiter = self._attach_events.get(target)
+        if waiter is not None:  # ours: new_tab waits for it
+            waiter.set()
+        if info.get("type") == "page":
+            return  # ours (Tab.open resumes it), or a stray page: left paused
         if event.params.get("waitingForDebugger"):
             self._fire("Runtime.runIfWaitingForDebugger", {}, session)
 
@@ -130,7 +130,7 @@ class BrowserSession:
         """Answer one paused request (rule 1). Not a checkpoint."""
         request_id = params["requestId"]
         url: str = params["request"]["url"]
-        kind: str | None = params.get("resourceType")
+        kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
         life = self.lives.get(params.get("frameId", ""))
         if life is not None:
             life.request_started(trio.current_time())

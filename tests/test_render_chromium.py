@@ -1,0 +1,156 @@
+"""``--render`` against the real Chromium (skipped, with the reason, where
+there is none). Every server is on 127.0.0.1, port 0; every crawl runs under
+``trio.fail_after``; what a page's scripts may do is checked by what the
+servers received, never by timing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import trio
+
+import trio_crawl
+from trio_crawl.core.browser import find_browser
+from trio_crawl.core.models import CrawlRecord
+from trio_crawl.errors import ConfigError
+from trio_crawl.sites.server import SiteServer, serve_site
+from trio_crawl.sites.site import Response, Site, page
+
+try:
+    BROWSER = find_browser(None, os.environ)
+except ConfigError as exc:
+    pytest.skip(f"no Chromium to render with: {exc}", allow_module_level=True)
+
+LIMIT = 30  # seconds: the longest any crawl here may take
+
+
+def html(body: str, head: str = "") -> Response:
+    return Response(
+        body=f"<!doctype html><html><head>{head}</head><body>{body}</body></html>".encode()
+    )
+
+
+def script(code: str) -> str:
+    return f"<script>{code}</script>"
+
+
+async def crawl(
+    url: str, **options: Any
+) -> tuple[dict[str, CrawlRecord], trio_crawl.CrawlSummary]:
+    records: dict[str, CrawlRecord] = {}
+    options.setdefault("render", True)
+    options.setdefault("browser", BROWSER)
+    options.setdefault("render_wait", 2.0)
+    with trio.fail_after(LIMIT):
+        summary = await trio_crawl.run_crawl(
+            url, on_record=lambda r: records.__setitem__(r.url, r), **options
+        )
+    return records, summary
+
+
+def paths(records: dict[str, CrawlRecord], server: SiteServer) -> set[str]:
+    return {url.removeprefix(server.base_url) for url in records}
+
+
+# -- 1 and 2: links written by scripts -----------------------------------------
+
+SCRIPTED = Site(
+    {
+        "/": html(
+            '<a href="/static">static</a><div id="host"></div>'
+            + script("document.write('<a href=\"/written\">w</a>')")
+            + script(
+                """
+document.addEventListener('DOMContentLoaded', () => {
+  const a = document.createElement('a'); a.href = '/on-ready'; document.body.append(a); });
+setTimeout(() => {
+  const a = document.createElement('a'); a.href = '/after-timer'; document.body.append(a); }, 150);
+fetch('/links.json').then(r => r.json()).then(list => { for (const href of list) {
+  const a = document.createElement('a'); a.href = href; document.body.append(a); } });
+const root = document.getElementById('host').attachShadow({mode: 'open'});
+root.innerHTML = '<a href="/in-shadow">s</a>';
+history.pushState({}, '', '/route/pushed');
+"""
+            )
+        ),
+        "/links.json": Response(body=b'["/from-json"]', content_type="application/json"),
+        **{p: page() for p in ("/static", "/written", "/on-ready", "/after-timer",
+                                "/from-json", "/in-shadow", "/route/pushed")},
+    }
+)  # fmt: skip
+SCRIPT_PAGES = {"/", "/static", "/written", "/on-ready", "/after-timer", "/from-json",
+                "/in-shadow", "/route/pushed"}  # fmt: skip
+
+
+async def test_render_finds_the_links_scripts_write_and_a_static_crawl_does_not() -> None:
+    with serve_site(SCRIPTED) as server:
+        static, _ = await crawl(server.url("/"), render=False)
+        rendered, summary = await crawl(server.url("/"))
+    assert paths(static, server) == {"/", "/static"}
+    assert paths(rendered, server) == SCRIPT_PAGES
+    assert all(r.extra.get("rendered") is True and r.error is None for r in rendered.values())
+    assert "rendered" not in static[server.url("/")].extra
+    assert rendered[server.url("/")].links == 7
+    # The page itself was requested once per crawl: the browser got the crawler's copy.
+    assert server.count("/") == 2
+
+
+# -- 3: the browser obeys the crawl's rules ---------------------------------------
+
+
+def leaky_site(other: str) -> Site:
+    """A page that tries every way we know to reach ``other`` (out of scope)
+    and ``/private/`` (disallowed by robots.txt)."""
+    attempts = f"""
+fetch('{other}/fetch').catch(() => {{}});
+fetch('/private/fetch').catch(() => {{}});
+const x = new XMLHttpRequest(); x.open('GET', '{other}/xhr'); x.send();
+navigator.sendBeacon('/beacon', 'x'); navigator.sendBeacon('{other}/beacon', 'x');
+try {{ new WebSocket('{other.replace("http", "ws")}/socket'); }} catch (e) {{}}
+try {{ new EventSource('{other}/events'); }} catch (e) {{}}
+window.open('{other}/popup');
+window.open('/popup-in-scope');
+new Worker('/worker.js');
+const f = document.createElement('iframe'); f.src = '{other}/frame'; document.body.append(f);
+const i = document.createElement('img'); i.src = '/picture.png'; document.body.append(i);
+const l = document.createElement('link'); l.rel = 'prefetch'; l.href = '/prefetched';
+document.head.append(l);
+alert('a dialog'); confirm('another');
+"""
+    return Site(
+        {
+            "/": html(
+                f'<a href="/next">next</a><img src="{other}/img.png">'
+                f'<script src="{other}/lib.js"></script>'
+                f'<link rel="stylesheet" href="{other}/style.css">'
+                '<iframe src="/private/frame"></iframe>' + script(attempts)
+            ),
+            "/next": page(),
+            "/worker.js": Response(
+                body=f"fetch('{other}/from-worker'); fetch('/private/from-worker');".encode(),
+                content_type="text/javascript",
+            ),
+            "/robots.txt": Response(
+                body=b"User-agent: *\nDisallow: /private/\n", content_type="text/plain"
+            ),
+        }
+    )
+
+
+async def test_the_browser_sends_nothing_out_of_scope_or_against_robots() -> None:
+    with serve_site(Site({}, fallback=lambda r: page())) as other:
+        with serve_site(leaky_site(other.base_url)) as server:
+            records, summary = await crawl(server.url("/"))
+    assert other.targets() == []  # not one request reached the other server
+    assert [t for t in server.targets() if t.startswith("/private/")] == []
+    assert "/picture.png" not in server.targets()  # no images without --page-requisites
+    assert "/prefetched" not in server.targets() and "/beacon" not in server.targets()
+    assert "/popup-in-scope" not in server.targets()
+    assert paths(records, server) == {"/", "/next"}
+    assert all(r.error is None for r in records.values())
+    blocked = summary.render_blocked
+    assert blocked["scope"] >= 6 and blocked["robots"] >= 3 and blocked["kind"] >= 4
+    assert blocked["requisite"] >= 1 and blocked["dialog"] == 2

@@ -1,0 +1,159 @@
+"""The pure parts of ``--render``: the request policy, a page's life, the
+browser lookup, the pipe framing and the DOM's encoding. No browser here."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_crawl.core.browser import BROWSER_ENV, find_browser
+from trio_crawl.core.models import FetchResult
+from trio_crawl.core.url import Scope
+from trio_crawl.errors import ConfigError
+from trio_crawl.fetch.chromium.cdp import split_frames
+from trio_crawl.fetch.chromium.fetcher import encode_dom
+from trio_crawl.fetch.chromium.life import QUIET, DocumentStep, PageLife, fulfilled_headers
+from trio_crawl.fetch.chromium.policy import RequestPolicy, Verdict
+
+SCOPE = Scope(["http://127.0.0.1:8000/"])
+
+
+def policy(**kwargs: bool) -> RequestPolicy:
+    return RequestPolicy(SCOPE.allows, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("url", "kind", "verdict"),
+    [
+        ("http://127.0.0.1:8000/app.js", "Script", Verdict.ROBOTS),
+        ("http://127.0.0.1:8000/data.json", "Fetch", Verdict.ROBOTS),
+        ("http://127.0.0.1:8000/frame.html", "Document", Verdict.ROBOTS),
+        ("http://127.0.0.1:9000/data.json", "XHR", Verdict.SCOPE),
+        ("http://127.0.0.1:9000/", "Document", Verdict.SCOPE),
+        ("http://10.0.0.1/admin", "Fetch", Verdict.SCOPE),
+        ("http://127.0.0.1:8000/logo.png", "Image", Verdict.REQUISITE),
+        ("http://127.0.0.1:8000/font.woff2", "Font", Verdict.REQUISITE),
+        ("http://127.0.0.1:8000/movie.mp4", "Media", Verdict.REQUISITE),
+        ("http://127.0.0.1:8000/beacon", "Ping", Verdict.KIND),
+        ("http://127.0.0.1:8000/report", "CSPViolationReport", Verdict.KIND),
+        ("http://127.0.0.1:8000/next", "Prefetch", Verdict.KIND),
+        ("http://127.0.0.1:8000/stream", "EventSource", Verdict.KIND),
+        ("ws://127.0.0.1:8000/socket", "WebSocket", Verdict.SCHEME),
+        ("file:///etc/passwd", "Document", Verdict.SCHEME),
+        ("chrome://settings/", "Document", Verdict.SCHEME),
+        ("ftp://127.0.0.1:8000/x", "Other", Verdict.SCHEME),
+    ],
+)
+def test_each_request_gets_the_crawls_verdict(url: str, kind: str, verdict: Verdict) -> None:
+    assert policy().judge(url, kind) is verdict
+
+
+def test_requisites_load_with_page_requisites_and_robots_can_be_ignored() -> None:
+    assert policy(page_requisites=True).judge("http://127.0.0.1:8000/a.png", "Image") is (
+        Verdict.ROBOTS
+    )
+    assert policy(obey_robots=False).judge("http://127.0.0.1:8000/a.js", "Script") is (
+        Verdict.ALLOW
+    )
+    assert policy(page_requisites=True).judge("http://127.0.0.1:9/a.png", "Image") is (
+        Verdict.SCOPE
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("http://127.0.0.1/", True),
+        ("HTTPS://example.com/", True),
+        ("javascript:alert(1)", False),
+        ("file:///etc/passwd", False),
+        ("data:text/html,<p>", False),
+        ("chrome://crash", False),
+    ],
+)
+def test_only_http_pages_are_navigated(url: str, ok: bool) -> None:
+    assert RequestPolicy.may_navigate(url) is ok
+
+
+def result(**headers: str) -> FetchResult:
+    return FetchResult("http://127.0.0.1:8000/", 200, headers, b"<p>hi</p>", 0.01)
+
+
+def test_the_page_is_fulfilled_once_and_later_navigations_are_client_redirects() -> None:
+    life = PageLife("http://127.0.0.1:8000/", result(), started_at=10.0)
+    assert life.document_request("http://127.0.0.1:8000/other") is DocumentStep.CLIENT_REDIRECT
+    assert life.client_redirect is None  # a stale navigation before ours: not the page's
+    assert life.document_request("http://127.0.0.1:8000/") is DocumentStep.FULFILL
+    assert life.document_request("http://127.0.0.1:8000/next") is DocumentStep.CLIENT_REDIRECT
+    assert life.document_request("http://127.0.0.1:8000/later") is DocumentStep.CLIENT_REDIRECT
+    assert life.client_redirect == "http://127.0.0.1:8000/next"  # the first one counts
+
+
+def test_the_page_settles_quiet_seconds_after_load_and_its_last_request() -> None:
+    life = PageLife("http://127.0.0.1:8000/", result(), started_at=10.0)
+    life.request_started(10.2)
+    assert life.settled_at() is None  # not loaded yet
+    life.loaded = True
+    assert life.settled_at() == 10.2 + QUIET
+    life.request_started(11.0)
+    life.request_started(10.5)  # late news of an older request moves nothing back
+    assert life.settled_at() == 11.0 + QUIET
+    assert life.requests == 3
+
+
+def test_fulfilled_headers_drop_what_no_longer_describes_the_body() -> None:
+    headers = fulfilled_headers(
+        result(
+            **{
+                "content-type": "text/html",
+                "content-encoding": "gzip",
+                "content-length": "12",
+                "transfer-encoding": "chunked",
+                "set-cookie": "a=1, b=2",
+            }
+        )
+    )
+    assert headers == [
+        {"name": "content-type", "value": "text/html"},
+        {"name": "set-cookie", "value": "a=1"},
+    ]
+
+
+def which_of(*present: str) -> object:
+    return lambda name: f"/usr/bin/{name}" if name in present else None
+
+
+def test_the_browser_named_wins_then_the_environment_then_path() -> None:
+    env = {BROWSER_ENV: "chrome-dev"}
+    assert find_browser("chromium", env, which_of("chromium", "chrome-dev")) == "/usr/bin/chromium"  # type: ignore[arg-type]
+    assert find_browser(None, env, which_of("chromium", "chrome-dev")) == "/usr/bin/chrome-dev"  # type: ignore[arg-type]
+    assert find_browser(None, {}, which_of("google-chrome")) == "/usr/bin/google-chrome"  # type: ignore[arg-type]
+
+
+def test_no_browser_is_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"^--browser: not an executable browser: /no/such$"):
+        find_browser("/no/such", {}, which_of("chromium"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=rf"^{BROWSER_ENV}: not an executable browser: nope$"):
+        find_browser(None, {BROWSER_ENV: "nope"}, which_of("chromium"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^--render needs Chromium: install it \(Debian"):
+        find_browser(None, {}, which_of())  # type: ignore[arg-type]
+
+
+@given(st.lists(st.binary().filter(lambda b: b"\0" not in b), max_size=5), st.binary())
+def test_frames_are_cut_at_each_nul_and_a_partial_one_waits(
+    messages: list[bytes], tail: bytes
+) -> None:
+    tail = tail.replace(b"\0", b"")
+    buffer = bytearray(b"".join(m + b"\0" for m in messages) + tail)
+    assert split_frames(buffer) == messages
+    assert bytes(buffer) == tail
+
+
+def test_the_dom_is_encoded_as_the_headers_say_or_as_declared_utf8() -> None:
+    html = "<!DOCTYPE html><html><head></head><body>café €</body></html>"
+    latin = encode_dom(html, "text/html; charset=ISO-8859-1")
+    assert latin.decode("iso-8859-1").endswith("café &#8364;</body></html>")
+    plain = encode_dom(html, "text/html")
+    assert plain.startswith(b'<!DOCTYPE html><html><head><meta charset="utf-8">')
+    assert "café €".encode() in plain
