@@ -154,3 +154,69 @@ async def test_the_browser_sends_nothing_out_of_scope_or_against_robots() -> Non
     blocked = summary.render_blocked
     assert blocked["scope"] >= 6 and blocked["robots"] >= 3 and blocked["kind"] >= 4
     assert blocked["requisite"] >= 1 and blocked["dialog"] == 2
+
+
+# -- 2: client-side redirects ---------------------------------------------------
+
+
+async def test_client_side_redirects_are_recorded_as_redirects() -> None:
+    site = Site(
+        {
+            "/": page("/by-script", "/by-meta"),
+            "/by-script": html(script("location.replace('/landed-script')")),
+            "/by-meta": html("", head='<meta http-equiv="refresh" content="0; url=/landed-meta">'),
+            "/landed-script": page(),
+            "/landed-meta": page(),
+        }
+    )
+    with serve_site(site) as server:
+        records, _ = await crawl(server.url("/"))
+    assert records[server.url("/by-script")].redirect == server.url("/landed-script")
+    assert records[server.url("/by-meta")].redirect == server.url("/landed-meta")
+    assert paths(records, server) == {"/", "/by-script", "/by-meta", "/landed-script",
+                                      "/landed-meta"}  # fmt: skip
+    # The tab never went there itself: each landing page was requested once, by the crawler.
+    assert server.count("/landed-script") == 1 and server.count("/landed-meta") == 1
+
+
+# -- 4: hostile pages end --------------------------------------------------------
+
+HUGE = """
+const parts = [];
+for (let i = 0; i < 10000; i++) parts.push('<p>' + 'x'.repeat(500) + '</p>');  // 5 MB
+document.body.innerHTML = parts.join('') + '<a href="/after-huge">after</a>';
+"""
+HOSTILE = Site(
+    {
+        "/": page("/loop", "/busy", "/huge", "/stuck"),
+        "/loop": html('<a href="/never-seen">x</a>' + script("while (true) {}")),
+        "/busy": html(
+            '<a href="/after-busy">a</a>'
+            + script("setInterval(() => fetch('/tick?' + Math.random()), 50)")
+        ),
+        "/huge": html(script(HUGE)),
+        "/stuck": html('<a href="/after-stuck">a</a><script src="/never.js"></script>'),
+        "/never.js": Response(delay=LIMIT, content_type="text/javascript"),
+        "/after-busy": page(),
+        "/after-huge": page(),
+        "/after-stuck": page(),
+        "/never-seen": page(),
+    },
+    fallback=lambda r: Response(body=b"{}", content_type="application/json"),
+)
+
+
+async def test_hostile_pages_each_get_a_record_within_their_limits() -> None:
+    with serve_site(HOSTILE) as server:
+        records, summary = await crawl(
+            server.url("/"), render_wait=1.0, timeout=10, retries=1, workers=4
+        )
+    loop = records[server.url("/loop")]
+    assert loop.error is not None and loop.error.kind == "render" and loop.attempts == 2
+    assert server.count("/loop") == 2  # retried once (1 + --retries), then recorded
+    for path in ("/busy", "/huge", "/stuck"):
+        record = records[server.url(path)]
+        assert record.error is None and record.extra["rendered"] is True, path
+        assert server.url(f"/after-{path[1:]}") in records, path
+    assert "/never-seen" not in paths(records, server)
+    assert summary.render_failures == 2 and summary.failures == {"render": 1}

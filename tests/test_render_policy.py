@@ -157,3 +157,13 @@ def test_the_dom_is_encoded_as_the_headers_say_or_as_declared_utf8() -> None:
     plain = encode_dom(html, "text/html")
     assert plain.startswith(b'<!DOCTYPE html><html><head><meta charset="utf-8">')
     assert "café €".encode() in plain
+
+
+def test_a_page_that_leaves_is_settled_at_once() -> None:
+    left: list[bool] = []
+    life = PageLife("http://127.0.0.1:8000/", result(), started_at=10.0)
+    life.on_leave = lambda: left.append(True)
+    life.document_request("http://127.0.0.1:8000/")
+    assert life.settled_at() is None and left == []
+    life.document_request("http://127.0.0.1:8000/next")
+    assert life.settled_at() == 10.0 and left == [True]

@@ -11,7 +11,8 @@ Rules:
    never fetches the page itself and never follows a redirect itself.
 2. Any later main-frame document request (``location.replace``, a meta
    refresh, a link clicked by a script) is a client-side redirect: the first
-   one's URL is kept and the request is failed, so the tab stays on the page.
+   one's URL is kept and the request is failed, so the tab stays on the page;
+   the page counts as settled at once (``on_leave``).
 3. The network is quiet when no request has started for ``QUIET`` seconds
    after the load event; ``settled_at`` says when that will be, given what
    is known now.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...core.models import FetchResult
@@ -68,6 +70,9 @@ class PageLife:
     last_request_at: float = 0.0
     requests: int = 0
     blocked: Counter[str] = field(default_factory=Counter)
+    #: Called when the page starts leaving (a client redirect): the tab
+    #: stops waiting for it to settle.
+    on_leave: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def __post_init__(self) -> None:
         self.last_request_at = self.started_at
@@ -79,6 +84,7 @@ class PageLife:
             return DocumentStep.FULFILL
         if self.document_sent and self.client_redirect is None:
             self.client_redirect = url
+            self.on_leave()
         return DocumentStep.CLIENT_REDIRECT
 
     def request_started(self, now: float) -> None:
@@ -88,7 +94,9 @@ class PageLife:
 
     def settled_at(self) -> float | None:
         """When the page counts as settled if nothing new starts (rule 3);
-        None before the load event."""
+        None before the load event. A page that is leaving is settled."""
+        if self.client_redirect is not None:
+            return self.started_at
         if not self.loaded:
             return None
         return self.last_request_at + QUIET

@@ -13,8 +13,8 @@ Rules:
    with its open shadow roots (``getHTML``), a ``<base>`` with the
    document's URL (a ``pushState`` route changes it) and, when the URL
    changed, a link to it. A page whose scripts never yield cannot answer:
-   the caller's deadline ends the render and the tab is thrown away
-   (``discard`` stops the script first).
+   a trivial script first gets ``PROBE_LIMIT`` seconds, then the render
+   fails and the tab is thrown away (``discard`` stops the script first).
 4. A tab that failed is never reused.
 """
 
@@ -26,11 +26,16 @@ from typing import Any
 
 import trio
 
-from .cdp import CdpError, CdpEvent
+from .cdp import BrowserClosed, CdpError, CdpEvent
 from .life import PageLife
 from .session import BrowserSession
 
 __all__ = ["READ_DOM", "RenderFailed", "Tab"]
+
+
+#: Seconds a settled page's main thread gets to answer a trivial script; a
+#: page busy in a loop fails then rather than at the page's deadline.
+PROBE_LIMIT = 3.0
 
 
 class RenderFailed(Exception):
@@ -96,6 +101,8 @@ class Tab:
         loaded = trio.Event()
         loader: list[str] = []
         loads: set[str] = set()
+        html: str | None = None
+        failure: Exception | None = None
         try:
             async with trio.open_nursery() as nursery:
 
@@ -125,28 +132,51 @@ class Tab:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(watch)
-                answer = await self._send("Page.navigate", {"url": life.url})
-                error = answer.get("errorText")
-                if error and life.client_redirect is None:
-                    raise RenderFailed(f"navigation failed: {error}")
-                loader.append(str(answer.get("loaderId", "")))
-                if loader[0] in loads:
-                    loaded.set()
-                with trio.move_on_after(render_wait):
-                    await loaded.wait()
-                    life.loaded = True
-                    while True:  # each request seen moves the settling time on
-                        at = life.settled_at()
-                        if at is None or trio.current_time() >= at:
-                            break
-                        await trio.sleep_until(at)
-                html = await self._read_dom(life.url)
+                try:
+                    html = await self._steps(life, render_wait, loaded, loader, loads)
+                except (RenderFailed, BrowserClosed, CdpError) as exc:
+                    failure = exc  # raised bare below, not in the nursery's group
                 nursery.cancel_scope.cancel()
         finally:
             self.session.lives.pop(self.target, None)
         if life.crashed:
             raise RenderFailed("the tab crashed")
+        if failure is not None:
+            raise failure
+        if html is None:
+            raise RenderFailed("the render was cut short")
         return html
+
+    async def _steps(
+        self,
+        life: PageLife,
+        render_wait: float,
+        loaded: trio.Event,
+        loader: list[str],
+        loads: set[str],
+    ) -> str:
+        """Navigate, wait for the page to settle, read its DOM (rules 1-3)."""
+        answer = await self._send("Page.navigate", {"url": life.url})
+        error = answer.get("errorText")
+        if error and life.client_redirect is None:
+            raise RenderFailed(f"navigation failed: {error}")
+        loader.append(str(answer.get("loaderId", "")))
+        if loader[0] in loads:
+            loaded.set()
+        life.on_leave = loaded.set
+        with trio.move_on_after(render_wait):
+            await loaded.wait()
+            life.loaded = True
+            while True:  # each request seen moves the settling time on
+                at = life.settled_at()
+                if at is None or trio.current_time() >= at:
+                    break
+                await trio.sleep_until(at)
+        with trio.move_on_after(PROBE_LIMIT) as probe:
+            await self._send("Runtime.evaluate", {"expression": "0"})
+        if probe.cancelled_caught:
+            raise RenderFailed(f"the page's scripts did not yield for {PROBE_LIMIT:g} s")
+        return await self._read_dom(life.url)
 
     async def _read_dom(self, url: str) -> str:
         expression = f"{READ_DOM}({json.dumps(url)})"
