@@ -7,6 +7,12 @@ servers received, never by timing.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +22,10 @@ import trio_crawl
 from trio_crawl.core.browser import find_browser
 from trio_crawl.core.models import CrawlRecord
 from trio_crawl.errors import ConfigError
+from trio_crawl.fetch.chromium import ChromiumFetcher
+from trio_crawl.outputs.warc import read_warc_responses
 from trio_crawl.sites.server import SiteServer, serve_site
-from trio_crawl.sites.site import Response, Site, page
+from trio_crawl.sites.site import Response, Site, SiteRequest, page
 
 try:
     BROWSER = find_browser(None, os.environ)
@@ -88,7 +96,7 @@ SCRIPT_PAGES = {"/", "/static", "/written", "/on-ready", "/after-timer", "/from-
 async def test_render_finds_the_links_scripts_write_and_a_static_crawl_does_not() -> None:
     with serve_site(SCRIPTED) as server:
         static, _ = await crawl(server.url("/"), render=False)
-        rendered, summary = await crawl(server.url("/"))
+        rendered, _summary = await crawl(server.url("/"))
     assert paths(static, server) == {"/", "/static"}
     assert paths(rendered, server) == SCRIPT_PAGES
     assert all(r.extra.get("rendered") is True and r.error is None for r in rendered.values())
@@ -141,9 +149,11 @@ alert('a dialog'); confirm('another');
 
 
 async def test_the_browser_sends_nothing_out_of_scope_or_against_robots() -> None:
-    with serve_site(Site({}, fallback=lambda r: page())) as other:
-        with serve_site(leaky_site(other.base_url)) as server:
-            records, summary = await crawl(server.url("/"))
+    with (
+        serve_site(Site({}, fallback=lambda r: page())) as other,
+        serve_site(leaky_site(other.base_url)) as server,
+    ):
+        records, summary = await crawl(server.url("/"))
     assert other.targets() == []  # not one request reached the other server
     assert [t for t in server.targets() if t.startswith("/private/")] == []
     assert "/picture.png" not in server.targets()  # no images without --page-requisites
@@ -220,3 +230,171 @@ async def test_hostile_pages_each_get_a_record_within_their_limits() -> None:
         assert server.url(f"/after-{path[1:]}") in records, path
     assert "/never-seen" not in paths(records, server)
     assert summary.render_failures == 2 and summary.failures == {"render": 1}
+
+
+def crash_site(rendering: threading.Event) -> Site:
+    """``/victim`` keeps its tab busy on its first visit (and says so by
+    asking for ``/rendering``); the second visit is a plain page."""
+    visits = {"victim": 0}
+
+    def victim(request: SiteRequest) -> Response:
+        visits["victim"] += 1
+        if visits["victim"] > 1:
+            return page("/after")
+        return html(script("fetch('/rendering'); setInterval(() => fetch('/tick'), 50)"))
+
+    def signal(request: SiteRequest) -> Response:
+        rendering.set()
+        return Response(body=b"{}", content_type="application/json")
+
+    return Site(
+        {"/": page("/victim"), "/victim": victim, "/rendering": signal, "/after": page()},
+        fallback=lambda r: Response(body=b"{}", content_type="application/json"),
+    )
+
+
+async def crawl_and_crash(
+    crash: Callable[[ChromiumFetcher], Any],
+) -> tuple[dict[str, CrawlRecord], trio_crawl.CrawlSummary, SiteServer]:
+    rendering = threading.Event()
+    records: dict[str, CrawlRecord] = {}
+    with serve_site(crash_site(rendering)) as server:
+        options: dict[str, Any] = {"render": True, "browser": BROWSER, "render_wait": 5.0}
+        config = trio_crawl.CrawlConfig(start_urls=[server.url("/")], retries=1, **options)
+        with trio.fail_after(LIMIT):
+            async with trio_crawl.open_fetcher(config) as fetcher, trio.open_nursery() as nursery:
+                assert isinstance(fetcher, ChromiumFetcher)
+
+                async def crash_when_rendering() -> None:
+                    await trio.to_thread.run_sync(rendering.wait, LIMIT)
+                    await crash(fetcher)
+
+                nursery.start_soon(crash_when_rendering)
+                summary = await trio_crawl.run_crawl(
+                    server.url("/"),
+                    fetcher=fetcher,
+                    on_record=lambda r: records.__setitem__(r.url, r),
+                    retries=1,
+                    **options,
+                )
+    return records, summary, server
+
+
+async def test_a_crashed_tab_is_retried_in_a_new_tab() -> None:
+    async def crash_tab(fetcher: ChromiumFetcher) -> None:
+        session = fetcher._session
+        assert session is not None and len(session.lives) == 1
+        (target,) = session.lives
+        with trio.move_on_after(2):  # a crashing tab does not answer
+            await session.cdp.send("Page.crash", {}, session._attached[target])
+
+    records, summary, server = await crawl_and_crash(crash_tab)
+    victim = records[server.url("/victim")]
+    assert victim.error is None and victim.attempts == 2 and victim.extra["rendered"] is True
+    assert server.url("/after") in records
+    assert summary.render_failures == 1 and summary.browsers == 1
+
+
+async def test_a_crashed_browser_is_restarted_and_its_page_retried() -> None:
+    async def kill_browser(fetcher: ChromiumFetcher) -> None:
+        assert fetcher.browser_pid is not None
+        os.kill(fetcher.browser_pid, signal.SIGKILL)
+
+    records, summary, server = await crawl_and_crash(kill_browser)
+    victim = records[server.url("/victim")]
+    assert victim.error is None and victim.attempts == 2 and victim.extra["rendered"] is True
+    assert server.url("/after") in records
+    assert summary.render_failures == 1 and summary.browsers == 2
+
+
+# -- 1: the browser ends with the crawler ---------------------------------------
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rpartition(")")[2].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` that still run (a zombie has an empty command line)."""
+    found = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except OSError:
+            pass
+    return found
+
+
+async def wait_gone(pids: set[int]) -> None:
+    """Wait until every process in ``pids`` has exited (pidfds: no polling)."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+async def test_the_browser_ends_with_the_crawler(how: signal.Signals, tmp_path: Path) -> None:
+    rendering = threading.Event()
+    with serve_site(crash_site(rendering)) as server:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+        crawler = subprocess.Popen(  # noqa: ASYNC220 (starting it does not block)
+            [sys.executable, "-m", "trio_crawl", server.url("/victim"), "--render",
+             "--render-wait", "60", "--timeout", "60", "--grace", "0.5", "--browser", BROWSER,
+             "-o", str(tmp_path / "out.jsonl")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            with trio.fail_after(LIMIT):
+                await trio.to_thread.run_sync(rendering.wait, LIMIT)
+                browsers = descendants(crawler.pid)
+                assert browsers, "the browser runs below the crawler"
+                crawler.send_signal(how)
+                await trio.to_thread.run_sync(crawler.wait)
+                await wait_gone(browsers)
+        finally:
+            crawler.kill()
+            crawler.wait()
+    assert alive(browsers) == set()
+    if how is signal.SIGINT:  # Ctrl-C: a graceful stop, the usual exit
+        assert crawler.returncode == 130
+        assert b"Traceback" not in (crawler.stderr.read() if crawler.stderr else b"")
+
+
+async def test_a_warc_keeps_what_came_over_the_network_and_handlers_get_the_dom(
+    tmp_path: Path,
+) -> None:
+    seen: dict[str, str] = {}
+
+    async def handler(page: trio_crawl.Page) -> None:
+        seen[page.url] = page.text
+
+    warc = tmp_path / "crawl.warc.gz"
+    with serve_site(SCRIPTED) as server:
+        await crawl(server.url("/"), warc=str(warc), handler=handler, max_pages=1)
+    stored = read_warc_responses(warc)[server.url("/")]
+    assert stored.body == SCRIPTED.routes["/"].body  # type: ignore[union-attr]
+    assert '<a href="/written">w</a>' in seen[server.url("/")]
+    assert '<a href="/in-shadow">s</a>' in seen[server.url("/")]

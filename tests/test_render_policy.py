@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trio_crawl.cli.main import main
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
 from trio_crawl.core.models import FetchResult
 from trio_crawl.core.url import Scope
@@ -167,3 +168,33 @@ def test_a_page_that_leaves_is_settled_at_once() -> None:
     assert life.settled_at() is None and left == []
     life.document_request("http://127.0.0.1:8000/next")
     assert life.settled_at() == 10.0 and left == [True]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--render", "--browser", "/no/such/chromium"], {},
+         "--browser: not an executable browser: /no/such/chromium"),
+        (["--render"], {BROWSER_ENV: "/no/such/chrome"},
+         f"{BROWSER_ENV}: not an executable browser: /no/such/chrome"),
+        (["--render", "--render-wait", "0"], {}, None),
+        (["--render-wait", "3"], {}, "--render-wait needs --render"),
+        (["--browser", "chromium"], {}, "--browser needs --render"),
+    ],
+)  # fmt: skip
+def test_render_usage_errors_are_one_line_and_exit_2(
+    args: list[str],
+    env: dict[str, str],
+    message: str | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit_:
+        main(["http://127.0.0.1:9/", "-o", "-", *args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    if message is not None:
+        assert err.endswith(message)
