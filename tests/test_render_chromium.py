@@ -398,3 +398,36 @@ async def test_a_warc_keeps_what_came_over_the_network_and_handlers_get_the_dom(
     assert stored.body == SCRIPTED.routes["/"].body  # type: ignore[union-attr]
     assert '<a href="/written">w</a>' in seen[server.url("/")]
     assert '<a href="/in-shadow">s</a>' in seen[server.url("/")]
+
+
+# -- 6: --render auto -------------------------------------------------------------
+
+
+def mixed_site() -> Site:
+    """``/docs/``: 6 plain pages in a chain; ``/app/``: 3 pages whose next
+    link a script writes."""
+    routes: dict[str, Any] = {"/": page("/docs/0.html", "/app/0.html")}
+    for i in range(6):
+        routes[f"/docs/{i}.html"] = page(*([f"/docs/{i + 1}.html"] if i < 5 else []))
+    for i in range(3):
+        code = f"document.write('<a href=\"/app/{i + 1}.html\">next</a>')" if i < 2 else ""
+        routes[f"/app/{i}.html"] = html(script(code))
+    return Site(routes)
+
+
+async def test_render_auto_renders_only_where_scripts_add_links() -> None:
+    with serve_site(mixed_site()) as server:
+        records, summary = await crawl(server.url("/"), render="auto")
+    docs = {f"/docs/{i}.html" for i in range(6)}
+    app = {f"/app/{i}.html" for i in range(3)}
+    assert paths(records, server) == {"/"} | docs | app  # what --render finds
+    rendered = {p for p in paths(records, server) if records[server.url(p)].extra.get("rendered")}
+    assert app <= rendered
+    assert rendered & docs == {"/docs/0.html", "/docs/1.html", "/docs/2.html"}  # the samples
+    host = server.base_url.removeprefix("http://")
+    assert summary.render_auto[f"{host}/app/"] == (
+        "3 rendered, 0 as served: scripts add links (2 of 3 renders)"
+    )
+    assert summary.render_auto[f"{host}/docs/"] == (
+        "3 rendered, 3 as served: static HTML has every link (3 renders)"
+    )

@@ -8,10 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_crawl.cli.main import main
+from trio_crawl.cli.options import build_parser
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
 from trio_crawl.core.models import FetchResult
 from trio_crawl.core.url import Scope
 from trio_crawl.errors import ConfigError
+from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
 from trio_crawl.fetch.chromium.cdp import split_frames
 from trio_crawl.fetch.chromium.fetcher import encode_dom
 from trio_crawl.fetch.chromium.life import QUIET, DocumentStep, PageLife, fulfilled_headers
@@ -198,3 +200,56 @@ def test_render_usage_errors_are_one_line_and_exit_2(
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     if message is not None:
         assert err.endswith(message)
+
+
+@pytest.mark.parametrize(
+    ("url", "pattern"),
+    [
+        ("http://h:1/", "h:1/"),
+        ("http://h:1/index.html?x=1", "h:1/"),
+        ("http://h:1/docs/intro.html", "h:1/docs/"),
+        ("http://h:1/item/42/view", "h:1/item/*/"),
+        ("http://h:1/item/7/view", "h:1/item/*/"),
+        ("http://h:1/a/b/", "h:1/a/b/"),
+    ],
+)
+def test_pages_are_grouped_by_host_and_directories(url: str, pattern: str) -> None:
+    assert pattern_of(url) == pattern
+
+
+def test_auto_samples_then_renders_only_where_scripts_add_links() -> None:
+    planner = RenderPlanner(samples=2, recheck=4)
+    # A burst of new pages: each is rendered until two renders have told us.
+    assert all(planner.decide(f"http://h/app/{i}.html").render for i in range(3))
+    # Rendering /app/ found nothing new twice: static from now on, a re-check every 4th.
+    assert not planner.learn("http://h/app/0.html", ["http://h/x"], ["http://h/x"])
+    assert not planner.learn("http://h/app/1.html", [], [])
+    decisions = [planner.decide(f"http://h/app/{i}.html") for i in range(3, 10)]
+    assert [d.render for d in decisions] == [False, False, False, True, False, False, False]
+    assert decisions[3].reason == "re-check" and decisions[0].reason == STATIC_ENOUGH
+    # /spa/: the first render finds a link the HTML lacks: every page is rendered.
+    assert planner.decide("http://h/spa/a").render
+    assert planner.learn("http://h/spa/a", ["http://h/1"], ["http://h/1", "http://h/2"])
+    assert all(planner.decide(f"http://h/spa/{i}").render for i in range(10))
+    report = {r.pattern: r for r in planner.report()}
+    assert report["h/spa/"].reason == "scripts add links (1 of 1 renders)"
+    assert report["h/app/"].reason == "static HTML has every link (2 renders)"
+    assert (report["h/app/"].rendered, report["h/app/"].static) == (2, 6)
+
+
+@pytest.mark.parametrize(
+    ("argv", "render", "urls"),
+    [
+        (["--render", "http://a/"], True, ["http://a/"]),
+        (["--render", "auto", "http://a/"], "auto", ["http://a/"]),
+        (["http://a/", "--render"], True, ["http://a/"]),
+        (["--render", "http://a/", "http://b/"], True, ["http://a/", "http://b/"]),
+        (["http://a/"], False, ["http://a/"]),
+    ],
+)
+def test_render_takes_auto_and_gives_a_start_url_back(
+    argv: list[str], render: object, urls: list[str]
+) -> None:
+    args = build_parser().parse_args(argv)
+    assert args.render == render
+    assert [*getattr(args, "render_urls", []), *args.urls] == urls

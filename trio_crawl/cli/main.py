@@ -41,7 +41,8 @@ def run_cli(argv: Sequence[str]) -> int:
                 raise UsageError("--status needs --state FILE")
             print(status_text(args.state))
             return EXIT_OK
-        start_urls = [parse_start_url(u) for u in args.urls]
+        urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
+        start_urls = [parse_start_url(u) for u in urls]
         if not start_urls and args.state:
             start_urls = stored_start_urls(args.state) or []
         if not start_urls and not args.seeds:

@@ -33,6 +33,26 @@ from .common import UsageError, UsageParser
 from .identity import add_identity_options, identity_options
 
 
+class RenderOption(argparse.Action):
+    """``--render`` (True) or ``--render auto``. argparse gives an optional
+    value the next word whatever it is, so a start URL right after
+    ``--render`` is handed back to the start URLs (``render_urls``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if values == "auto":
+            setattr(namespace, self.dest, "auto")
+            return
+        setattr(namespace, self.dest, True)
+        if isinstance(values, str):
+            namespace.render_urls = [*getattr(namespace, "render_urls", []), values]
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -135,9 +155,12 @@ def build_parser(
     )
     p.add_argument(
         "--render",
-        action="store_true",
-        help="render HTML pages in headless Chromium and read links from the rendered DOM"
-        " (README: Rendering)",
+        nargs="?",
+        action=RenderOption,
+        default=False,
+        metavar="auto",
+        help="render HTML pages in headless Chromium and read links from the rendered DOM;"
+        " --render auto: only where rendering adds links (README: Rendering)",
     )
     p.add_argument(
         "--render-wait",

@@ -91,6 +91,11 @@ def summary_table(summary: CrawlSummary) -> Table:
     )
     if summary.browsers:
         table.add_row("rendered", rendered(summary))
+    for i, (pattern, why) in enumerate(summary.render_auto.items()):
+        if i == 8:
+            table.add_row("", f"... and {len(summary.render_auto) - 8:,} more patterns")
+            break
+        table.add_row("  rendered?" if i == 0 else "", f"{pattern}: {why}")
     if summary.render_blocked:
         blocked = sorted(summary.render_blocked.items(), key=lambda kv: (-kv[1], kv[0]))
         table.add_row(

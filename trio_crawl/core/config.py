@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
@@ -89,8 +90,9 @@ class CrawlConfig:
     cookies: CookieJar | None = field(default=None, repr=False, compare=False)
     #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
     proxy: str | None = field(default=None, repr=False)
-    #: Render HTML pages in headless Chromium (``--render``; README, Rendering).
-    render: bool = False
+    #: Render HTML pages in headless Chromium (``--render``; README, Rendering):
+    #: True for every page, "auto" where rendering adds links (``--render auto``).
+    render: bool | Literal["auto"] = False
     #: The longest wait for a rendered page to settle (load + quiet network).
     render_wait: float = 5.0
     #: The browser executable (``--browser``; else $TRIO_CRAWL_BROWSER, else
@@ -124,6 +126,10 @@ class CrawlConfig:
                 f"--max-crawl-delay must be a number of seconds >= 0 (got {self.max_crawl_delay})",
             ),
             (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
+            (
+                self.render in (True, False, "auto"),
+                f'render must be True, False or "auto" (got {self.render!r})',
+            ),
             (
                 0 < self.render_wait < float("inf"),
                 f"--render-wait must be a number of seconds > 0 (got {self.render_wait})",

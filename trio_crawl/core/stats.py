@@ -62,6 +62,9 @@ class CrawlSummary:
     render_failures: int = 0
     browsers: int = 0
     render_blocked: dict[str, int] = field(default_factory=dict)
+    #: ``--render auto``: per page pattern (host and directories), what was
+    #: decided and why ("scripts add links (2 of 3 renders)").
+    render_auto: dict[str, str] = field(default_factory=dict)
 
     @property
     def pages_per_second(self) -> float:

@@ -13,7 +13,7 @@ import functools
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
 from http.cookiejar import CookieJar
-from typing import TypedDict, TypeVar, Unpack
+from typing import Literal, TypedDict, TypeVar, Unpack
 
 import trio
 
@@ -77,7 +77,7 @@ class CrawlOptions(TypedDict, total=False):
     netrc_file: str | None
     cookies: CookieJar | None
     proxy: str | None
-    render: bool
+    render: bool | Literal["auto"]
     render_wait: float
     browser: str | None
 

@@ -36,6 +36,7 @@ async def open_render_fetcher(
         max_tabs=config.workers,
         render_wait=config.render_wait,
         timeout=config.timeout,
+        auto=config.render == "auto",
     )
     policy = RequestPolicy(
         config.scope().allows,
@@ -64,4 +65,8 @@ def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSumm
         render_failures=stats.failed,
         browsers=stats.browsers,
         render_blocked=stats.blocked,
+        render_auto={
+            r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
+            for r in stats.auto
+        },
     )

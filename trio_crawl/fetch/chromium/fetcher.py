@@ -40,8 +40,10 @@ import trio
 
 from ...core.http import is_html_content_type
 from ...core.models import FetchResult
+from ...core.parse import extract_links
 from ...errors import FetchError
 from ..base import Fetcher
+from .auto import PatternReport, RenderPlanner
 from .browser import open_browser
 from .cdp import BrowserClosed, CdpError
 from .life import PageLife
@@ -53,6 +55,8 @@ __all__ = ["ChromiumFetcher", "ChromiumStatistics", "RenderSettings", "open_chro
 
 #: Seconds a settled page gets to hand over its DOM.
 READ_LIMIT = 5.0
+#: ``--render auto`` compares bodies this large in a thread.
+_THREAD_PARSE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +66,8 @@ class RenderSettings:
     ``executable``: the browser (``core.browser.find_browser``);
     ``user_agent``: sent by the browser too; ``max_tabs``: tabs
     at once; ``render_wait``: the longest wait for a page to settle;
-    ``timeout``: a page's whole budget (fetch and render).
+    ``timeout``: a page's whole budget (fetch and render); ``auto``:
+    render only where it adds links (``--render auto``, ``auto.RenderPlanner``).
     """
 
     executable: str
@@ -70,6 +75,7 @@ class RenderSettings:
     max_tabs: int = 16
     render_wait: float = 5.0
     timeout: float = 30.0
+    auto: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +83,14 @@ class ChromiumStatistics:
     """``rendered``: pages rendered; ``failed``: renders that failed;
     ``browsers``: browsers started (more than one: restarts); ``blocked``:
     browser requests refused, by reason (scope, robots, kind, requisite,
-    scheme, popup, dialog)."""
+    scheme, popup, dialog); ``auto``: with ``--render auto``, what was
+    rendered where, and why."""
 
     rendered: int
     failed: int
     browsers: int
     blocked: dict[str, int]
+    auto: list[PatternReport]
 
 
 class _Robots:
@@ -135,12 +143,16 @@ class ChromiumFetcher:
         self._browsers = 0
         self._blocked: Counter[str] = Counter()
         self._closed = False
+        self._planner = RenderPlanner() if settings.auto else None
 
     def statistics(self) -> ChromiumStatistics:
         blocked = Counter(self._blocked)
         if self._session is not None:
             blocked.update(self._session.blocked)
-        return ChromiumStatistics(self._rendered, self._failed, self._browsers, dict(blocked))
+        auto = self._planner.report() if self._planner is not None else []
+        return ChromiumStatistics(
+            self._rendered, self._failed, self._browsers, dict(blocked), auto
+        )
 
     @property
     def browser_pid(self) -> int | None:
@@ -155,13 +167,30 @@ class ChromiumFetcher:
             self._robots_source.kept[url] = result
         if not _wants_render(url, result):
             return result
+        if self._planner is not None and not self._planner.decide(url).render:
+            return result
         deadline = min(self.settings.render_wait + READ_LIMIT, self.settings.timeout)
         with trio.move_on_after(deadline) as scope:
             html = await self._render(url, result)
         if scope.cancelled_caught:
             self._failed += 1
             raise FetchError("render", f"the page gave no DOM within {deadline:g} s")
+        if self._planner is not None:
+            await self._learn(url, result, html)
         return html
+
+    async def _learn(self, url: str, static: FetchResult, rendered: FetchResult) -> None:
+        """Tell the planner what rendering added (links, as the crawl reads them)."""
+        big = max(len(static.body), len(rendered.body)) >= _THREAD_PARSE_BYTES
+        parse = extract_links
+        if big:
+            before = await trio.to_thread.run_sync(parse, static.body, url, static.content_type)
+            after = await trio.to_thread.run_sync(parse, rendered.body, url, rendered.content_type)
+        else:
+            before = parse(static.body, url, static.content_type)
+            after = parse(rendered.body, url, rendered.content_type)
+        assert self._planner is not None
+        self._planner.learn(url, before, after)
 
     async def _render(self, url: str, result: FetchResult) -> FetchResult:
         async with self._tabs:
