@@ -18,8 +18,9 @@ Rules:
 2. At most ``max_tabs`` tabs (one per busy worker), kept and reused; a tab
    whose render failed is discarded.
 3. Each render has a deadline: ``render_wait`` to settle plus
-   ``READ_LIMIT`` to read the DOM, and never more than the fetch timeout.
-   Past it the page is a ``FetchError("render")``.
+   ``READ_LIMIT`` to read the DOM, and never more than what the fetch left
+   of ``timeout``, the page's whole budget. Past it the page is a
+   ``FetchError("render")``.
 4. robots.txt for the browser's own requests comes from a ``RobotsCache``
    over ``inner``; the crawler's robots.txt answers passing through
    ``fetch`` are kept for it, so a host's robots.txt is normally requested
@@ -169,7 +170,8 @@ class ChromiumFetcher:
             return result
         if self._planner is not None and not self._planner.decide(url).render:
             return result
-        deadline = min(self.settings.render_wait + READ_LIMIT, self.settings.timeout)
+        left = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
+        deadline = min(self.settings.render_wait + READ_LIMIT, left)
         with trio.move_on_after(deadline) as scope:
             html = await self._render(url, result)
         if scope.cancelled_caught:
