@@ -14,6 +14,7 @@ from trio_crawl.core.models import FetchResult
 from trio_crawl.core.url import Scope
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
+from trio_crawl.fetch.chromium.browser import browser_command, browser_environment
 from trio_crawl.fetch.chromium.cdp import split_frames
 from trio_crawl.fetch.chromium.fetcher import encode_dom
 from trio_crawl.fetch.chromium.life import QUIET, DocumentStep, PageLife, fulfilled_headers
@@ -253,3 +254,23 @@ def test_render_takes_auto_and_gives_a_start_url_back(
     args = build_parser().parse_args(argv)
     assert args.render == render
     assert [*getattr(args, "render_urls", []), *args.urls] == urls
+
+
+def test_the_browser_gets_a_fresh_profile_as_its_home_and_the_crawls_proxy() -> None:
+    env = browser_environment({"HOME": "/root", "PATH": "/bin"}, "/tmp/p")
+    assert env == {
+        "HOME": "/tmp/p",
+        "PATH": "/bin",
+        "XDG_CONFIG_HOME": "/tmp/p/config",
+        "XDG_CACHE_HOME": "/tmp/p/cache",
+        "XDG_DATA_HOME": "/tmp/p/data",
+    }
+    command = browser_command("/usr/bin/chromium", "/tmp/p", "bot/1.0")
+    assert command[0] == "/usr/bin/chromium" and command[-1] == "about:blank"
+    assert {"--headless", "--remote-debugging-pipe", "--user-data-dir=/tmp/p",
+            "--user-agent=bot/1.0"} <= set(command)  # fmt: skip
+    assert not any("proxy" in flag for flag in command)  # None: the environment's
+    assert "--no-proxy-server" in browser_command("c", "/p", "ua", "")
+    assert "--proxy-server=http://127.0.0.1:3128" in browser_command(
+        "c", "/p", "ua", "http://127.0.0.1:3128"
+    )

@@ -37,6 +37,7 @@ async def open_render_fetcher(
         render_wait=config.render_wait,
         timeout=config.timeout,
         auto=config.render == "auto",
+        proxy=config.proxy,
     )
     policy = RequestPolicy(
         config.scope().allows,

@@ -6,8 +6,9 @@ Rules:
    checks it); a browser that cannot be started is a ``ConfigError``.
 2. Chromium runs headless with ``--remote-debugging-pipe`` (fd 3: our
    commands, fd 4: its answers; no TCP port), in a new temporary
-   ``--user-data-dir`` removed afterwards, with no extensions, sync,
-   background networking or first-run state: nothing of the user's.
+   ``--user-data-dir`` removed afterwards, which is also its ``HOME`` and
+   XDG directories, with no extensions, sync, background networking or
+   first-run state: nothing of the user's is read or written.
 3. It ends with us. The pipe closing ends it: when our process dies, even by
    SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
    normal exit we ask it to close (``Browser.close``), close the pipe, wait
@@ -21,7 +22,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
@@ -36,13 +37,22 @@ __all__ = ["Browser", "browser_command", "open_browser"]
 EXIT_GRACE = 5.0
 
 
-def browser_command(executable: str, profile: str, user_agent: str) -> list[str]:
+def browser_command(
+    executable: str, profile: str, user_agent: str, proxy: str | None = None
+) -> list[str]:
     """Chromium's argument list: headless, the pipe, a fresh profile, the
-    crawl's User-Agent, and the background features that would talk to the
-    network switched off."""
+    crawl's User-Agent and proxy (``""``: none; None: the environment's), and
+    the background features that would talk to the network switched off."""
+    if proxy is None:
+        proxy_flags = []
+    elif proxy == "":
+        proxy_flags = ["--no-proxy-server"]
+    else:
+        proxy_flags = [f"--proxy-server={proxy}"]
     return [
         executable,
         f"--user-agent={user_agent}",
+        *proxy_flags,
         "--headless",
         "--remote-debugging-pipe",
         f"--user-data-dir={profile}",
@@ -64,7 +74,9 @@ def browser_command(executable: str, profile: str, user_agent: str) -> list[str]
         "--disable-gpu",
         "--disable-dev-shm-usage",
         "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
-        "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4",
+        "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4,"
+        "OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,"
+        "OptimizationHintsFetching,OptimizationTargetPrediction",
         "--password-store=basic",
         "--use-mock-keychain",
         *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox
@@ -91,8 +103,23 @@ def _high_fd(fd: int) -> int:
     return high
 
 
+def browser_environment(environ: Mapping[str, str], profile: str) -> dict[str, str]:
+    """The browser's environment: ours, with its home and XDG directories
+    inside the temporary profile, so that nothing (crash reports, the NSS
+    certificate database, caches) is read from or written to the user's."""
+    return {
+        **environ,
+        "HOME": profile,
+        "XDG_CONFIG_HOME": os.path.join(profile, "config"),
+        "XDG_CACHE_HOME": os.path.join(profile, "cache"),
+        "XDG_DATA_HOME": os.path.join(profile, "data"),
+    }
+
+
 @asynccontextmanager
-async def open_browser(executable: str, user_agent: str) -> AsyncIterator[Browser]:
+async def open_browser(
+    executable: str, user_agent: str, proxy: str | None = None
+) -> AsyncIterator[Browser]:
     """Start the browser; close and reap it, and remove its profile, on exit
     (also when cancelled)."""
     profile = tempfile.mkdtemp(prefix="trio-crawl-chromium-")
@@ -106,7 +133,8 @@ async def open_browser(executable: str, user_agent: str) -> AsyncIterator[Browse
 
     try:
         process = await trio.lowlevel.open_process(
-            browser_command(executable, profile, user_agent),
+            browser_command(executable, profile, user_agent, proxy),
+            env=browser_environment(os.environ, profile),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -68,7 +68,8 @@ class RenderSettings:
     ``user_agent``: sent by the browser too; ``max_tabs``: tabs
     at once; ``render_wait``: the longest wait for a page to settle;
     ``timeout``: a page's whole budget (fetch and render); ``auto``:
-    render only where it adds links (``--render auto``, ``auto.RenderPlanner``).
+    render only where it adds links (``--render auto``, ``auto.RenderPlanner``);
+    ``proxy``: the crawl's (``""``: none; None: the environment's).
     """
 
     executable: str
@@ -77,6 +78,7 @@ class RenderSettings:
     render_wait: float = 5.0
     timeout: float = 30.0
     auto: bool = False
+    proxy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +247,9 @@ class ChromiumFetcher:
     async def _run_browser(
         self, *, task_status: trio.TaskStatus[BrowserSession] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        async with open_browser(self.settings.executable, self.settings.user_agent) as browser:
+        async with open_browser(
+            self.settings.executable, self.settings.user_agent, self.settings.proxy
+        ) as browser:
             session = BrowserSession(browser, self._policy, self._robots)
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)
