@@ -17,10 +17,10 @@ Rules:
    crawler retries it within ``1 + --retries`` attempts).
 2. At most ``max_tabs`` tabs (one per busy worker), kept and reused; a tab
    whose render failed is discarded.
-3. Each render has a deadline: ``render_wait`` to settle plus
-   ``READ_LIMIT`` to read the DOM, and never more than what the fetch left
-   of ``timeout``, the page's whole budget. Past it the page is a
-   ``FetchError("render")``.
+3. A page settles within ``render_wait``; then its DOM is read, within
+   what the fetch left of ``timeout`` (the page's whole budget: a big DOM on
+   a busy machine takes seconds). Past it, as for a page whose scripts
+   never yield, the page is a ``FetchError("render")``.
 4. robots.txt for the browser's own requests comes from a ``RobotsCache``
    over ``inner``; the crawler's robots.txt answers passing through
    ``fetch`` are kept for it, so a host's robots.txt is normally requested
@@ -54,8 +54,8 @@ from .tab import RenderFailed, Tab
 
 __all__ = ["ChromiumFetcher", "ChromiumStatistics", "RenderSettings", "open_chromium_fetcher"]
 
-#: Seconds a settled page gets to hand over its DOM.
-READ_LIMIT = 5.0
+#: Seconds a browser gets to start and open a tab (not counted in a page's budget).
+START_LIMIT = 30.0
 #: ``--render auto`` compares bodies this large in a thread.
 _THREAD_PARSE_BYTES = 1024 * 1024
 
@@ -172,16 +172,17 @@ class ChromiumFetcher:
             return result
         if self._planner is not None and not self._planner.decide(url).render:
             return result
-        left = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
-        deadline = min(self.settings.render_wait + READ_LIMIT, left)
-        with trio.move_on_after(deadline) as scope:
-            html = await self._render(url, result)
-        if scope.cancelled_caught:
-            self._failed += 1
-            raise FetchError("render", f"the page gave no DOM within {deadline:g} s")
+        async with self._tabs:
+            tab = await self._take_tab()
+            deadline = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
+            with trio.move_on_after(deadline) as scope:
+                rendered = await self._render(tab, url, result)
+            if scope.cancelled_caught:
+                self._failed += 1
+                raise FetchError("render", f"the page gave no DOM within {deadline:g} s")
         if self._planner is not None:
-            await self._learn(url, result, html)
-        return html
+            await self._learn(url, result, rendered)
+        return rendered
 
     async def _learn(self, url: str, static: FetchResult, rendered: FetchResult) -> None:
         """Tell the planner what rendering added (links, as the crawl reads them)."""
@@ -196,25 +197,36 @@ class ChromiumFetcher:
         assert self._planner is not None
         self._planner.learn(url, before, after)
 
-    async def _render(self, url: str, result: FetchResult) -> FetchResult:
-        async with self._tabs:
-            tab: Tab | None = None
-            ok = False
+    async def _take_tab(self) -> Tab:
+        """An idle tab, or a new one (in a browser started if need be);
+        bounded by ``START_LIMIT``, not by the page's budget."""
+        with trio.move_on_after(START_LIMIT) as scope:
             try:
                 session = await self._session_now()
-                tab = self._idle.pop() if self._idle else await Tab.open(session)
-                life = PageLife(url, result, trio.current_time())
-                html = await tab.render(life, self.settings.render_wait)
-                ok = True
-            except (RenderFailed, BrowserClosed, CdpError) as exc:
+                return self._idle.pop() if self._idle else await Tab.open(session)
+            except (BrowserClosed, CdpError) as exc:
                 self._failed += 1
-                raise FetchError("render", str(exc) or type(exc).__name__) from None
-            finally:
-                if tab is not None:
-                    if ok and tab.session is self._session and not tab.session.cdp.closed:
-                        self._idle.append(tab)
-                    else:
-                        self._nursery.start_soon(tab.discard)
+                raise FetchError("render", f"no browser tab: {exc}") from None
+        assert scope.cancelled_caught
+        self._failed += 1
+        raise FetchError("render", f"the browser gave no tab within {START_LIMIT:g} s")
+
+    async def _render(self, tab: Tab, url: str, result: FetchResult) -> FetchResult:
+        """Render the page in ``tab``; the tab goes back to the idle ones
+        if all went well, else it is thrown away (rule 2)."""
+        ok = False
+        try:
+            life = PageLife(url, result, trio.current_time())
+            html = await tab.render(life, self.settings.render_wait)
+            ok = True
+        except (RenderFailed, BrowserClosed, CdpError) as exc:
+            self._failed += 1
+            raise FetchError("render", str(exc) or type(exc).__name__) from None
+        finally:
+            if ok and tab.session is self._session and not tab.session.cdp.closed:
+                self._idle.append(tab)
+            else:
+                self._nursery.start_soon(tab.discard)
         self._rendered += 1
         return dataclasses.replace(
             result,

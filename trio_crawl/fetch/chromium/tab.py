@@ -13,8 +13,8 @@ Rules:
    with its open shadow roots (``getHTML``), a ``<base>`` with the
    document's URL (a ``pushState`` route changes it) and, when the URL
    changed, a link to it. A page whose scripts never yield cannot answer:
-   a trivial script first gets ``PROBE_LIMIT`` seconds, then the render
-   fails and the tab is thrown away (``discard`` stops the script first).
+   the caller's deadline ends the render and the tab is thrown away
+   (``discard`` stops the script first).
 4. A tab that failed is never reused.
 """
 
@@ -31,11 +31,6 @@ from .life import PageLife
 from .session import BrowserSession
 
 __all__ = ["READ_DOM", "RenderFailed", "Tab"]
-
-
-#: Seconds a settled page's main thread gets to answer a trivial script; a
-#: page busy in a loop fails then rather than at the page's deadline.
-PROBE_LIMIT = 3.0
 
 
 class RenderFailed(Exception):
@@ -172,10 +167,6 @@ class Tab:
                 if at is None or trio.current_time() >= at:
                     break
                 await trio.sleep_until(at)
-        with trio.move_on_after(PROBE_LIMIT) as probe:
-            await self._send("Runtime.evaluate", {"expression": "0"})
-        if probe.cancelled_caught:
-            raise RenderFailed(f"the page's scripts did not yield for {PROBE_LIMIT:g} s")
         return await self._read_dom(life.url)
 
     async def _read_dom(self, url: str) -> str:
