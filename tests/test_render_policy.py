@@ -3,6 +3,8 @@ browser lookup, the pipe framing and the DOM's encoding. No browser here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +16,11 @@ from trio_crawl.core.models import FetchResult
 from trio_crawl.core.url import Scope
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
-from trio_crawl.fetch.chromium.browser import browser_command, browser_environment
+from trio_crawl.fetch.chromium.browser import (
+    browser_command,
+    browser_environment,
+    remove_orphan_profiles,
+)
 from trio_crawl.fetch.chromium.cdp import split_frames
 from trio_crawl.fetch.chromium.fetcher import encode_dom
 from trio_crawl.fetch.chromium.life import QUIET, DocumentStep, PageLife, fulfilled_headers
@@ -274,3 +280,15 @@ def test_the_browser_gets_a_fresh_profile_as_its_home_and_the_crawls_proxy() -> 
     assert "--proxy-server=http://127.0.0.1:3128" in browser_command(
         "c", "/p", "ua", "http://127.0.0.1:3128"
     )
+
+
+def test_profiles_of_crawlers_that_are_gone_are_removed(tmp_path: Path) -> None:
+    for name in ("trio-crawl-chromium-111-abc", "trio-crawl-chromium-222-def",
+                 "trio-crawl-chromium-x-1", "other-111-abc"):  # fmt: skip
+        (tmp_path / name).mkdir()
+    remove_orphan_profiles(str(tmp_path), alive=lambda pid: pid == 222)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "other-111-abc",
+        "trio-crawl-chromium-222-def",
+        "trio-crawl-chromium-x-1",
+    ]

@@ -12,7 +12,9 @@ Rules:
 3. It ends with us. The pipe closing ends it: when our process dies, even by
    SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
    normal exit we ask it to close (``Browser.close``), close the pipe, wait
-   a bounded time, then kill its process group.
+   a bounded time, then kill its process group. A profile left behind by a
+   killed crawler is removed by the next browser started on the machine
+   (``remove_orphan_profiles``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
@@ -33,6 +35,8 @@ from .cdp import CdpConnection, open_cdp
 
 __all__ = ["Browser", "browser_command", "open_browser"]
 
+#: Temporary profiles are named this, the crawler's process id and a random part.
+PROFILE_PREFIX = "trio-crawl-chromium-"
 #: How long a closing browser gets to exit before it is killed.
 EXIT_GRACE = 5.0
 
@@ -116,13 +120,38 @@ def browser_environment(environ: Mapping[str, str], profile: str) -> dict[str, s
     }
 
 
+def remove_orphan_profiles(directory: str, alive: Callable[[int], bool] | None = None) -> None:
+    """Remove the profiles that crawlers killed before they could (SIGKILL):
+    their name carries the crawler's process id, and that process is gone."""
+    alive = alive or _alive
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        owner = name.removeprefix(PROFILE_PREFIX).partition("-")[0]
+        if name.startswith(PROFILE_PREFIX) and owner.isdigit() and not alive(int(owner)):
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @asynccontextmanager
 async def open_browser(
     executable: str, user_agent: str, proxy: str | None = None
 ) -> AsyncIterator[Browser]:
     """Start the browser; close and reap it, and remove its profile, on exit
     (also when cancelled)."""
-    profile = tempfile.mkdtemp(prefix="trio-crawl-chromium-")
+    remove_orphan_profiles(tempfile.gettempdir())
+    profile = tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-")
     to_browser_r, to_browser_w = (_high_fd(fd) for fd in os.pipe())
     from_browser_r, from_browser_w = (_high_fd(fd) for fd in os.pipe())
 
