@@ -292,3 +292,8 @@ def test_profiles_of_crawlers_that_are_gone_are_removed(tmp_path: Path) -> None:
         "trio-crawl-chromium-222-def",
         "trio-crawl-chromium-x-1",
     ]
+
+
+def test_the_page_is_recognised_as_the_browser_writes_its_url() -> None:
+    life = PageLife("http://xn--caf-dma.example/a%20b", result(), started_at=0.0)
+    assert life.document_request("http://café.example/a b") is DocumentStep.FULFILL

@@ -80,7 +80,8 @@ def browser_command(
         "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
         "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4,"
         "OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,"
-        "OptimizationHintsFetching,OptimizationTargetPrediction",
+        "OptimizationHintsFetching,OptimizationTargetPrediction,"
+        "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable",  # http is fetched as http
         "--password-store=basic",
         "--use-mock-keychain",
         *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox

@@ -6,7 +6,8 @@ its decisions; no trio, no browser here, so each rule is tested directly.
 Rules:
 
 1. A tab's main frame is armed for exactly one document: the first
-   main-frame ``Document`` request for the URL we navigate to is answered
+   main-frame ``Document`` request for the URL we navigate to (as the
+   browser writes it, or canonicalized as the crawler does) is answered
    with the response the crawler already fetched (``fulfill``); the browser
    never fetches the page itself and never follows a redirect itself.
 2. Any later main-frame document request (``location.replace``, a meta
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...core.models import FetchResult
+from ...core.url import canonicalize
 
 __all__ = ["QUIET", "DocumentStep", "PageLife", "fulfilled_headers"]
 
@@ -79,7 +81,7 @@ class PageLife:
 
     def document_request(self, url: str) -> DocumentStep:
         """A main-frame document request for ``url`` (rules 1 and 2)."""
-        if not self.document_sent and url == self.url:
+        if not self.document_sent and (url == self.url or canonicalize(url) == self.url):
             self.document_sent = True
             return DocumentStep.FULFILL
         if self.document_sent and self.client_redirect is None:

@@ -131,7 +131,11 @@ class BrowserSession:
         request_id = params["requestId"]
         url: str = params["request"]["url"]
         kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
-        life = self.lives.get(params.get("frameId", ""))
+        frame = params.get("frameId", "")
+        life = self.lives.get(frame)
+        if life is None and kind == "Document" and frame in self._own:
+            # A tab between pages (a late timer of the last one): it goes nowhere.
+            return self._fail(request_id, "client_redirect", None)
         if life is not None:
             life.request_started(trio.current_time())
             if kind == "Document":
