@@ -85,7 +85,10 @@ history.pushState({}, '', '/route/pushed');
 """
             )
         ),
-        "/links.json": Response(body=b'["/from-json"]', content_type="application/json"),
+        # Slower than the 500 ms of quiet: the page waits for requests in flight.
+        "/links.json": Response(
+            body=b'["/from-json"]', content_type="application/json", delay=0.8
+        ),
         **{p: page() for p in ("/static", "/written", "/on-ready", "/after-timer",
                                 "/from-json", "/in-shadow", "/route/pushed")},
     }

@@ -297,3 +297,17 @@ def test_profiles_of_crawlers_that_are_gone_are_removed(tmp_path: Path) -> None:
 def test_the_page_is_recognised_as_the_browser_writes_its_url() -> None:
     life = PageLife("http://xn--caf-dma.example/a%20b", result(), started_at=0.0)
     assert life.document_request("http://café.example/a b") is DocumentStep.FULFILL
+
+
+def test_a_request_in_flight_keeps_the_page_unsettled() -> None:
+    life = PageLife("http://127.0.0.1:8000/", result(), started_at=0.0)
+    life.loaded = True
+    life.request_sent("a", 1.0)
+    life.request_sent("b", 1.1)
+    assert life.settled_at() is None
+    life.request_ended("a", 1.2)
+    assert life.settled_at() is None  # b is still out
+    life.request_ended("b", 4.0)  # a slow fetch(): quiet counts from its end
+    assert life.settled_at() == 4.0 + QUIET
+    life.request_ended("b", 9.0)  # told twice: nothing moves
+    assert life.settled_at() == 4.0 + QUIET

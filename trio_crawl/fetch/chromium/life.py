@@ -14,9 +14,10 @@ Rules:
    refresh, a link clicked by a script) is a client-side redirect: the first
    one's URL is kept and the request is failed, so the tab stays on the page;
    the page counts as settled at once (``on_leave``).
-3. The network is quiet when no request has started for ``QUIET`` seconds
-   after the load event; ``settled_at`` says when that will be, given what
-   is known now.
+3. The network is quiet after the load event when no request is in flight
+   and none has started or ended for ``QUIET`` seconds (a ``fetch()`` whose
+   answer is slow is waited for); ``settled_at`` says when that will be,
+   given what is known now.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class PageLife:
     client_redirect: str | None = None
     last_request_at: float = 0.0
     requests: int = 0
+    #: Requests of the page sent and not yet finished or failed (by id).
+    in_flight: set[str] = field(default_factory=set)
     blocked: Counter[str] = field(default_factory=Counter)
     #: Called when the page starts leaving (a client redirect): the tab
     #: stops waiting for it to settle.
@@ -94,11 +97,23 @@ class PageLife:
         self.requests += 1
         self.last_request_at = max(self.last_request_at, now)
 
+    def request_sent(self, request_id: str, now: float) -> None:
+        """A request of the page went out (the tab's network events)."""
+        self.in_flight.add(request_id)
+        self.last_request_at = max(self.last_request_at, now)
+
+    def request_ended(self, request_id: str, now: float) -> None:
+        """A request finished or failed: quiet counts from now."""
+        if request_id in self.in_flight:
+            self.in_flight.discard(request_id)
+            self.last_request_at = max(self.last_request_at, now)
+
     def settled_at(self) -> float | None:
         """When the page counts as settled if nothing new starts (rule 3);
-        None before the load event. A page that is leaving is settled."""
+        None before the load event or while a request is in flight. A page
+        that is leaving is settled."""
         if self.client_redirect is not None:
             return self.started_at
-        if not self.loaded:
+        if not self.loaded or self.in_flight:
             return None
         return self.last_request_at + QUIET

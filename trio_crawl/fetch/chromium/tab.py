@@ -6,9 +6,9 @@ Rules:
    while it runs watches the tab's events: a dialog is dismissed at once, a
    crash ends the render (``RenderFailed``), the ``load`` lifecycle event of
    this navigation (matched by its loader id) starts the quiet wait.
-2. The page settles at load plus ``QUIET`` seconds without a new request,
-   or when ``render_wait`` runs out, whichever comes first; the DOM is read
-   then, whatever the page is doing.
+2. The page settles at load plus ``QUIET`` seconds with no request in
+   flight (the tab's ``Network`` events), or when ``render_wait`` runs out,
+   whichever comes first; the DOM is read then, whatever the page is doing.
 3. The DOM is read by one ``Runtime.evaluate``: the document serialised
    with its open shadow roots (``getHTML``), a ``<base>`` with the
    document's URL (a ``pushState`` route changes it) and, when the URL
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from typing import Any
 
 import trio
@@ -67,6 +68,7 @@ class Tab:
         self.target = target
         self.session_id = session_id
         self._events = session.cdp.subscribe(session_id)
+        self._changed = trio.Event()
         self.renders = 0
 
     @classmethod
@@ -78,6 +80,7 @@ class Tab:
             ("Page.enable", {}),
             ("Page.setLifecycleEventsEnabled", {"enabled": True}),
             ("Inspector.enable", {}),
+            ("Network.enable", {"maxPostDataSize": 0}),
             ("Network.setBlockedURLs", {"urls": ["ws://*", "wss://*"]}),
             ("Runtime.runIfWaitingForDebugger", {}),
         ):
@@ -113,6 +116,12 @@ class Tab:
                     elif event.method == "Inspector.targetCrashed":
                         life.crashed = True
                         nursery.cancel_scope.cancel()
+                    elif event.method == "Network.requestWillBeSent":
+                        life.request_sent(event.params["requestId"], trio.current_time())
+                        self._changed.set()
+                    elif event.method in ("Network.loadingFinished", "Network.loadingFailed"):
+                        life.request_ended(event.params["requestId"], trio.current_time())
+                        self._changed.set()
                     elif event.method == "Page.lifecycleEvent":
                         params = event.params
                         if params.get("name") == "load" and params.get("frameId") == self.target:
@@ -164,9 +173,11 @@ class Tab:
             life.loaded = True
             while True:  # each request seen moves the settling time on
                 at = life.settled_at()
-                if at is None or trio.current_time() >= at:
+                if at is not None and trio.current_time() >= at:
                     break
-                await trio.sleep_until(at)
+                self._changed = trio.Event()  # set by the next network event
+                with trio.move_on_at(math.inf if at is None else at):
+                    await self._changed.wait()
         return await self._read_dom(life.url)
 
     async def _read_dom(self, url: str) -> str:
