@@ -168,6 +168,8 @@ class Tab:
         if loader[0] in loads:
             loaded.set()
         life.on_leave = loaded.set
+        if life.client_redirect is not None:  # it left while we navigated
+            loaded.set()
         with trio.move_on_after(render_wait):
             await loaded.wait()
             life.loaded = True
