@@ -142,11 +142,11 @@ def test_the_browser_named_wins_then_the_environment_then_path() -> None:
 
 
 def test_no_browser_is_a_one_line_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"^--browser: not an executable browser: /no/such$"):
+    with pytest.raises(ConfigError, match=r"^browser=: not an executable browser: /no/such$"):
         find_browser("/no/such", {}, which_of("chromium"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=rf"^{BROWSER_ENV}: not an executable browser: nope$"):
         find_browser(None, {BROWSER_ENV: "nope"}, which_of("chromium"))  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"^--render needs Chromium: install it \(Debian"):
+    with pytest.raises(ConfigError, match=r"^render=True needs Chromium: install it \(Debian"):
         find_browser(None, {}, which_of())  # type: ignore[arg-type]
 
 
@@ -187,6 +187,9 @@ def test_a_page_that_leaves_is_settled_at_once() -> None:
         (["--render"], {BROWSER_ENV: "/no/such/chrome"},
          f"{BROWSER_ENV}: not an executable browser: /no/such/chrome"),
         (["--render", "--render-wait", "0"], {}, None),
+        (["--render"], {"PATH": "/nonexistent"},
+         "--render needs Chromium: install it (Debian: apt-get install chromium) "
+         f"or name it with --browser or {BROWSER_ENV}"),
         (["--render-wait", "3"], {}, "--render-wait needs --render"),
         (["--browser", "chromium"], {}, "--browser needs --render"),
     ],
@@ -198,6 +201,7 @@ def test_render_usage_errors_are_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv(BROWSER_ENV, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit) as exit_:

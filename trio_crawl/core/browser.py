@@ -25,23 +25,25 @@ def find_browser(
     environ: Mapping[str, str],
     which: Callable[[str], str | None] = shutil.which,
 ) -> str:
-    """The browser executable to run: ``explicit`` (``--browser``), else
+    """The browser executable to run: ``explicit`` (``browser=``), else
     ``$TRIO_CRAWL_BROWSER``, else the first of ``DEFAULT_BROWSERS`` on PATH.
 
     Raises ``ConfigError`` (one line) when the one named is not an
     executable, or none is named and none is found.
     """
-    for source, name in (("--browser", explicit), (BROWSER_ENV, environ.get(BROWSER_ENV))):
+    for source, name in (("browser=", explicit), (BROWSER_ENV, environ.get(BROWSER_ENV))):
         if name:
             found = which(name)
             if found is None:
-                raise ConfigError(f"{source}: not an executable browser: {name}")
+                raise ConfigError(f"{source}: not an executable browser: {name}", source)
             return found
     for name in DEFAULT_BROWSERS:
         found = which(name)
         if found is not None:
             return found
     raise ConfigError(
-        "--render needs Chromium: install it (Debian: apt-get install chromium) "
-        f"or name it with --browser PATH or {BROWSER_ENV}"
+        "render=True needs Chromium: install it (Debian: apt-get install chromium) "
+        f"or name it with browser= or {BROWSER_ENV}",
+        "render=True",
+        "browser=",
     )
