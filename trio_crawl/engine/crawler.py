@@ -163,11 +163,9 @@ class Crawler:
         )
 
     def summary(self) -> CrawlSummary:
-        f = self.frontier.statistics()
+        unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
         summary = self.stats.summary(
-            elapsed=self.statistics().elapsed,
-            stopped=self._pool.stopping,
-            unfinished=self.frontier.unfinished + f.dropped,
+            elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
         return with_render_statistics(summary, self._fetcher)
 

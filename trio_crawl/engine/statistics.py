@@ -1,10 +1,13 @@
-"""What a running crawl shows a progress display (``Crawler.statistics``)."""
+"""What a running crawl shows a progress display (``Crawler.statistics``),
+and what its summary adds from a rendering fetcher (``--render``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import trio
+
+from .render import with_render_statistics as with_render_statistics  # re-exported
 
 
 @dataclass(frozen=True, slots=True)
