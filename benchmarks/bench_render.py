@@ -14,6 +14,10 @@ JSON), then crawls it at each tab count with:
 - ``static``: trio-crawl without ``--render`` on a copy of the site whose
   links are plain HTML: what a render costs per page against a static fetch.
 
+With ``--mixed``, one page in ten is scripted (``/m/app/``, links written by
+``document.write``), the rest plain (``/m/doc/``): ``render`` (``--render``)
+against ``auto`` (``--render auto``), which must find the same pages.
+
 Contenders run alternately, each in a fresh child process, timed from
 before its browser starts to the end of its crawl (the interpreter's own
 start is left out); the parent serves
@@ -79,9 +83,32 @@ def static_page(i: int, pages: int) -> Response:
     return Response(body=body.encode())
 
 
+def mixed_url(n: int) -> str:
+    """``--mixed``: one page in ten lives in the scripted section ``/m/app/``."""
+    return f"/m/app/{n}" if n % 10 == 0 else f"/m/doc/{n}"
+
+
+def mixed_page(i: int, pages: int) -> Response:
+    kids = children_of(i, pages)
+    text = f"<p>Page {i}. " + "Some text to render. " * 40 + "</p>"
+    if i % 10 == 0:
+        hrefs = json.dumps([mixed_url(n) for n in kids])
+        write = "document.write('<a href=\"' + h + '\">x</a>')"
+        links = f"<script>for (const h of {hrefs}) {write}</script>"
+    else:
+        links = "".join(f'<a href="{mixed_url(n)}">page {n}</a>' for n in kids)
+    body = f"<!doctype html><html><head><title>{i}</title></head><body>{text}{links}</body></html>"
+    return Response(body=body.encode())
+
+
 def site(pages: int) -> Site:
     def route(request: SiteRequest) -> Response:
         path = request.target
+        for prefix in ("/m/app/", "/m/doc/"):
+            if path.startswith(prefix) and path[len(prefix) :].isdigit():
+                i = int(path[len(prefix) :])
+                if i < pages and path == mixed_url(i):
+                    return mixed_page(i, pages)
         for prefix, make in (("/p/", js_page), ("/s/", static_page)):
             if path.startswith(prefix) and path[len(prefix) :].isdigit():
                 i = int(path[len(prefix) :])
@@ -101,7 +128,7 @@ def site(pages: int) -> Site:
 # -- the contenders (each runs in a child: --child NAME) ----------------------------
 
 
-def child_trio(start: str, tabs: int, browser: str, render: bool) -> list[str]:
+def child_trio(start: str, tabs: int, browser: str, render: bool | str) -> list[str]:
     import trio
 
     import trio_crawl
@@ -267,6 +294,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--browser", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--only", nargs="+", default=["trio-crawl", "playwright", "static"])
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="--render against --render auto on a site where one page in ten is scripted",
+    )
     parser.add_argument("--child")
     parser.add_argument("--start")
     parser.add_argument("--out")
@@ -277,7 +309,8 @@ def main() -> None:
         if args.child == "playwright":
             found = child_playwright(args.start, tabs, args.browser)
         else:
-            found = child_trio(args.start, tabs, args.browser, render=args.child == "trio-crawl")
+            render = {"trio-crawl": True, "render": True, "auto": "auto"}.get(args.child, False)
+            found = child_trio(args.start, tabs, args.browser, render=render)
         with open(args.out, "w") as f:
             json.dump({"found": found, "elapsed": time.perf_counter() - t0}, f)
         return
@@ -285,15 +318,20 @@ def main() -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; cpus: {os.cpu_count()}")
     print(f"{'crawler':<11} {'tabs':>4} {'pages':>5} {'exact':>5} {'wall s':>7} {'pages/s':>8} "
           f"{'ms/page':>8} {'CPU s':>6} {'CPU ms/page':>11} {'peak MB':>8}")  # fmt: skip
+    if args.mixed:
+        args.only = ["render", "auto"]
     with serve_site(site(args.pages)) as server:
         for _ in range(args.rounds):
             for tabs in args.tabs:
                 for name in args.only:
-                    prefix = "/s/" if name == "static" else "/p/"
-                    expected = {server.url(f"{prefix}{i}") for i in range(args.pages)}
-                    wall, peak, cpu, found = run_child(
-                        name, server.url(f"{prefix}0"), tabs, args.browser
-                    )
+                    if args.mixed:
+                        expected = {server.url(mixed_url(i)) for i in range(args.pages)}
+                        start = server.url(mixed_url(0))
+                    else:
+                        prefix = "/s/" if name == "static" else "/p/"
+                        expected = {server.url(f"{prefix}{i}") for i in range(args.pages)}
+                        start = server.url(f"{prefix}0")
+                    wall, peak, cpu, found = run_child(name, start, tabs, args.browser)
                     exact = set(found) == expected and len(found) == len(expected)
                     n = len(found)
                     print(
