@@ -57,10 +57,14 @@ class CrawlOptions(TypedDict, total=False):
     include: Sequence[str]
     exclude: Sequence[str]
     no_parent: bool
+    accept: Sequence[str]
+    reject: Sequence[str]
     user_agent: str
     max_bytes: int
     html_only: bool
     grace: float
+    max_time: float | None
+    random_wait: bool
     max_retry_after: float
     max_crawl_delay: float
     backend: str
@@ -338,7 +342,7 @@ async def open_crawler(
     ``on_depth_update`` is called for each later correction (``DepthUpdate``).
 
     ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
-    memory; depth is the depth at first discovery), and the same call again
+    memory; depths are corrected as in memory), and the same call again
     resumes it: what was done is not fetched again, what was queued or in
     flight is (records of in-flight URLs say ``"refetched": true``). A
     different crawl in the file raises ``StateUsageError``; a file another
