@@ -39,6 +39,7 @@ from ..frontiers.base import FrontierBackend
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from ..outputs.mirror import MirrorLink, MirrorSave, open_mirror, report_mirror
 from .common import (
     EXIT_HANDLER,
     EXIT_OK,
@@ -234,6 +235,11 @@ async def crawl_with_ui(
                 failed = OutputError(str(warc), error)
             crawler.abort()
 
+        mirror: MirrorLink | None = None
+
+        def on_mirror_response(url: str, result: FetchResult) -> MirrorSave | None:
+            return None if mirror is None else mirror.submit(url, result)
+
         crawler = Crawler(
             config,
             fetcher,
@@ -241,7 +247,8 @@ async def crawl_with_ui(
             on_record=[writer.write, on_record],
             on_depth_update=[writer.write],
             on_item=[on_item] if item_writer is not None else [],
-            on_response=[on_response] if warc is not None else [],
+            on_response=[on_response] * (warc is not None)
+            + [on_mirror_response] * (config.mirror is not None),
         )
 
         async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
@@ -271,6 +278,10 @@ async def crawl_with_ui(
                             defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
                         )
                     )
+                if config.mirror is not None:
+                    mirror = await stack.enter_async_context(
+                        open_mirror(config, on_failure=lambda _: crawler.abort(), warn=say)
+                    )
                 outputs.begin()  # the crawl starts: only now are outputs emptied
                 if show:
                     nursery.start_soon(show_progress, crawler, console)
@@ -296,6 +307,8 @@ async def crawl_with_ui(
         )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
+        if mirror is not None:
+            print(report_mirror(mirror), file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:

@@ -83,6 +83,25 @@ def build_parser(
         "appended to when a --state crawl resumes",
     )
     p.add_argument(
+        "--mirror",
+        metavar="DIR",
+        help="save every fetched body under DIR/host[:port]/path, an offline copy like "
+        "wget -m (implies --all-bodies); with -k and --page-requisites a browsable one",
+    )
+    p.add_argument(
+        "-k",
+        "--convert-links",
+        action="store_true",
+        help="with --mirror: when the crawl ends, links to saved files become relative "
+        "paths, other links absolute URLs (like wget -k)",
+    )
+    p.add_argument(
+        "-E",
+        "--adjust-extension",
+        action="store_true",
+        help="with --mirror: add .html / .css to saved names that lack them (like wget -E)",
+    )
+    p.add_argument(
         "--page-requisites",
         action="store_true",
         help="also fetch the images, scripts, stylesheets (and their url()s), frames and media "
@@ -207,7 +226,10 @@ def build_config(
         "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
-        "html_only": not args.all_bodies,
+        "html_only": not (args.all_bodies or args.mirror),
+        "mirror": args.mirror,
+        "convert_links": args.convert_links,
+        "adjust_extension": args.adjust_extension,
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
         "debug": args.debug,
@@ -268,6 +290,11 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
+    for flag in ("convert_links", "adjust_extension"):
+        if getattr(args, flag, False) and not getattr(args, "mirror", None):
+            raise UsageError(
+                f"--{flag.replace('_', '-')} needs --mirror DIR: it shapes the saved copy"
+            )
     max_queue = getattr(args, "max_queue", None)
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")

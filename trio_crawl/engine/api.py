@@ -26,6 +26,7 @@ from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
 from ..frontiers.sqlite import SqliteFrontier
 from ..outputs.archive import ArchiveLink, open_crawl_archive
+from ..outputs.mirror import open_mirror
 from .crawler import Crawler, EngineStatistics
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 
@@ -76,6 +77,9 @@ class CrawlOptions(TypedDict, total=False):
     netrc_file: str | None
     cookies: CookieJar | None
     proxy: str | None
+    mirror: str | None
+    convert_links: bool
+    adjust_extension: bool
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
@@ -189,6 +193,11 @@ async def _crawler(
             open_crawl_archive(archive.path, config, append=resumed, on_failure=archive.on_failure)
         )
         on_response.append(archive.link.submit)
+    if config.mirror is not None:  # a failing mirror cancels the crawl, as the archive does
+        mirror = await stack.enter_async_context(
+            open_mirror(config, on_failure=lambda _: crawler.abort())
+        )
+        on_response.append(mirror.submit)
     if fetcher is None:
         fetcher = await stack.enter_async_context(open_fetcher(config))
     crawler = Crawler(
