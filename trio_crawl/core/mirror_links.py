@@ -70,7 +70,7 @@ _LINK_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
 }
 _ATTRIBUTE: Final = re.compile(
     r"""(?<=[\s"'/])(href|src|srcset|imagesrcset|poster|data|background|style)(\s*=\s*)"""
-    r"""("[^"]*"|'[^']*'|[^\s"'=<>`]+)""",
+    r"""("[^"]*"|'[^']*'|[^\s"'<>`]+)""",
     re.I,
 )
 _STYLE_ELEMENT: Final = re.compile(r"(<style\b[^>]*>)(.*?)(</style\s*>)", re.I | re.S)

@@ -12,8 +12,9 @@ too (converting a converted page again changes only the links whose target
 has been saved since).
 
 Which files: a name ending in ``.html``/``.htm``/``.xhtml``/``.shtml``
-(before any ``?query``), or a file whose first KiB starts an HTML document
-(``<!doctype html`` or ``<html``), is a page; a name ending in ``.css`` is a
+(before any ``?query``), or a file that starts as the WHATWG MIME Sniffing
+standard says HTML does (``<!doctype html``, ``<html``, ``<a ``, ``<p>``...),
+is a page; a name ending in ``.css`` is a
 stylesheet (with ``--adjust-extension`` every stylesheet's does). Blocking:
 the trio side runs ``ConvertRun.step`` in a worker thread.
 """
@@ -21,6 +22,7 @@ the trio side runs ``ConvertRun.step`` in a worker thread.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -31,6 +33,13 @@ from .mirror_files import MirrorFiles, MirrorSkip, is_fatal
 
 _PAGE_SUFFIXES: Final = (".html", ".htm", ".xhtml", ".shtml")
 _SNIFF_BYTES: Final = 1024
+#: The WHATWG MIME Sniffing patterns that identify HTML ("identifying a
+#: resource with an unknown MIME type"): one of these tags (or a comment)
+#: first, followed by a space or ``>``.
+_HTML_SNIFF: Final = re.compile(
+    rb"<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title|b|body|br|p|!--)"
+    rb"[ >]"
+)
 #: Link targets remembered (saved path or None): bounded, whatever the site's size.
 LOOKUP_CACHE: Final = 65536
 
@@ -43,10 +52,9 @@ def file_kind(name: str, head: bytes) -> str | None:
         return "css"
     if bare.endswith(_PAGE_SUFFIXES) or lower.endswith(_PAGE_SUFFIXES):
         return "html"
-    start = head.lstrip(b"\xef\xbb\xbf\t\n\f\r ")[:_SNIFF_BYTES].lower()
-    if start.startswith((b"<!doctype html", b"<html")):
-        return "html"
-    return None
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b"\t\n\f\r ")[:_SNIFF_BYTES].lower()
+    match = _HTML_SNIFF.match(start)
+    return "html" if match is not None else None
 
 
 @dataclass
