@@ -38,7 +38,8 @@ def test_links_to_saved_files_become_relative_the_rest_absolute() -> None:
         "<link rel=stylesheet href='/css/site.css' >\n"
         '<title>T &amp; t</title></head><BODY  class="x">'
         '<a href="docs/#top">d</a> <A HREF=docs/intro.html>i</A> <a href="/missing?q=1#f">m</a>'
-        ' <a href="page?x=1">q</a> <a href="/a">a</a> <a href="mailto:x@y">@</a> <a href="#s">s</a>'
+        ' <a href="page?x=1">q</a> <a href="/a">a</a> <a href="mailto:x@y">@</a>'
+        ' <a href="#s">s</a>'
         ' <a href="http://other.test/z">o</a>'
         '<img src="/img/a.png" srcset="/img/a.png 1x, /img/a-2x.png 2x">'
         '<div style="background: url(/img/bg.png)"></div>'
