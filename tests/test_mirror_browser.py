@@ -14,11 +14,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from lxml import html as lxml_html
+from test_mirror_crawl import doc_site
 
 from trio_crawl.testing import Response, serve_site
 
 from cli_helpers import run_cli
-from test_mirror_crawl import doc_site
 
 TIMEOUT = 60
 

@@ -148,11 +148,14 @@ class LinkConverter:
         except (etree.ParserError, ValueError):
             return None
         base = self.url
+        has_base = False
         for element in root.iter("base"):
             href = element.get("href")
             if href is not None:
                 base = join(href, self.url) or self.url
+                has_base = True
                 break
+        has_style = any("(" in (element.text or "") for element in root.iter("style"))
         changes: dict[tuple[str, str], str] = {}
         for element in root.iter():
             tag = element.tag
@@ -186,10 +189,12 @@ class LinkConverter:
             return match.group(1) + match.group(2) + _quoted(new, quote)
 
         new_text = _ATTRIBUTE.sub(attribute, text) if changes else text
-        new_text = _STYLE_ELEMENT.sub(
-            lambda m: m.group(1) + self.css(m.group(2), base) + m.group(3), new_text
-        )
-        new_text = _BASE_HREF.sub(r"\1data-trio-crawl-base-href", new_text)
+        if has_style:
+            new_text = _STYLE_ELEMENT.sub(
+                lambda m: m.group(1) + self.css(m.group(2), base) + m.group(3), new_text
+            )
+        if has_base:
+            new_text = _BASE_HREF.sub(r"\1data-trio-crawl-base-href", new_text)
         if new_text == text:
             return None
         return new_text.encode("utf-8", "surrogateescape")

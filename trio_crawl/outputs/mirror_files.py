@@ -28,6 +28,7 @@ import errno
 import os
 import secrets
 import stat
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Final
 
@@ -40,6 +41,8 @@ FATAL_ERRNOS: Final = frozenset(
 #: Prefix of the temporary files (skipped by the link converter's walk).
 TEMP_PREFIX: Final = ".trio-crawl-tmp-"
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Directory descriptors kept open between calls.
+_OPEN_DIRS: Final = 16
 _NEW_FILE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -61,11 +64,36 @@ class MirrorFiles:
         self.root = root
         os.makedirs(root, exist_ok=True)
         self._root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        #: The directories last opened (a few: pages of one directory tend to
+        #: come together), so a save or a read opens its file, not its path.
+        self._open_dirs: OrderedDict[tuple[str, ...], int] = OrderedDict()
 
     def close(self) -> None:
+        for fd in self._open_dirs.values():
+            os.close(fd)
+        self._open_dirs.clear()
         if self._root_fd >= 0:
             os.close(self._root_fd)
             self._root_fd = -1
+
+    def _parent(self, where: tuple[str, ...], create: bool) -> int:
+        """The descriptor of directory ``where`` (walked without following
+        symlinks; created with ``create``), from the small cache if there."""
+        if not where:
+            return self._root_fd
+        fd = self._open_dirs.get(where)
+        if fd is not None:
+            self._open_dirs.move_to_end(where)
+            return fd
+        parent = self._parent(where[:-1], create)
+        if create:
+            fd = self._directory(parent, where[-1], where)
+        else:
+            fd = os.open(where[-1], _DIR_FLAGS, dir_fd=parent)
+        self._open_dirs[where] = fd
+        while len(self._open_dirs) > _OPEN_DIRS:
+            os.close(self._open_dirs.popitem(last=False)[1])
+        return fd
 
     def case_insensitive(self) -> bool:
         """Whether the directory's file system folds case (one probe file)."""
@@ -86,32 +114,24 @@ class MirrorFiles:
         """Write ``body`` as the file ``parts`` (from ``MirrorLayout.path``);
         return where it went (``parts``, or ``(*parts, "index.html")`` when
         the name is a directory). Raises ``MirrorSkip`` or ``OSError``."""
-        fds: list[int] = []
         try:
-            parent = self._root_fd
-            for index, name in enumerate(parts[:-1]):
-                parent = self._directory(parent, name, parts[: index + 1])
-                fds.append(parent)
-            name = parts[-1]
             saved = tuple(parts)
+            parent = self._parent(saved[:-1], create=True)
+            name = saved[-1]
             try:
                 info = os.stat(name, dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
                 info = None
             if info is not None and stat.S_ISDIR(info.st_mode):
-                parent = self._directory(parent, name, parts)
-                fds.append(parent)
+                parent = self._parent(saved, create=True)
                 name = INDEX
-                saved = (*parts, INDEX)
+                saved = (*saved, INDEX)
             self._write(parent, name, body)
             return saved
         except OSError as exc:
             if is_fatal(exc):
                 raise
             raise MirrorSkip(f"{'/'.join(parts)}: {exc.strerror or exc}") from None
-        finally:
-            for fd in fds:
-                os.close(fd)
 
     def rewrite(self, parts: Sequence[str], body: bytes) -> None:
         """Replace an existing saved file (the link converter)."""
@@ -173,18 +193,10 @@ class MirrorFiles:
 
     def read(self, parts: Sequence[str]) -> bytes:
         """The content of a saved file, opened without following a symlink."""
-        fds: list[int] = []
-        try:
-            parent = self._root_fd
-            for name in parts[:-1]:
-                parent = os.open(name, _DIR_FLAGS, dir_fd=parent)
-                fds.append(parent)
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-            with os.fdopen(fd, "rb") as file:
-                return file.read()
-        finally:
-            for fd in fds:
-                os.close(fd)
+        parent = self._parent(tuple(parts[:-1]), create=False)
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        with os.fdopen(fd, "rb") as file:
+            return file.read()
 
     def walk(self) -> Iterator[tuple[str, ...]]:
         """Every regular file under the directory, depth first, streamed

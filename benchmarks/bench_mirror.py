@@ -1,0 +1,149 @@
+"""``trio-crawl --mirror DIR -k --page-requisites`` against ``wget -m -k -p`` on
+one generated site served on 127.0.0.1 (nginx when installed).
+
+    python benchmarks/bench_mirror.py [--pages 20000] [--rounds 2] [--workers 16]
+    python benchmarks/bench_mirror.py --pages 100000 --page-bytes 2048 --rounds 1 \
+        --tools wget,trio-crawl,trio-crawl-plain
+
+Each round runs the two tools one after the other (alternating which goes
+first), each into a fresh directory, and prints per run: wall time, peak RSS
+(the child's own ``ru_maxrss``, from ``wait4``) and the number of files
+saved. Then it compares the two trees: the set of relative file paths (the
+differences listed, at most 10 each way) and how many files the two agree on
+byte for byte (they differ where the two converters write a link differently).
+State the machine's load (``uptime``) next to the figures: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from generate_site import SiteParams, ensure_site
+from servers import open_server
+
+
+@dataclass
+class Result:
+    tool: str
+    wall: float
+    rss_mb: float
+    code: int
+    files: dict[str, Path]
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall s, peak RSS MB, exit code) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def tree(root: Path) -> dict[str, Path]:
+    """Relative path (below the host directory) -> file."""
+    out: dict[str, Path] = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            parts = path.relative_to(root).parts
+            out["/".join(parts[1:])] = path
+    return out
+
+
+def crawl(tool: str, url: str, out: Path, workers: int) -> Result:
+    if tool == "wget":
+        cmd = ["wget", "-m", "-k", "-p", "-q", "-P", str(out), url]
+        wall, rss, code = run(cmd)
+    else:
+        cmd = [
+            sys.executable, "-m", "trio_crawl", url, "-q", "-o", str(out) + ".jsonl",
+            "--page-requisites", "-w", str(workers),
+        ]  # fmt: skip
+        if tool == "trio-crawl":
+            cmd += ["--mirror", str(out), "-k"]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+        wall, rss, code = run(cmd, env)
+    return Result(tool, wall, rss, code, tree(out))
+
+
+def compare(a: Result, b: Result) -> list[str]:
+    only_a = sorted(set(a.files) - set(b.files))
+    only_b = sorted(set(b.files) - set(a.files))
+    common = set(a.files) & set(b.files)
+    same = sum(1 for name in common if a.files[name].read_bytes() == b.files[name].read_bytes())
+    lines = [
+        f"files: {a.tool} {len(a.files)}, {b.tool} {len(b.files)}, in both {len(common)}, "
+        f"byte-identical {same}",
+        f"only in {a.tool} ({len(only_a)}): {only_a[:10]}",
+        f"only in {b.tool} ({len(only_b)}): {only_b[:10]}",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20_000)
+    parser.add_argument("--page-bytes", type=int, default=15 * 1024)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--server", default="auto", choices=["auto", "nginx", "python"])
+    parser.add_argument(
+        "--tools",
+        default="wget,trio-crawl",
+        help="comma list of wget, trio-crawl, trio-crawl-plain (the same crawl without "
+        "--mirror: what the mirror adds)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the two trees of the last round")
+    args = parser.parse_args()
+    if shutil.which("wget") is None:
+        sys.exit("wget is not installed (apt-get install -y wget)")
+    site_dir, _ = ensure_site(SiteParams(pages=args.pages, page_bytes=args.page_bytes))
+    print(f"site: {args.pages} pages of ~{args.page_bytes} B ({site_dir})")
+    print("load:", os.getloadavg())
+    work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
+    try:
+        with open_server(site_dir, args.server) as server:
+            print(f"server: {server.description}")
+            for rnd in range(args.rounds):
+                tools = args.tools.split(",")
+                order = tools if rnd % 2 == 0 else tools[::-1]
+                results: dict[str, Result] = {}
+                for tool in order:
+                    out = work / f"{tool}-{rnd}"
+                    result = crawl(tool, server.base_url, out, args.workers)
+                    results[tool] = result
+                    print(
+                        f"round {rnd} {tool:>10}: {result.wall:7.1f} s  peak RSS "
+                        f"{result.rss_mb:6.1f} MB  files {len(result.files):6d}  exit {result.code}"
+                    )
+                if "wget" in results and "trio-crawl" in results:
+                    for line in compare(results["wget"], results["trio-crawl"]):
+                        print("   ", line)
+                if not args.keep or rnd < args.rounds - 1:
+                    for tool in order:
+                        shutil.rmtree(work / f"{tool}-{rnd}", ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept: {work}")
+    print("load:", os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
