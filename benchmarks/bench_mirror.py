@@ -128,8 +128,9 @@ def main() -> None:
                     result = crawl(tool, server.base_url, out, args.workers)
                     results[tool] = result
                     print(
-                        f"round {rnd} {tool:>10}: {result.wall:7.1f} s  peak RSS "
-                        f"{result.rss_mb:6.1f} MB  files {len(result.files):6d}  exit {result.code}"
+                        f"round {rnd} {tool:>16}: {result.wall:7.1f} s  peak RSS "
+                        f"{result.rss_mb:6.1f} MB  files {len(result.files):6d}  "
+                        f"exit {result.code}"
                     )
                 if "wget" in results and "trio-crawl" in results:
                     for line in compare(results["wget"], results["trio-crawl"]):
