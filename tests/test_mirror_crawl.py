@@ -284,3 +284,21 @@ def test_a_symlink_in_the_mirror_skips_one_file_with_one_line(tmp_path: Path) ->
     assert all(line.endswith("is a symlink: not followed") for line in warnings)
     assert len(records_in(out.read_text())) == 7  # every URL still has its record
     assert "H/about" in saved(root)
+
+
+def test_a_mirror_directory_that_cannot_be_made_is_one_line_before_any_fetch(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("earlier\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with serve_site(doc_site()) as server:
+        done = run_cli(server.url("/"), "-o", str(out), "--mirror", str(blocker / "copy"))
+        targets = server.targets()
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        f"trio-crawl: error: cannot write to {blocker / 'copy'}: Not a directory"
+    ], done.stderr
+    assert targets == []  # nothing fetched
+    assert out.read_text() == "earlier\n"  # the old output kept
