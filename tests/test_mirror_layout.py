@@ -193,3 +193,23 @@ def _url_name(name: str) -> str:
     from urllib.parse import quote
 
     return quote(name, safe="")
+
+
+@settings(max_examples=300, deadline=None)
+@given(urls(), st.randoms(use_true_random=False))
+def test_on_a_case_folding_file_system_urls_differing_in_case_get_different_files(
+    raw: str, rng: object
+) -> None:
+    url = canonicalize(raw)
+    if url is None:
+        return
+    scheme, rest = url.split("://", 1)
+    host, slash, tail = rest.partition("/")
+    flipped = "".join(c.swapcase() if rng.random() < 0.5 else c for c in tail)  # type: ignore[attr-defined]
+    other = canonicalize(f"{scheme}://{host}{slash}{flipped}")
+    if other is None or other == url:
+        return
+    a, b = FOLD.path(url), FOLD.path(other)
+    if PLAIN.path(url) == PLAIN.path(other):
+        return  # the same file even on a case-sensitive system (%2f vs %2F)
+    assert tuple(p.casefold() for p in a) != tuple(p.casefold() for p in b)
