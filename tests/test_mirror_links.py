@@ -110,3 +110,25 @@ def test_which_saved_files_are_pages_and_stylesheets() -> None:
     assert file_kind("s.css?v=3", b"body{}") == "css"
     assert file_kind("x.png", b"\x89PNG") is None
     assert file_kind("data.json", b'{"a": "<html>"}') is None
+
+
+def test_the_shared_memo_changes_no_result() -> None:
+    """One memo across pages of different directories, with and without a
+    <base>, gives the same bytes as converting each page on its own."""
+    pages = [
+        (("h", "index.html"), '<a href="docs/">d</a><a href="?x=1">q</a><a href="a">a</a>'),
+        (
+            ("h", "docs", "index.html"),
+            '<a href="docs/">d</a><a href="../a">a</a><a href="a">a</a>',
+        ),
+        (("h", "docs", "intro.html"), '<base href="/"><a href="docs/">d</a><a href="a">a</a>'),
+        (("h", "page?x=1"), '<a href="docs/">d</a><a href="#t">t</a><a href=" a">a</a>'),
+    ]
+    memo: dict[tuple[str, tuple[str, ...], str], str] = {}
+    for _ in range(2):
+        for page, text in pages:
+            url = "http://h/" + "/".join(page[1:])
+            alone = LinkConverter(page, url, lookup).page_html(text.encode())
+            shared = LinkConverter(page, url, lookup, memo).page_html(text.encode())
+            assert shared == alone, page
+    assert memo  # it was used

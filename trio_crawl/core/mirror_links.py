@@ -50,6 +50,9 @@ from .url import join, resolve
 Lookup = Callable[[str], tuple[str, ...] | None]
 
 _ASCII_WS: Final = "\t\n\f\r "
+#: First characters after which a value may depend on more of the base than
+#: its directory (``url.resolve_many``'s rule): not memoized.
+_WHOLE_BASE_FIRST: Final = frozenset([chr(i) for i in range(33)] + ["?", "#", "\\"])
 _BACKGROUND: Final = ("body", "table", "thead", "tbody", "tfoot", "tr", "td", "th")
 _LINK_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
     "a": ("href",),
@@ -87,14 +90,39 @@ class LinkConverter:
     """Converts the links of one saved file, ``page`` (its path components),
     whose URL (or one in the same directory: ``url_of_path``) is ``url``."""
 
-    def __init__(self, page: Sequence[str], url: str, lookup: Lookup) -> None:
+    def __init__(
+        self,
+        page: Sequence[str],
+        url: str,
+        lookup: Lookup,
+        memo: dict[tuple[str, tuple[str, ...], str], str] | None = None,
+    ) -> None:
         self.page = tuple(page)
         self.url = url
         self.lookup = lookup
         self.changed = 0
+        #: Shared by the pages of one conversion: (base directory, this
+        #: file's directory, raw value) -> new value, for values whose
+        #: resolution depends on the base's directory only (``resolve_many``'s
+        #: rule). Cleared by its owner when it grows too large.
+        self.memo = memo
 
     def href(self, raw: str, base: str) -> str:
-        """Rule 1 for one raw link value."""
+        """Rule 1 for one raw link value (memoized when ``memo`` is given)."""
+        if self.memo is None or not raw or raw[0] in _WHOLE_BASE_FIRST:
+            return self._href(raw, base)
+        cut = len(base)
+        for stop in "?#":
+            found = base.find(stop)
+            if 0 <= found < cut:
+                cut = found
+        key = (base[: base.rfind("/", 0, cut) + 1], self.page[:-1], raw)
+        new = self.memo.get(key)
+        if new is None:
+            new = self.memo[key] = self._href(raw, base)
+        return new
+
+    def _href(self, raw: str, base: str) -> str:
         value = raw.strip(_ASCII_WS)
         if not value or value.startswith("#"):
             return raw

@@ -82,6 +82,7 @@ class ConvertRun:
         self._walk: Iterator[tuple[str, ...]] = files.walk()
         self.statistics = ConvertStatistics()
         self.lookup = functools.lru_cache(maxsize=LOOKUP_CACHE)(self._lookup)
+        self._memo: dict[tuple[str, tuple[str, ...], str], str] = {}
 
     def _lookup(self, url: str) -> tuple[str, ...] | None:
         for candidate in self._layout.candidates(url):
@@ -115,7 +116,9 @@ class ConvertRun:
         if kind is None:
             return
         scheme = self._schemes.get(parts[0], "http")
-        converter = LinkConverter(parts, url_of_path(scheme, parts), self.lookup)
+        if len(self._memo) >= LOOKUP_CACHE:
+            self._memo.clear()
+        converter = LinkConverter(parts, url_of_path(scheme, parts), self.lookup, self._memo)
         new = converter.page_html(data) if kind == "html" else converter.stylesheet(data)
         if new is not None:
             self._files.rewrite(parts, new)
