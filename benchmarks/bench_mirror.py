@@ -3,7 +3,7 @@ one generated site served on 127.0.0.1 (nginx when installed).
 
     python benchmarks/bench_mirror.py [--pages 20000] [--rounds 2] [--workers 16]
     python benchmarks/bench_mirror.py --pages 100000 --page-bytes 2048 --rounds 1 \
-        --tools wget,trio-crawl,trio-crawl-plain
+        --tools trio-crawl,trio-crawl-plain,trio-crawl-then-k
 
 Each round runs the two tools one after the other (alternating which goes
 first), each into a fresh directory, and prints per run: wall time, peak RSS
@@ -76,9 +76,32 @@ def crawl(tool: str, url: str, out: Path, workers: int) -> Result:
         ]  # fmt: skip
         if tool == "trio-crawl":
             cmd += ["--mirror", str(out), "-k"]
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-        wall, rss, code = run(cmd, env)
+        elif tool == "trio-crawl-then-k":
+            cmd += ["--mirror", str(out)]
+        wall, rss, code = run(cmd, ENV)
+        if tool == "trio-crawl-then-k":
+            convert_wall, convert_rss, convert_code = run(
+                [sys.executable, "-c", CONVERT, str(out)], ENV
+            )
+            print(
+                f"  convert links alone: {convert_wall:7.1f} s  peak RSS {convert_rss:6.1f} MB  "
+                f"exit {convert_code}"
+            )
     return Result(tool, wall, rss, code, tree(out))
+
+
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+#: The conversion of a saved mirror, alone in a process (what -k does at the end).
+CONVERT = """
+import sys
+from trio_crawl.core.mirror_layout import MirrorLayout
+from trio_crawl.outputs.mirror_convert import ConvertRun
+from trio_crawl.outputs.mirror_files import MirrorFiles
+run = ConvertRun(MirrorFiles(sys.argv[1]), MirrorLayout(), {}, print)
+while run.step(64):
+    pass
+print(run.statistics, file=sys.stderr)
+"""
 
 
 def compare(a: Result, b: Result) -> list[str]:
@@ -106,7 +129,8 @@ def main() -> None:
         "--tools",
         default="wget,trio-crawl",
         help="comma list of wget, trio-crawl, trio-crawl-plain (the same crawl without "
-        "--mirror: what the mirror adds)",
+        "--mirror: what the mirror adds), trio-crawl-then-k (--mirror without -k, then the "
+        "link conversion alone in its own process: its own peak RSS)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the two trees of the last round")
     args = parser.parse_args()
