@@ -134,8 +134,14 @@ class MirrorFiles:
             raise MirrorSkip(f"{'/'.join(parts)}: {exc.strerror or exc}") from None
 
     def rewrite(self, parts: Sequence[str], body: bytes) -> None:
-        """Replace an existing saved file (the link converter)."""
-        self.save(parts, body)
+        """Replace a saved file just read (the link converter): its
+        directories exist, so they are only opened, never created."""
+        try:
+            self._write(self._parent(tuple(parts[:-1]), create=False), parts[-1], body)
+        except OSError as exc:
+            if is_fatal(exc):
+                raise
+            raise MirrorSkip(f"{'/'.join(parts)}: {exc.strerror or exc}") from None
 
     def _directory(self, parent: int, name: str, where: Sequence[str]) -> int:
         """Open directory ``name`` under ``parent`` without following a
