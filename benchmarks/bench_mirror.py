@@ -2,6 +2,7 @@
 one generated site served on 127.0.0.1 (nginx when installed).
 
     python benchmarks/bench_mirror.py [--pages 20000] [--rounds 2] [--workers 16]
+    python benchmarks/bench_mirror.py --doc-dir /usr/share/doc/python3.11/html
     python benchmarks/bench_mirror.py --pages 100000 --page-bytes 2048 --rounds 1 \
         --tools trio-crawl,trio-crawl-plain,trio-crawl-then-k
 
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +43,23 @@ class Result:
     files: dict[str, Path]
 
 
+def _vm_hwm_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """(wall s, peak RSS MB, exit code) of one child process."""
+    """(wall s, peak RSS MB, exit code) of one child process.
+
+    The peak is the child's own ``VmHWM``, sampled every 10 ms: its
+    ``ru_maxrss`` would start from this harness's RSS at ``fork`` (Linux
+    carries it over exec), which is more than wget's whole peak (see
+    realsite.py). ``ru_maxrss`` is used if no sample was taken."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
@@ -51,8 +68,34 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
         stdin=subprocess.DEVNULL,
         env=env,
     )
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.01):
+            hwm = _vm_hwm_kib(proc.pid)
+            if hwm is not None:
+                samples.append(hwm)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    stop.set()
+    sampler.join()
+    peak_kib = max(samples) if samples else usage.ru_maxrss
+    return time.perf_counter() - start, peak_kib / 1024, os.waitstatus_to_exitcode(status)
+
+
+def python_docs_site(doc_dir: Path, root: Path) -> Path:
+    """A directory to serve: robots.txt plus a symlink to each entry of the
+    documentation (as realsite.py serves it)."""
+    root.mkdir()
+    root.chmod(0o755)
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    for entry in doc_dir.iterdir():
+        if entry.name != "robots.txt":
+            (root / entry.name).symlink_to(entry.resolve())
+    return root
 
 
 def tree(root: Path) -> dict[str, Path]:
@@ -124,6 +167,12 @@ def main() -> None:
     parser.add_argument("--page-bytes", type=int, default=15 * 1024)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument(
+        "--doc-dir",
+        help="serve this documentation directory instead of a generated site (e.g. "
+        "/usr/share/doc/python3.11/html from python3.11-doc: Sphinx pages with stylesheets, "
+        "images and scripts)",
+    )
     parser.add_argument("--server", default="auto", choices=["auto", "nginx", "python"])
     parser.add_argument(
         "--tools",
@@ -136,10 +185,14 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wget") is None:
         sys.exit("wget is not installed (apt-get install -y wget)")
-    site_dir, _ = ensure_site(SiteParams(pages=args.pages, page_bytes=args.page_bytes))
-    print(f"site: {args.pages} pages of ~{args.page_bytes} B ({site_dir})")
-    print("load:", os.getloadavg())
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
+    if args.doc_dir:
+        site_dir = python_docs_site(Path(args.doc_dir), work / "served")
+        print(f"site: {args.doc_dir} (with its stylesheets, images and scripts)")
+    else:
+        site_dir, _ = ensure_site(SiteParams(pages=args.pages, page_bytes=args.page_bytes))
+        print(f"site: {args.pages} pages of ~{args.page_bytes} B ({site_dir})")
+    print("load:", os.getloadavg())
     try:
         with open_server(site_dir, args.server) as server:
             print(f"server: {server.description}")
