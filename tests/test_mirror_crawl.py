@@ -187,8 +187,8 @@ def test_the_cli_mirror_and_its_usage_errors(tmp_path: Path) -> None:
     # --mirror implies --all-bodies (wget -m saves everything it follows).
     assert targets.count("/img/logo.png") == 1
     for args, message in (
-        (["-k"], "--convert-links needs --mirror DIR"),
-        (["--adjust-extension"], "--adjust-extension needs --mirror DIR"),
+        (["-k"], "--convert-links needs --mirror (a directory to save the site in)"),
+        (["--adjust-extension"], "--adjust-extension needs --mirror (a directory"),
     ):
         refused = run_cli("http://127.0.0.1:9/", "-o", str(out), *args)
         assert refused.returncode == 2

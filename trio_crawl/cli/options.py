@@ -30,6 +30,7 @@ from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
 from .common import UsageError, UsageParser
+from .flags import in_flags
 from .identity import add_identity_options, identity_options
 
 
@@ -249,7 +250,7 @@ def build_config(
     try:
         return CrawlConfig(**options)
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(in_flags(exc)) from None
 
 
 def load_handler(spec: str) -> Handler:
@@ -290,11 +291,6 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
-    for flag in ("convert_links", "adjust_extension"):
-        if getattr(args, flag, False) and not getattr(args, "mirror", None):
-            raise UsageError(
-                f"--{flag.replace('_', '-')} needs --mirror DIR: it shapes the saved copy"
-            )
     max_queue = getattr(args, "max_queue", None)
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")

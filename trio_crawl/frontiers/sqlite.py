@@ -20,15 +20,15 @@ output file, reconciled on resume, says the URL is done. Depth is the depth at f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
-from ..errors import StateUsageError
-from .base import Publish
+from .base import Correct, Need, Publish, refuse_unservable
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
 from .resume import PreparedState, prepare_state
 from .sqlite_state import Finish, Start
@@ -43,6 +43,12 @@ def _unattached(entry: Entry) -> None:
 
 class SqliteFrontier:
     """A ``FrontierBackend`` on a ``CrawlState`` file."""
+
+    cannot: ClassVar[Mapping[Need, str]] = {
+        Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
+        Need.HANDLERS: ": handlers and their requests carry Python functions",
+    }
+    chosen_by: ClassVar[str] = "state="
 
     def __init__(
         self,
@@ -74,6 +80,9 @@ class SqliteFrontier:
         self._publish: Publish = _unattached
         self._check_idle: Callable[[], None] = lambda: None
         self._queued: Callable[[], int] = lambda: 0
+        #: Depth corrections: depth is the depth at first discovery, so
+        #: none yet (issue 24 gives this backend corrections next).
+        self._correct: Correct | None = None
         self._feed_wanted = trio.Event()
         self._stopping = False
 
@@ -92,20 +101,11 @@ class SqliteFrontier:
         one) for this crawl, resuming what it holds: the same settings are
         required unless ``force``; ``output``, if it exists, is reconciled
         (a torn last line cut, recorded URLs marked done). Raises
-        ``StateUsageError`` with a one-line message. Blocking (SQLite): call
-        it before the crawl starts, or in a thread."""
-        if config.handler is not None or any(
-            not isinstance(url, str) for url in config.start_urls
-        ):
-            raise StateUsageError(
-                "handlers cannot be combined with a state file: their requests "
-                "carry Python functions"
-            )
-        if config.page_requisites:
-            raise StateUsageError(
-                "--page-requisites cannot be combined with a state file yet: "
-                "the file does not record which URLs are requisites"
-            )
+        ``StateUsageError`` with a one-line message, and ``ConfigError`` for
+        a crawl this backend cannot serve (``cannot``), before the file is
+        touched. Blocking (SQLite): call it before the crawl starts, or in a
+        thread."""
+        refuse_unservable(config, cls.cannot, cls.chosen_by)
         prepared = prepare_state(config, state_path=path, seeds=seeds, output=output, force=force)
         return cls(
             prepared.backlog,
@@ -137,11 +137,16 @@ class SqliteFrontier:
     # -- the face ----------------------------------------------------------
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
         self._check_idle = check_idle
         self._queued = queued
+        self._correct = correct
 
     async def admit_start_urls(self) -> None:
         self._want_feed()  # they are on disk already: feed the first window
@@ -160,10 +165,10 @@ class SqliteFrontier:
         await self._admit(in_scope, 0, referrer)
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        raise RuntimeError("--page-requisites cannot be combined with a state file")
+        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
 
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
-        raise RuntimeError("handlers cannot be combined with a state file")
+        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
         judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)

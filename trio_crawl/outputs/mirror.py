@@ -138,13 +138,14 @@ async def open_mirror(
     config: CrawlConfig,
     *,
     on_failure: Callable[[OSError], None],
-    warn: Callable[[str], None] = _log_warning,
+    warn: Callable[[str], None] | None = None,
 ) -> AsyncIterator[MirrorLink]:
     """The mirror directory ``config.mirror`` for one crawl: created if
     needed (an ``OutputError`` if it cannot be), and, on a normal exit with
     ``config.convert_links``, its links converted. If the mirror failed
-    (``link.error``), nothing is converted and the exit raises
-    ``OutputError``."""
+    (``link.error``, which the caller reports), nothing is converted. ``warn``
+    is told each file that could not be saved (default: the
+    ``trio_crawl.mirror`` logger)."""
     assert config.mirror is not None
     root = config.mirror
     try:
@@ -153,12 +154,10 @@ async def open_mirror(
     except OSError as exc:
         raise OutputError(root, exc) from None
     layout = MirrorLayout(adjust_extension=config.adjust_extension, case_insensitive=folds)
-    link = MirrorLink(files, layout, on_failure, warn)
+    link = MirrorLink(files, layout, on_failure, warn or _log_warning)
     try:
         yield link
-        if link.error is not None:
-            raise OutputError(root, link.error)
-        if config.convert_links:
+        if config.convert_links and link.error is None:
             try:
                 link.statistics.converted = await link.convert_links(_host_schemes(config, layout))
             except OSError as exc:
