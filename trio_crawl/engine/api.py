@@ -338,7 +338,7 @@ async def open_crawler(
     ``on_depth_update`` is called for each later correction (``DepthUpdate``).
 
     ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
-    memory; depth is the depth at first discovery), and the same call again
+    memory; depths are corrected as in memory), and the same call again
     resumes it: what was done is not fetched again, what was queued or in
     flight is (records of in-flight URLs say ``"refetched": true``). A
     different crawl in the file raises ``StateUsageError``; a file another
