@@ -132,3 +132,8 @@ def test_the_shared_memo_changes_no_result() -> None:
             shared = LinkConverter(page, url, lookup, memo).page_html(text.encode())
             assert shared == alone, page
     assert memo  # it was used
+
+
+def test_files_named_as_images_scripts_or_media_are_not_pages() -> None:
+    for name in ("a.png", "app.js", "f.woff2", "doc.pdf", "logo.svg?v=2", "data.json"):
+        assert file_kind(name, b"<html><a href=x>") is None, name

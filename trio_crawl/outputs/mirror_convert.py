@@ -11,7 +11,8 @@ a bounded cache. So memory does not grow with the site, and a resumed
 too (converting a converted page again changes only the links whose target
 has been saved since).
 
-Which files: a name ending in ``.html``/``.htm``/``.xhtml``/``.shtml``
+Which files: a name ending in an image, script, font, media or archive
+extension is not even read; a name ending in ``.html``/``.htm``/``.xhtml``/``.shtml``
 (before any ``?query``), or a file that starts as the WHATWG MIME Sniffing
 standard says HTML does (``<!doctype html``, ``<html``, ``<a ``, ``<p>``...),
 is a page; a name ending in ``.css`` is a
@@ -33,6 +34,53 @@ from .mirror_files import MirrorFiles, MirrorSkip, is_fatal
 
 _PAGE_SUFFIXES: Final = (".html", ".htm", ".xhtml", ".shtml")
 _SNIFF_BYTES: Final = 1024
+#: Extensions that name a file with no links to convert: it is not read.
+_OTHER_EXTENSIONS: Final = frozenset(
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "webp",
+        "avif",
+        "ico",
+        "bmp",
+        "svg",
+        "js",
+        "mjs",
+        "json",
+        "woff",
+        "woff2",
+        "ttf",
+        "otf",
+        "eot",
+        "pdf",
+        "zip",
+        "gz",
+        "tgz",
+        "bz2",
+        "xz",
+        "7z",
+        "tar",
+        "mp3",
+        "mp4",
+        "m4a",
+        "ogg",
+        "oga",
+        "ogv",
+        "webm",
+        "wav",
+        "flac",
+        "avi",
+        "mov",
+        "txt",
+        "xml",
+        "csv",
+        "py",
+        "c",
+        "h",
+    ]
+)
 #: The WHATWG MIME Sniffing patterns that identify HTML ("identifying a
 #: resource with an unknown MIME type"): one of these tags (or a comment)
 #: first, followed by a space or ``>``.
@@ -44,14 +92,25 @@ _HTML_SNIFF: Final = re.compile(
 LOOKUP_CACHE: Final = 65536
 
 
-def file_kind(name: str, head: bytes) -> str | None:
-    """``"html"``, ``"css"`` or None for a saved file's name and first bytes."""
+def kind_by_name(name: str) -> str | None:
+    """``"html"``, ``"css"``, ``"other"`` (a name that says it is neither:
+    an image, a script, a font...) or None (the content must tell)."""
     bare = name.split("?", 1)[0].lower()
     lower = name.lower()
     if bare.endswith(".css") or lower.endswith(".css"):
         return "css"
     if bare.endswith(_PAGE_SUFFIXES) or lower.endswith(_PAGE_SUFFIXES):
         return "html"
+    if bare.rpartition(".")[2] in _OTHER_EXTENSIONS:
+        return "other"
+    return None
+
+
+def file_kind(name: str, head: bytes) -> str | None:
+    """``"html"``, ``"css"`` or None for a saved file's name and first bytes."""
+    kind = kind_by_name(name)
+    if kind is not None:
+        return None if kind == "other" else kind
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip(b"\t\n\f\r ")[:_SNIFF_BYTES].lower()
     match = _HTML_SNIFF.match(start)
     return "html" if match is not None else None
@@ -111,6 +170,8 @@ class ConvertRun:
     def _convert(self, parts: tuple[str, ...]) -> None:
         if len(parts) < 2:
             return  # a file beside the host directories is not one we saved
+        if kind_by_name(parts[-1]) == "other":
+            return  # never read: no links to convert in it
         data = self._files.read(parts)
         kind = file_kind(parts[-1], data[:_SNIFF_BYTES])
         if kind is None:
