@@ -35,52 +35,12 @@ from .mirror_files import MirrorFiles, MirrorSkip, is_fatal
 _PAGE_SUFFIXES: Final = (".html", ".htm", ".xhtml", ".shtml")
 _SNIFF_BYTES: Final = 1024
 #: Extensions that name a file with no links to convert: it is not read.
-_OTHER_EXTENSIONS: Final = frozenset(
-    [
-        "png",
-        "jpg",
-        "jpeg",
-        "gif",
-        "webp",
-        "avif",
-        "ico",
-        "bmp",
-        "svg",
-        "js",
-        "mjs",
-        "json",
-        "woff",
-        "woff2",
-        "ttf",
-        "otf",
-        "eot",
-        "pdf",
-        "zip",
-        "gz",
-        "tgz",
-        "bz2",
-        "xz",
-        "7z",
-        "tar",
-        "mp3",
-        "mp4",
-        "m4a",
-        "ogg",
-        "oga",
-        "ogv",
-        "webm",
-        "wav",
-        "flac",
-        "avi",
-        "mov",
-        "txt",
-        "xml",
-        "csv",
-        "py",
-        "c",
-        "h",
-    ]
-)
+_OTHER_EXTENSIONS: Final = frozenset({
+    "png", "jpg", "jpeg", "gif", "webp", "avif", "ico", "bmp", "svg", "js", "mjs", "json",
+    "woff", "woff2", "ttf", "otf", "eot", "pdf", "zip", "gz", "tgz", "bz2", "xz", "7z", "tar",
+    "mp3", "mp4", "m4a", "ogg", "oga", "ogv", "webm", "wav", "flac", "avi", "mov", "txt",
+    "xml", "csv", "py", "c", "h",
+})  # fmt: skip
 #: The WHATWG MIME Sniffing patterns that identify HTML ("identifying a
 #: resource with an unknown MIME type"): one of these tags (or a comment)
 #: first, followed by a space or ``>``.
