@@ -131,7 +131,7 @@ def _inside(root: str, parts: tuple[str, ...]) -> bool:
     return joined.startswith(root + "/")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(urls(), st.booleans(), st.booleans(), st.sampled_from([None, "text/html", "text/css"]))
 @example("http://h/%2e%2e/%2e%2e/etc/passwd", False, False, None)
 @example("http://h/..%2f..%2fetc", False, False, None)
@@ -152,7 +152,7 @@ def test_a_path_never_leaves_the_mirror_directory(
     assert _inside("/mirror", parts)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(urls(), urls())
 def test_two_urls_share_a_file_only_when_their_decoded_paths_match(a: str, b: str) -> None:
     ua, ub = canonicalize(a), canonicalize(b)
@@ -173,7 +173,7 @@ def test_two_urls_share_a_file_only_when_their_decoded_paths_match(a: str, b: st
     assert key(ua) == key(ub)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(urls(), urls(), st.text(alphabet="abc-", max_size=4))
 def test_a_relative_href_leads_a_browser_to_the_exact_file(a: str, b: str, fragment: str) -> None:
     ua, ub = canonicalize(a), canonicalize(b)
@@ -195,17 +195,17 @@ def _url_name(name: str) -> str:
     return quote(name, safe="")
 
 
-@settings(max_examples=300, deadline=None)
-@given(urls(), st.randoms(use_true_random=False))
+@settings(max_examples=200, deadline=None)
+@given(urls(), st.integers(min_value=1, max_value=2**64))
 def test_on_a_case_folding_file_system_urls_differing_in_case_get_different_files(
-    raw: str, rng: object
+    raw: str, mask: int
 ) -> None:
     url = canonicalize(raw)
     if url is None:
         return
     scheme, rest = url.split("://", 1)
     host, slash, tail = rest.partition("/")
-    flipped = "".join(c.swapcase() if rng.random() < 0.5 else c for c in tail)  # type: ignore[attr-defined]
+    flipped = "".join(c.swapcase() if mask >> (i % 64) & 1 else c for i, c in enumerate(tail))
     other = canonicalize(f"{scheme}://{host}{slash}{flipped}")
     if other is None or other == url:
         return
