@@ -84,27 +84,40 @@ IMPORTS = "start-up (imports)"
 
 #: Imports the CLI (timing them), then crawls with a CPU-time sampler: SIGPROF
 #: comes every ``interval`` seconds of the process's CPU time (user + system, all
-#: threads); the handler adds the CPU time since the last sample to the stack it
-#: interrupted. A signal is handled between two bytecodes, so the time of a C call
-#: (libcurl and the kernel under ``socket_action``, libxml2 under ``fromstring``)
-#: goes to the Python frame that made it, and signals that came during a long call
-#: are one sample weighing all of it.
+#: threads). At each one, every Python thread's CPU time since the last sample
+#: (its own clock, ``pthread_getcpuclockid``) goes to the stack it is in now, so a
+#: parse thread's time is the parser's, not that of what the main thread waits on.
+#: A signal is handled between two bytecodes, so the time of a C call (libcurl and
+#: the kernel under ``socket_action``, libxml2 under ``fromstring``) goes to the
+#: Python frame that made it.
 _DRIVER = """
-import collections, os, signal, sys, time
+import collections, os, signal, sys, threading, time
 t0 = time.process_time()
 from trio_crawl.cli.main import run_cli
 imports = time.process_time() - t0
 stacks = collections.Counter()
-last = [time.process_time()]
-def sample(signum, frame):
-    now = time.process_time()
+clocks = {}
+last = {}
+main = threading.main_thread().ident
+def stack_of(frame):
     names = []
     while frame is not None:
         code = frame.f_code
         names.append(code.co_filename + ":" + code.co_qualname)
         frame = frame.f_back
-    stacks[";".join(reversed(names))] += now - last[0]
-    last[0] = now
+    return ";".join(reversed(names))
+def sample(signum, frame):
+    for ident, top in sys._current_frames().items():
+        try:
+            clock = clocks.get(ident) or clocks.setdefault(ident, time.pthread_getcpuclockid(ident))
+            now = time.clock_gettime(clock)
+        except OSError:  # the thread has ended
+            continue
+        spent = now - last.get(ident, 0.0)
+        last[ident] = now
+        if spent > 0:
+            stacks[stack_of(frame if ident == main else top)] += spent
+last[main] = time.thread_time()
 signal.signal(signal.SIGPROF, sample)
 signal.setitimer(signal.ITIMER_PROF, float(sys.argv[2]), float(sys.argv[2]))
 try:
@@ -128,14 +141,19 @@ def layer_of_stack(frames: list[str]) -> str:
     return OTHER
 
 
-def read_samples(path: Path) -> tuple[float, Counter[str]]:
-    """(CPU seconds of the imports, CPU seconds per layer) from the driver's file."""
+def read_samples(path: Path) -> tuple[float, Counter[str], Counter[str]]:
+    """(CPU seconds of the imports, CPU seconds per layer, CPU seconds per
+    innermost frame with its layer) from the driver's file."""
     lines = path.read_text(errors="replace").splitlines()
     seconds: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
     for line in lines[1:]:
         weight, _, stack = line.partition(" ")
-        seconds[layer_of_stack(stack.split(";"))] += float(weight)
-    return float(lines[0]), seconds
+        frames = stack.split(";")
+        layer = layer_of_stack(frames)
+        seconds[layer] += float(weight)
+        leaves[f"{layer}: {frames[-1].rpartition('site-packages/')[2]}"] += float(weight)
+    return float(lines[0]), seconds, leaves
 
 
 @dataclass
@@ -148,6 +166,7 @@ class Profile:
     wall_s: float
     import_cpu_s: float
     layers: Counter[str] = field(default_factory=Counter)
+    leaves: Counter[str] = field(default_factory=Counter)
 
     def us_per_page(self) -> dict[str, float]:
         """Each layer's share of the sampled time, times the crawl's CPU time."""
@@ -183,7 +202,7 @@ def profile_once(
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"exit {code}: {shlex.join(command)}")
-    imports, layers = read_samples(samples)
+    imports, layers, leaves = read_samples(samples)
     return Profile(
         source=source,
         pages=count_pages(output),
@@ -191,6 +210,7 @@ def profile_once(
         wall_s=wall,
         import_cpu_s=imports,
         layers=layers,
+        leaves=leaves,
     )
 
 
@@ -272,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--interval", type=float, default=0.001, help="CPU seconds between two samples"
     )
+    parser.add_argument("--top", type=int, default=0, help="also print the N hottest frames")
     parser.add_argument("--trio-crawl-args", default="")
     parser.add_argument("--cache-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -295,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print(table(profiles))
+    for name, runs in profiles.items() if args.top else ():
+        leaves = sum((run.leaves for run in runs), Counter())
+        whole = sum(leaves.values())
+        print(f"{name}: the {args.top} innermost frames with the most CPU time")
+        for leaf, seconds in leaves.most_common(args.top):
+            print(f"  {seconds / whole:6.1%}  {leaf}")
     return 0
 
 
