@@ -36,8 +36,6 @@ import argparse
 import contextlib
 import os
 import shlex
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate_site import SiteParams, ensure_site, read_expected
+from generate_site import SiteParams, ensure_site, read_expected  # noqa: E402
 
 #: (layer, needles): a frame belongs to the first layer one of whose needles is in
 #: "function (file:line)". Checked from the innermost frame outwards.
@@ -109,7 +107,9 @@ def stack_of(frame):
 def sample(signum, frame):
     for ident, top in sys._current_frames().items():
         try:
-            clock = clocks.get(ident) or clocks.setdefault(ident, time.pthread_getcpuclockid(ident))
+            clock = clocks.get(ident)
+            if clock is None:
+                clock = clocks[ident] = time.pthread_getcpuclockid(ident)
             now = time.clock_gettime(clock)
         except OSError:  # the thread has ended
             continue
