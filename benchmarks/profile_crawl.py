@@ -85,6 +85,8 @@ IMPORTS = "start-up (imports)"
 #: threads). At each one, every Python thread's CPU time since the last sample
 #: (its own clock, ``pthread_getcpuclockid``) goes to the stack it is in now, so a
 #: parse thread's time is the parser's, not that of what the main thread waits on.
+#: A worker thread caught idle (trio's thread cache) is charged to the last job it
+#: was seen doing: its short jobs (SQLite calls) mostly end between two samples.
 #: A signal is handled between two bytecodes, so the time of a C call (libcurl and
 #: the kernel under ``socket_action``, libxml2 under ``fromstring``) goes to the
 #: Python frame that made it.
@@ -96,6 +98,7 @@ imports = time.process_time() - t0
 stacks = collections.Counter()
 clocks = {}
 last = {}
+busy = {}
 main = threading.main_thread().ident
 def stack_of(frame):
     names = []
@@ -115,8 +118,17 @@ def sample(signum, frame):
             continue
         spent = now - last.get(ident, 0.0)
         last[ident] = now
-        if spent > 0:
-            stacks[stack_of(frame if ident == main else top)] += spent
+        if spent <= 0:
+            continue
+        if ident == main:
+            stacks[stack_of(frame)] += spent
+            continue
+        stack = stack_of(top)
+        if stack.endswith("WorkerThread._work"):  # idle now: charge its last job
+            stack = busy.get(ident, stack)
+        else:
+            busy[ident] = stack
+        stacks[stack] += spent
 last[main] = time.thread_time()
 signal.signal(signal.SIGPROF, sample)
 signal.setitimer(signal.ITIMER_PROF, float(sys.argv[2]), float(sys.argv[2]))
@@ -203,6 +215,9 @@ def profile_once(
     if code != 0:
         raise RuntimeError(f"exit {code}: {shlex.join(command)}")
     imports, layers, leaves = read_samples(samples)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        samples.replace(args.keep / f"{source}-{time.time_ns()}.samples")
     return Profile(
         source=source,
         pages=count_pages(output),
@@ -223,7 +238,7 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
         site_dir, _ = ensure_site(SiteParams(pages=args.pages), args.cache_dir)
         pages = len(read_expected(site_dir))
         with open_server(site_dir) as server:
-            yield f"synthetic site, {pages} pages", [server.base_url + "/", "-w", "16", "-q"]
+            yield f"synthetic site, {pages} pages", [server.base_url, "-w", "16", "-q"]
     elif args.site == "broad":
         import broad
 
@@ -293,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "--interval", type=float, default=0.001, help="CPU seconds between two samples"
     )
     parser.add_argument("--top", type=int, default=0, help="also print the N hottest frames")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the raw samples here")
     parser.add_argument("--trio-crawl-args", default="")
     parser.add_argument("--cache-dir", type=Path, default=None)
     args = parser.parse_args(argv)
