@@ -245,11 +245,15 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
         config = broad.parse_configs(args.broad)[0]
         site_dir, _ = ensure_site(SiteParams(pages=config.pages), args.cache_dir)
         with broad.open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
+            urls = [f"http://{a}:{server.port}/" for a in server.addresses]
             seeds = out / "seeds.txt"
-            seeds.write_text("".join(f"http://{a}:{server.port}/\n" for a in server.addresses))
+            seeds.write_text("".join(f"{url}\n" for url in urls))
+            # A seeds file means the SQLite frontier (a temporary file): as
+            # arguments, the start URLs are crawled with the memory frontier.
+            start = urls if args.seeds_as_args else ["--seeds", str(seeds)]
             yield (
                 f"broad {args.broad}: {server.description}",
-                ["--seeds", str(seeds), "--per-host-concurrency", "8", "-q"],
+                [*start, "--per-host-concurrency", "8", "-q"],
             )
     else:
         from realsite import site_farm
@@ -297,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", default="synthetic", help="synthetic, broad or a doc dir")
     parser.add_argument("--pages", type=int, default=5000, help="synthetic site's pages")
     parser.add_argument("--broad", default="1000x0x20", help="HOSTSxLATENCY_MSxPAGES")
+    parser.add_argument(
+        "--seeds-as-args",
+        action="store_true",
+        help="broad: start URLs as arguments (memory frontier), not a --seeds file",
+    )
     parser.add_argument(
         "--src",
         action="append",
