@@ -38,13 +38,12 @@ def _value(value: object) -> str:
     """``value`` as JSON, exactly as ``json.dumps`` writes it."""
     if value is None:
         return "null"
-    kind = type(value)
-    if kind is str:
-        return encode_basestring(value)  # type: ignore[arg-type]
-    if kind is int:
-        return int.__repr__(value)  # type: ignore[arg-type]
-    if kind is float and math.isfinite(value):  # type: ignore[arg-type]
-        return float.__repr__(value)  # type: ignore[arg-type]
+    if type(value) is str:
+        return encode_basestring(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
     return _dumps(value)
 
 
