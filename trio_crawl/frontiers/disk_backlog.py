@@ -50,9 +50,16 @@ class DiskBacklog:
         self.queued_on_disk = state.queued_on_disk()
         self._limiter = trio.CapacityLimiter(1)
         self._pending: list[Op] = []
+        #: Thread calls begun (waiting for the limiter or running) and not
+        #: returned: while there are none, the event loop may read the state.
+        self._calls = 0
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        self._calls += 1
+        try:
+            return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        finally:
+            self._calls -= 1
 
     def _apply_pending(self) -> None:
         """In the worker thread: write the noted ops first (keeps their order)."""
@@ -69,7 +76,15 @@ class DiskBacklog:
         self, urls: Sequence[str], depth: int, referrer: str | None, room: int
     ) -> list[str]:
         """Admit the unseen ``urls`` at ``depth``; the first ``room`` of them stay
-        in memory (returned, for the engine to publish), the rest queue on disk."""
+        in memory (returned, for the engine to publish), the rest queue on disk.
+
+        Most pages link only to URLs the crawl has seen lately: when every one
+        of ``urls`` is in the state's recent set, nothing is admitted and no
+        thread call is made (the noted ops wait for the next call or ``flush``).
+        That is checked only while no thread call is under way, so the state
+        is never used by two threads at once."""
+        if not self._calls and self.state.all_recent(urls):
+            return []
 
         def work() -> tuple[list[str], int]:
             self._apply_pending()
