@@ -208,7 +208,9 @@ def profile_once(
         *(*crawl_args, "-o", str(output)),
     ]
     start = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    # Not in the caller's directory: ``python -c`` puts it first on sys.path,
+    # before PYTHONPATH, and a checkout there would be imported instead.
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, cwd=out)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)

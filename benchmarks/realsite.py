@@ -492,7 +492,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--base-cmd",
         default=None,
         help=f"command that starts the trio-crawl of the {BASE_TOOL} tool (e.g. "
-        '"env PYTHONPATH=/tmp/base python -m trio_crawl")',
+        '"env PYTHONPATH=/tmp/base python -m trio_crawl"; run from a directory '
+        "that holds no trio_crawl: python -m puts the current one first)",
     )
     parser.add_argument(
         "--rounds", type=int, default=1, help="runs of each tool, the order alternating"

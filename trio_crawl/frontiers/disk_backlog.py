@@ -50,16 +50,9 @@ class DiskBacklog:
         self.queued_on_disk = state.queued_on_disk()
         self._limiter = trio.CapacityLimiter(1)
         self._pending: list[Op] = []
-        #: Thread calls begun (waiting for the limiter or running) and not
-        #: returned: while there are none, the event loop may read the state.
-        self._calls = 0
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        self._calls += 1
-        try:
-            return await trio.to_thread.run_sync(fn, limiter=self._limiter)
-        finally:
-            self._calls -= 1
+        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
 
     def _apply_pending(self) -> None:
         """In the worker thread: write the noted ops first (keeps their order)."""
@@ -79,11 +72,11 @@ class DiskBacklog:
         in memory (returned, for the engine to publish), the rest queue on disk.
 
         Most pages link only to URLs the crawl has seen lately: when every one
-        of ``urls`` is in the state's recent set, nothing is admitted and no
-        thread call is made (the noted ops wait for the next call or ``flush``).
-        That is checked only while no thread call is under way, so the state
-        is never used by two threads at once."""
-        if not self._calls and self.state.all_recent(urls):
+        of ``urls`` is in the state's recent set (``CrawlState.all_recent``,
+        read-only, safe beside a running thread call), nothing is admitted
+        and no thread call is made (the noted ops wait for the next call or
+        ``flush``)."""
+        if self.state.all_recent(urls):
             return []
 
         def work() -> tuple[list[str], int]:
