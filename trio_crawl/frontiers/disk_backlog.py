@@ -69,15 +69,7 @@ class DiskBacklog:
         self, urls: Sequence[str], depth: int, referrer: str | None, room: int
     ) -> list[str]:
         """Admit the unseen ``urls`` at ``depth``; the first ``room`` of them stay
-        in memory (returned, for the engine to publish), the rest queue on disk.
-
-        Most pages link only to URLs the crawl has seen lately: when every one
-        of ``urls`` is in the state's recent set (``CrawlState.all_recent``,
-        read-only, safe beside a running thread call), nothing is admitted
-        and no thread call is made (the noted ops wait for the next call or
-        ``flush``)."""
-        if self.state.all_recent(urls):
-            return []
+        in memory (returned, for the engine to publish), the rest queue on disk."""
 
         def work() -> tuple[list[str], int]:
             self._apply_pending()

@@ -548,19 +548,6 @@ class CrawlState:
             recent.add(url)
         return [url for url in unseen if url not in known]
 
-    def all_recent(self, urls: Iterable[str]) -> bool:
-        """Whether every URL is in the recent set, so has a row: then
-        ``filter_unseen(urls)`` is ``[]`` without a look at the database.
-
-        Read-only (no promotion, no connection, no guard), so the event loop
-        may ask while a worker thread runs a call: each membership test of a
-        ``set`` is atomic, and a URL enters the recent set only once its row
-        is committed or found in the table, so True is never wrong. A URL
-        caught between the set's two generations reads as absent: False, and
-        the caller asks the database, which answers the same."""
-        recent = self._recent
-        return all(url in recent for url in urls)
-
     # -- changes ------------------------------------------------------------------
 
     def apply(self, ops: Sequence[Op]) -> None:
