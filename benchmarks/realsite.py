@@ -51,7 +51,8 @@ Theory of operation:
 
 Usage: python benchmarks/realsite.py [--tools trio-crawl,wget,scrapy] [--workers 16]
        [--doc-dir DIR] [--server auto|nginx|python] [--keep-output DIR]
-       [--trio-crawl-args "..."] [--profile]
+       [--trio-crawl-args "..."] [--profile] [--rounds N]
+       [--tools ...,trio-crawl-base --base-cmd "env PYTHONPATH=OLD python -m trio_crawl"]
 
 ``--profile`` adds a run of trio-crawl under cProfile (not timed) and prints its CPU
 time per page by layer.
