@@ -46,7 +46,7 @@ from ..core.url import host_port
 from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
-from .assembly import assemble
+from .assembly import assemble, pool_helpers
 from .delivery import (
     Delivery,
     DepthUpdateCallback,
@@ -112,7 +112,7 @@ class Crawler:
         self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=[self.schedule.serve, self.frontier.serve])
+            await self._pool.run(self._handle, helpers=pool_helpers(self))
         finally:
             self._clock.finish()
             await self.frontier.aclose()
