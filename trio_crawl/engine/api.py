@@ -82,6 +82,9 @@ class CrawlOptions(TypedDict, total=False):
     render: bool | Literal["auto"]
     render_wait: float
     browser: str | None
+    mirror: str | None
+    convert_links: bool
+    adjust_extension: bool
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
