@@ -98,10 +98,12 @@ def test_lag_shrinks_it_even_with_cpu_to_spare() -> None:
     assert target < 200 * 0.75**2
 
 
-def test_ceiling_caps_and_a_cpu_bound_crawl_stays_at_the_floor() -> None:
+def test_ceiling_stops_growth_and_a_cpu_bound_crawl_stays_at_the_floor() -> None:
     sizer = PoolSizer()
     targets = Workload(demand=10_000, cost=0.0001).run(sizer, 30, ceiling=40)
     assert max(targets) == 40 and targets[-1] == 40
+    high = PoolSizer(PoolSizerSettings(initial=100))
+    assert Workload(demand=10_000, cost=0.0001).run(high, 5, ceiling=40)[-1] >= 100
     cpu_bound = PoolSizer()
     targets = Workload(demand=10_000, cost=0.2).run(cpu_bound, 30)
     assert targets[-1] == BAND.floor
@@ -135,10 +137,9 @@ def test_the_target_always_stays_within_its_bounds(
         now += SAMPLE_SECONDS
         cpu += share * SAMPLE_SECONDS
         target = sizer.observe(now=now, cpu_seconds=cpu, busy=busy, lag=lag, ceiling=ceiling)
-        top = max(1, int(min(max_workers, ceiling)))
-        assert min(floor, top) <= target <= top
-        # No jump beyond doubling, except to come back within a ceiling.
-        assert target <= max(2 * previous, min(floor, top))
+        assert min(floor, max_workers) <= target <= max_workers
+        if target > previous:  # growth: at most doubling, never past the ceiling
+            assert target <= min(2 * previous, ceiling) or target == min(floor, max_workers)
         previous = target
 
 

@@ -360,7 +360,7 @@ class WorkPool(Generic[T]):
     ) -> None:
         self._pending -= 1
         try:
-            async with receive:
+            with receive:  # a synchronous close: the count drops as the task ends
                 while self._limiter.available_tokens > 0:
                     try:
                         item = self._take(receive)

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
+from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize
 from ..errors import ConfigError
@@ -54,7 +55,20 @@ def build_parser(
         p.add_argument(
             "urls", nargs="*", metavar="URL", help="start URL(s); scope is their host:port"
         )
-    p.add_argument("-w", "--workers", type=int, default=16, help="crawler tasks (default 16)")
+    p.add_argument(
+        "-w",
+        "--workers",
+        type=int,
+        help="crawler tasks, fixed (default: sized by itself from CPU time and latency, "
+        "starting at 16)",
+    )
+    p.add_argument(
+        "--max-workers",
+        type=int,
+        metavar="N",
+        help="the most crawler tasks a self-sized crawl grows to (default: what the "
+        "descriptor limit and memory allow)",
+    )
     p.add_argument("--max-depth", type=int, help="follow links at most D hops from a start URL")
     p.add_argument("--max-pages", type=int, help="fetch at most P pages")
     p.add_argument(
@@ -188,7 +202,8 @@ def build_config(
 ) -> CrawlConfig:
     options = {
         "start_urls": list(start_urls),
-        "workers": args.workers,
+        "workers": pinned_workers(args.workers),
+        "max_workers": args.max_workers,
         "max_depth": args.max_depth,
         "max_pages": args.max_pages,
         "timeout": args.timeout,
@@ -284,6 +299,23 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def pinned_workers(workers: int | None) -> int | None:
+    """``-w N`` as given, or clamped (with a one-line warning) to what the
+    descriptor limit and memory can serve: a million workers would need a
+    million sockets."""
+    if workers is None or workers < 1:
+        return workers
+    most, why = machine_ceiling()
+    if workers > most:
+        print(
+            f"trio-crawl: warning: -w {workers:,} is more than this machine can serve "
+            f"({why}): using -w {most:,}",
+            file=sys.stderr,
+        )
+        return most
+    return workers
 
 
 def workers_within_fd_limit(ceiling: int = 512) -> int:

@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from .filters import FilteredScope, UrlFilter
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
+from .pool_sizing import INITIAL_WORKERS, machine_ceiling
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
 
@@ -30,12 +31,18 @@ class CrawlConfig:
 
     Example::
 
-        CrawlConfig(start_urls=["http://127.0.0.1:8000/"], workers=16, max_depth=2)
+        CrawlConfig(start_urls=["http://127.0.0.1:8000/"], max_depth=2)
     """
 
     #: Canonical URLs, or ``Request`` s that name a handler for their page.
     start_urls: Sequence[str | Request]
-    workers: int = 16
+    #: Worker tasks: None (the default) sizes the pool by itself (``PoolSizer``,
+    #: core/pool_sizing.py) within ``max_workers`` and the machine's limits; a
+    #: number pins it.
+    workers: int | None = None
+    #: The most workers a sized pool may grow to (None: the descriptor and
+    #: memory limits, ``machine_ceiling``).
+    max_workers: int | None = None
     max_depth: int | None = None
     max_pages: int | None = None
     timeout: float = 30.0
@@ -91,7 +98,20 @@ class CrawlConfig:
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
-            (self.workers >= 1, f"--workers must be at least 1 (got {self.workers})"),
+            (
+                self.workers is None or self.workers >= 1,
+                f"--workers must be at least 1 (got {self.workers})",
+            ),
+            (
+                self.max_workers is None or self.max_workers >= 1,
+                f"--max-workers must be at least 1 (got {self.max_workers})",
+            ),
+            (
+                self.workers is None
+                or self.max_workers is None
+                or self.workers <= self.max_workers,
+                f"--workers {self.workers} is more than --max-workers {self.max_workers}",
+            ),
             (
                 self.max_depth is None or self.max_depth >= 0,
                 f"--max-depth must be >= 0 (got {self.max_depth})",
@@ -177,6 +197,20 @@ class CrawlConfig:
                 raise ConfigError(str(exc)) from None
 
     @property
+    def worker_ceiling(self) -> int:
+        """The most workers this crawl may run: ``workers`` when pinned, else
+        ``max_workers`` within what the machine can serve."""
+        if self.workers is not None:
+            return self.workers
+        machine = machine_ceiling()[0]
+        return machine if self.max_workers is None else min(self.max_workers, machine)
+
+    @property
+    def initial_workers(self) -> int:
+        """Workers at the start: ``workers``, or where a sized pool starts."""
+        return self.workers or min(INITIAL_WORKERS, self.worker_ceiling)
+
+    @property
     def start_url_strings(self) -> list[str]:
         return [s.url if isinstance(s, Request) else s for s in self.start_urls]
 
@@ -210,7 +244,7 @@ class CrawlConfig:
             timeout=self.timeout,
             connect_timeout=min(self.connect_timeout, self.timeout),
             max_bytes=self.max_bytes,
-            max_connections=self.workers,
+            max_connections=self.worker_ceiling,
             html_only=self.html_only,
             ca_bundle=self.ca_bundle,
             http2=self.http2,

@@ -25,11 +25,13 @@ Rules
    on a steady workload whose CPU grows with the busy workers the target
    moves monotonically into the band and stays: it converges, with no
    oscillation (tests/test_pool_sizing.py simulates it).
-5. Bounds: always within ``[floor, ceiling]``, where ``ceiling`` is the
-   smallest of ``max_workers`` and the observation's ``ceiling`` (what the work
-   can use: ready hosts x per-host concurrency), and ``floor`` never exceeds
-   the ceiling. A target beyond the work costs nothing: the pool starts a
-   worker task only for queued work.
+5. Bounds: always within ``[min(floor, max_workers), max_workers]``
+   (``max_workers``: the machine's or the user's cap). The observation's
+   ``ceiling`` (what the work can use now: hosts in flight x per-host
+   concurrency, plus queued items) stops growth but never forces a shrink:
+   a target beyond the work costs nothing (the pool starts a worker task only
+   for queued work), and a crawl that finds new hosts must not climb back
+   from a moment with few.
 
 ``machine_ceiling()`` is the most workers this process can serve: one
 descriptor per worker within ``RLIMIT_NOFILE`` (minus ``RESERVED_FDS``), and
@@ -106,7 +108,7 @@ class PoolSizer:
 
     def __init__(self, settings: PoolSizerSettings | None = None) -> None:
         self.settings = s = settings or PoolSizerSettings()
-        self.target = self._bounded(s.initial, math.inf)
+        self.target = self._bounded(s.initial)
         self._start: tuple[float, float] | None = None  # (now, cpu) at the window's start
         self._busy_sum = 0.0
         self._lag_sum = 0.0
@@ -131,7 +133,8 @@ class PoolSizer:
 
         ``cpu_seconds``: the process's CPU time so far; ``busy``: workers
         handling an item now; ``lag``: how late this sample's timer fired;
-        ``ceiling``: the most workers the work can use now (inf: unknown).
+        ``ceiling``: the most workers the work can use now (inf: unknown);
+        growth stops there (rule 5).
         """
         wanted = self.target
         if self._start is None:
@@ -151,7 +154,9 @@ class PoolSizer:
                 self._busy_sum = self._lag_sum = 0.0
                 self._samples = 0
                 wanted = self._decide(cpu, mean_lag, mean_busy)
-        wanted = self._bounded(wanted, ceiling)
+        if wanted > self.target:
+            wanted = max(self.target, int(min(wanted, ceiling)))
+        wanted = self._bounded(wanted)
         if wanted != self.target:
             self.changes += 1
             self.target = wanted
@@ -168,10 +173,9 @@ class PoolSizer:
             return min(2 * n, max(n + 1, math.floor(estimate)))
         return n
 
-    def _bounded(self, target: int, ceiling: float) -> int:
+    def _bounded(self, target: int) -> int:
         s = self.settings
-        top = max(1, int(min(s.max_workers, ceiling)))
-        return max(min(s.floor, top), min(target, top))
+        return max(min(s.floor, s.max_workers), min(target, s.max_workers))
 
 
 def descriptor_ceiling(soft_limit: float, reserved: int = RESERVED_FDS) -> int:

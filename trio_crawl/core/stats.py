@@ -55,6 +55,12 @@ class CrawlSummary:
     #: Distinct hosts among the records, counted up to ``HOSTS_COUNTED``.
     hosts: int = 0
     depth_updates: int = 0
+    #: (seconds since the start, worker target): the start and each resize.
+    worker_history: tuple[tuple[float, int], ...] = ()
+    #: The most worker tasks alive at once.
+    peak_workers: int = 0
+    #: Whether the pool sized itself (no ``workers`` given).
+    sized: bool = False
 
     @property
     def pages_per_second(self) -> float:

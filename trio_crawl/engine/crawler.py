@@ -31,6 +31,7 @@ invariant is our bug and ends the crawl with an exception.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import time
 from collections.abc import Awaitable, Iterable, Sequence
@@ -53,6 +54,7 @@ from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
+from .pool_size import sized_pool
 from .delivery import (
     Delivery,
     DepthUpdateCallback,
@@ -86,6 +88,9 @@ class EngineStatistics:
     waiting: int
     seen: int
     elapsed: float
+    #: The worker target (tokens) and the worker tasks alive now.
+    workers: int = 0
+    tasks: int = 0
 
 
 class Crawler:
@@ -126,9 +131,6 @@ class Crawler:
             max_pages=config.max_pages,
             late_starts=config.sitemaps,
         )
-        self._pool = WorkPool[Entry](
-            config.workers, grace=config.grace, on_take=self.frontier.want_more
-        )
         if isinstance(self.frontier, SharedPoliteness):  # Redis: the server spaces requests
             self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
         else:
@@ -136,6 +138,10 @@ class Crawler:
                 PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
                 self._publish,
             )
+        #: (seconds since the start, worker target) at the start and at each resize.
+        self.worker_history: list[tuple[float, int]] = []
+        self._workers_changed = True
+        self._pool = sized_pool(config, self.frontier.want_more, self._work_ceiling, self._resized)
         self._pool.add_room(self.schedule)
         self._pool.add_room(self.frontier)
         self.frontier.attach(self._publish, self._pool.check_idle, lambda: self._pool.queued)
@@ -172,6 +178,7 @@ class Crawler:
         if self._started_at is not None:
             raise RuntimeError("a Crawler runs once")
         self._started_at = trio.current_time()
+        self.worker_history.append((0.0, self._pool.workers))
         try:
             await self.frontier.admit_start_urls()
             await self._pool.run(self._handle, helpers=[self.schedule.serve, self.frontier.serve])
@@ -224,15 +231,38 @@ class Crawler:
             waiting=self.schedule.waiting,
             seen=self.frontier.statistics().seen,
             elapsed=end - start,
+            workers=pool.workers,
+            tasks=pool.tasks,
         )
 
     def summary(self) -> CrawlSummary:
         f = self.frontier.statistics()
-        return self.stats.summary(
+        summary = self.stats.summary(
             elapsed=self.statistics().elapsed,
             stopped=self._pool.stopping,
             unfinished=self.frontier.unfinished + f.dropped,
         )
+        return dataclasses.replace(
+            summary,
+            worker_history=tuple(self.worker_history),
+            peak_workers=self._pool.statistics().peak_tasks,
+            sized=self.config.workers is None,
+        )
+
+    # -- the pool's size ---------------------------------------------------
+
+    def _work_ceiling(self) -> float:
+        """The most workers the work can use now (the sizer grows no further):
+        per-host concurrency x hosts in flight, plus the queued URLs (each may
+        open a new host); unbounded without a per-host limit."""
+        per_host = self.config.per_host_concurrency
+        if per_host is None or isinstance(self.schedule, SharedScheduleRoom):
+            return math.inf
+        return per_host * (self.schedule.schedule.hosts_in_flight + 1) + self._pool.queued
+
+    def _resized(self, now: float, workers: int) -> None:
+        self.worker_history.append((round(now - (self._started_at or now), 3), workers))
+        self._workers_changed = True
 
     # -- one URL -----------------------------------------------------------
 
@@ -391,6 +421,9 @@ class Crawler:
         if record.depth != entry.depth or record.referrer != entry.referrer:
             # A shorter path turned up while the record was being made.
             record = dataclasses.replace(record, depth=entry.depth, referrer=entry.referrer)
+        if self._workers_changed:  # the report draws the worker count over time
+            self._workers_changed = False
+            record.extra["workers"] = self._pool.workers
         self._delivery.write_record(record)
         entry.written = True  # from now on, a shorter path writes an update
         await self._delivery.send_record(record)
