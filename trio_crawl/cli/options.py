@@ -30,7 +30,7 @@ from ..core.url import canonicalize
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
-from .common import UsageError, UsageParser
+from .common import UsageError, UsageParser, say
 from .identity import add_identity_options, identity_options
 
 
@@ -309,11 +309,7 @@ def pinned_workers(workers: int | None) -> int | None:
         return workers
     most, why = machine_ceiling()
     if workers > most:
-        print(
-            f"trio-crawl: warning: -w {workers:,} is more than this machine can serve "
-            f"({why}): using -w {most:,}",
-            file=sys.stderr,
-        )
+        say(f"warning: -w {workers:,} is more than this machine can serve ({why}): using -w {most:,}")
         return most
     return workers
 

@@ -140,7 +140,9 @@ class Crawler:
             )
         #: (seconds since the start, worker target) at the start and at each resize.
         self.worker_history: list[tuple[float, int]] = []
-        self._workers_changed = True
+        #: A sized crawl writes its worker count on its first record and on the
+        #: first after each resize (``"workers"``), for ``trio-crawl report``.
+        self._workers_changed = config.workers is None
         self._pool = sized_pool(config, self.frontier.want_more, self._work_ceiling, self._resized)
         self._pool.add_room(self.schedule)
         self._pool.add_room(self.frontier)
@@ -262,7 +264,7 @@ class Crawler:
 
     def _resized(self, now: float, workers: int) -> None:
         self.worker_history.append((round(now - (self._started_at or now), 3), workers))
-        self._workers_changed = True
+        self._workers_changed = self.config.workers is None
 
     # -- one URL -----------------------------------------------------------
 
