@@ -109,6 +109,20 @@ def build_parser(
         metavar="HOST",
         help="also crawl HOST and its subdomains (repeatable)",
     )
+    p.add_argument(
+        "--span-hosts",
+        action="store_true",
+        help="follow links to any host (like wget -H); robots.txt and politeness per host",
+    )
+    p.add_argument(
+        "--max-pages-per-host", type=int, metavar="N", help="admit at most N URLs of one host"
+    )
+    p.add_argument(
+        "--max-hosts",
+        type=int,
+        metavar="N",
+        help="crawl at most N distinct hosts (host:port), the start URLs' included",
+    )
     for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
         p.add_argument(
             f"--{flag}",
@@ -214,6 +228,9 @@ def build_config(
         "sitemaps": args.sitemaps,
         "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
+        "span_hosts": args.span_hosts,
+        "max_pages_per_host": args.max_pages_per_host,
+        "max_hosts": args.max_hosts,
         "include": tuple(args.include),
         "exclude": tuple(args.exclude),
         "no_parent": args.no_parent,
@@ -284,6 +301,12 @@ def check_combinations(args: argparse.Namespace) -> None:
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
     max_queue = getattr(args, "max_queue", None)
+    budgets = args.max_pages_per_host is not None or args.max_hosts is not None
+    if budgets and (getattr(args, "state", None) or getattr(args, "seeds", None) or max_queue):
+        raise UsageError(
+            "--max-pages-per-host and --max-hosts cannot be combined with --state, --seeds "
+            "or --max-queue yet (they need the in-memory frontier)"
+        )
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
 
@@ -309,7 +332,8 @@ def pinned_workers(workers: int | None) -> int | None:
         return workers
     most, why = machine_ceiling()
     if workers > most:
-        say(f"warning: -w {workers:,} is more than this machine can serve ({why}): using -w {most:,}")
+        too_many = f"-w {workers:,} is more than this machine can serve ({why})"
+        say(f"warning: {too_many}: using -w {most:,}")
         return most
     return workers
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from .filters import FilteredScope, UrlFilter
+from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
 from .pool_sizing import INITIAL_WORKERS, machine_ceiling
@@ -55,6 +56,13 @@ class CrawlConfig:
     #: Also fetch what each HTML page needs (images, scripts, stylesheets, frames...).
     page_requisites: bool = False
     allow_domains: Sequence[str] = field(default_factory=tuple)
+    #: Follow links to any host (wget -H); robots.txt and politeness per host
+    #: as ever. Pair it with ``max_hosts`` / ``max_pages_per_host`` / ``max_depth``.
+    span_hosts: bool = False
+    #: Admit at most this many URLs of one host:port (None: no limit).
+    max_pages_per_host: int | None = None
+    #: Crawl at most this many distinct hosts (host:port), start hosts included.
+    max_hosts: int | None = None
     #: Regular expressions (``re.search`` on the canonical URL): a link is
     #: followed if it matches any ``include`` (or none is given) and no
     #: ``exclude``. Start URLs are not filtered; see ``core/filters.py``.
@@ -119,6 +127,14 @@ class CrawlConfig:
             (
                 self.max_pages is None or self.max_pages >= 0,
                 f"--max-pages must be >= 0 (got {self.max_pages})",
+            ),
+            (
+                self.max_pages_per_host is None or self.max_pages_per_host >= 1,
+                f"--max-pages-per-host must be at least 1 (got {self.max_pages_per_host})",
+            ),
+            (
+                self.max_hosts is None or self.max_hosts >= 1,
+                f"--max-hosts must be at least 1 (got {self.max_hosts})",
             ),
             (self.timeout > 0, f"--timeout must be > 0 (got {self.timeout})"),
             (self.connect_timeout > 0, "connect timeout must be > 0"),
@@ -235,8 +251,16 @@ class CrawlConfig:
         hosts = [*self.start_url_strings, *more_origins]
         url_filter = url_filter or self.url_filter()
         if not url_filter.active:
-            return Scope(hosts, self.allow_domains)
-        return FilteredScope(hosts, self.allow_domains, url_filter=url_filter)
+            return Scope(hosts, self.allow_domains, span_hosts=self.span_hosts)
+        return FilteredScope(
+            hosts, self.allow_domains, url_filter=url_filter, span_hosts=self.span_hosts
+        )
+
+    def host_budget(self) -> HostBudget | None:
+        """The crawl's per-host budgets, or None when it has none."""
+        if self.max_pages_per_host is None and self.max_hosts is None:
+            return None
+        return HostBudget(max_pages_per_host=self.max_pages_per_host, max_hosts=self.max_hosts)
 
     def fetch_config(self) -> FetchConfig:
         return FetchConfig(

@@ -49,12 +49,10 @@ from ..core.schedule import PoliteSchedule
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import host_port, resolve
-from ..errors import FetchError
+from ..errors import ConfigError, FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness
 from ..frontiers.memory import MemoryFrontier
-from ..workpool import WorkPool
-from .pool_size import sized_pool
 from .delivery import (
     Delivery,
     DepthUpdateCallback,
@@ -65,6 +63,7 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
 from .pages import PageReader
 from .politeness import ScheduleRoom
+from .pool_size import sized_pool
 from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import sitemap_page_urls
@@ -130,7 +129,13 @@ class Crawler:
             max_depth=config.max_depth,
             max_pages=config.max_pages,
             late_starts=config.sitemaps,
+            host_budget=config.host_budget(),
         )
+        if frontier is not None and config.host_budget() is not None:
+            raise ConfigError(
+                "max_pages_per_host and max_hosts work with the memory frontier only "
+                "(not with a SQLite or Redis frontier yet)"
+            )
         if isinstance(self.frontier, SharedPoliteness):  # Redis: the server spaces requests
             self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
         else:

@@ -11,8 +11,8 @@ Rules:
 2. A pool of easy handles (``handle.Slot``), at most one per allowed
    connection (``FetchConfig.max_connections``), made when first needed (a
    sized crawl allows thousands and uses what its workers use). A fetch
-   borrows one, a cancelled or finished fetch gives it back. Connections outlive handles: libcurl keeps
-   them alive in the multi's connection cache.
+   borrows one, a cancelled or finished fetch gives it back. Connections
+   outlive handles: libcurl keeps them alive in the multi's connection cache.
 3. The driver removes a finished transfer from the multi as soon as
    ``info_read`` reports it (its connection returns to the cache at once) and
    wakes the waiting ``fetch`` through the slot's ``trio.Event``.
