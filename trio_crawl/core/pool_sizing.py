@@ -19,6 +19,10 @@ Rules
    is Little's law with CPU as the budget: if ``b`` busy workers cost ``c``,
    ``b * cpu_goal / c`` cost ``cpu_goal``; at least one more worker, at most
    twice as many as now.
+   After a shrink, that size is a threshold (as TCP's slow-start
+   threshold): growth beyond it goes at most one eighth a window, so a
+   loaded machine does not make the target swing between halving and
+   doubling.
 4. Otherwise hold. The hold band ``cpu_low <= c <= cpu_high`` is wider than
    a shrink step lands in (a shrink from ``c > cpu_high`` aims at
    ``cpu_goal``, inside the band), and a growth aims at ``cpu_goal`` too, so
@@ -115,6 +119,8 @@ class PoolSizer:
         self._samples = 0
         self._last = (0.0, 0.0, 0.0)
         self.changes = 0
+        #: The target after the last shrink (rule 3): growth past it is gentle.
+        self._threshold = math.inf
 
     def statistics(self) -> PoolSizerStatistics:
         cpu, lag, busy = self._last
@@ -155,7 +161,12 @@ class PoolSizer:
                 self._samples = 0
                 wanted = self._decide(cpu, mean_lag, mean_busy)
         if wanted > self.target:
+            if wanted > self._threshold:
+                gentle = self.target + max(1, self.target // 8)
+                wanted = min(wanted, max(gentle, math.floor(self._threshold)))
             wanted = max(self.target, int(min(wanted, ceiling)))
+        elif wanted < self.target:
+            self._threshold = wanted
         wanted = self._bounded(wanted)
         if wanted != self.target:
             self.changes += 1

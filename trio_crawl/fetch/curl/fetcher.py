@@ -135,7 +135,10 @@ class CurlFetcher:
         n = config.max_connections
         multi.setopt(pycurl.M_MAX_TOTAL_CONNECTIONS, n)
         multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, n)  # per-host politeness is the engine's job
-        multi.setopt(pycurl.M_MAXCONNECTS, n)  # idle connections kept for reuse
+        # Idle connections kept for reuse: as many as handles made so far (the
+        # most transfers at once), not ``n``: a self-sized crawl allows thousands
+        # and would keep an idle connection to every host it met.
+        multi.setopt(pycurl.M_MAXCONNECTS, 1)
         multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
         multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
         self._multi = multi
@@ -199,6 +202,7 @@ class CurlFetcher:
             if not self._free:  # the semaphore counts the handles not yet made
                 self._slots.append(Slot(self.config, self._ca))
                 self._free.append(self._slots[-1])
+                self._multi.setopt(pycurl.M_MAXCONNECTS, len(self._slots))
             slot = self._free.pop()
             try:
                 self._start(slot, url, headers, any_body, deadline)
