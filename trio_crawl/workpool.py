@@ -15,7 +15,7 @@ trio-crawl as a reusable primitive, with no crawling in it:
 * A worker holds a ``trio.CapacityLimiter`` token while it handles an item.
   N is the limiter's ``total_tokens``: ``resize()`` changes it at any
   moment, and a ``PoolSizer`` (``core/pool_sizing.py``) can turn that knob
-  by itself from CPU time, loop lag and busy workers.
+  by itself from CPU time, loop lag and busy workers (any ``Sizer``).
 * Worker tasks exist only while there is work: ``publish()`` starts one when
   the queued items outnumber the tasks about to take them and a token is
   free; a worker that finds nothing to take (or no free token) ends.
@@ -86,11 +86,26 @@ from typing import Generic, Protocol, TypeVar
 
 import trio
 
-from .core.pool_sizing import SAMPLE_SECONDS, PoolSizer
-
 T = TypeVar("T")
 
-__all__ = ["Room", "WorkPool", "WorkPoolStatistics"]
+__all__ = ["Room", "Sizer", "WorkPool", "WorkPoolStatistics"]
+
+
+class Sizer(Protocol):
+    """What resizes a pool: ``PoolSizer`` (``core/pool_sizing.py``) is one."""
+
+    @property
+    def target(self) -> int:
+        """The token count to start with."""
+        ...
+
+    def observe(
+        self, *, now: float, cpu_seconds: float, busy: float, lag: float, ceiling: float
+    ) -> int:
+        """Take one sample (trio time, process CPU seconds, tokens borrowed,
+        how late the sample's timer fired, the most workers the work can use)
+        and return the token count."""
+        ...
 
 
 class Room(Protocol):
@@ -143,7 +158,7 @@ class WorkPool(Generic[T]):
         on_take: called synchronously after every attempt to take an item,
             with the number still queued (a disk-backed room uses it to
             refill the channel before it runs dry).
-        sizer: resize the pool by itself, every ``SAMPLE_SECONDS``, to what
+        sizer: resize the pool by itself, every ``sample_seconds``, to what
             ``sizer.observe`` returns; ``ceiling`` (called at each sample)
             tells it the most workers the work can use now.
         cpu_time: the process CPU clock the sizer reads (tests simulate it).
@@ -156,7 +171,8 @@ class WorkPool(Generic[T]):
         *,
         grace: float = math.inf,
         on_take: Callable[[int], None] | None = None,
-        sizer: PoolSizer | None = None,
+        sizer: Sizer | None = None,
+        sample_seconds: float = 0.1,
         ceiling: Callable[[], float] | None = None,
         cpu_time: Callable[[], float] = time.process_time,
         on_resize: Callable[[float, int], None] | None = None,
@@ -166,6 +182,7 @@ class WorkPool(Generic[T]):
         self.grace = grace
         self._on_take = on_take
         self._sizer = sizer
+        self._sample_seconds = sample_seconds
         self._ceiling = ceiling
         self._cpu_time = cpu_time
         self._on_resize = on_resize
@@ -379,12 +396,12 @@ class WorkPool(Generic[T]):
         finally:
             self._tasks -= 1
 
-    async def _size(self, sizer: PoolSizer) -> None:
-        """Feed the sizer every ``SAMPLE_SECONDS`` and resize to its target.
+    async def _size(self, sizer: Sizer) -> None:
+        """Feed the sizer every ``sample_seconds`` and resize to its target.
         A display-like tick, not part of termination (it is cancelled with
         the workers)."""
         while True:
-            due = trio.current_time() + SAMPLE_SECONDS
+            due = trio.current_time() + self._sample_seconds
             await trio.sleep_until(due)
             now = trio.current_time()
             ceiling = self._ceiling() if self._ceiling is not None else math.inf

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry
-from ..core.pool_sizing import PoolSizer, PoolSizerSettings
+from ..core.pool_sizing import SAMPLE_SECONDS, PoolSizer, PoolSizerSettings
 from ..workpool import WorkPool
 
 
@@ -36,6 +36,7 @@ def sized_pool(
         grace=config.grace,
         on_take=on_take,
         sizer=sizer,
+        sample_seconds=SAMPLE_SECONDS,
         ceiling=ceiling,
         on_resize=on_resize,
     )
