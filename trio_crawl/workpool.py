@@ -354,23 +354,22 @@ class WorkPool(Generic[T]):
         self._running = True
         # The original ends stay open until every task is done: ``publish``
         # sends on the original send end, from workers and rooms alike.
-        async with (
-            self._send,
-            self._receive,
-            trio.open_nursery(strict_exception_groups=True) as nursery,
-        ):
-            self._cancel_scope = nursery.cancel_scope
-            if self._aborted:
-                nursery.cancel_scope.cancel()
-            nursery.start_soon(self._supervise, nursery.cancel_scope)
-            if self._sizer is not None:
-                nursery.start_soon(self._size, self._sizer)
-            for helper in helpers:
-                nursery.start_soon(helper)
-            self._nursery, self._handle = nursery, handle
-            self._start_workers()  # for what was published before run()
-            self.check_idle()  # nothing published: done at once
-        self._nursery = None
+        async with self._send, self._receive:
+            try:
+                async with trio.open_nursery(strict_exception_groups=True) as nursery:
+                    self._cancel_scope = nursery.cancel_scope
+                    if self._aborted:
+                        nursery.cancel_scope.cancel()
+                    nursery.start_soon(self._supervise, nursery.cancel_scope)
+                    if self._sizer is not None:
+                        nursery.start_soon(self._size, self._sizer)
+                    for helper in helpers:
+                        nursery.start_soon(helper)
+                    self._nursery, self._handle = nursery, handle
+                    self._start_workers()  # for what was published before run()
+                    self.check_idle()  # nothing published: done at once
+            finally:
+                self._nursery = None  # a late publish starts no task in a closed nursery
 
     async def _work(
         self, handle: Callable[[T], Awaitable[None]], receive: trio.MemoryReceiveChannel[T]
