@@ -59,3 +59,21 @@ async def test_a_pinned_crawl_does_not_resize(autojump_clock: object) -> None:
     summary = await crawler.run()
     assert crawler.worker_history == [(0.0, 4)] and not summary.sized
     assert summary.peak_workers <= 4
+
+
+async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock: object) -> None:
+    from rich.console import Console
+
+    from trio_crawl.cli.progress import progress_line, summary_table
+
+    pages = site(hosts=40, pages=30, delay=1.0)
+    config = CrawlConfig(start_urls=["http://h0.test/0"], span_hosts=True, ignore_robots=True)
+    crawler = Crawler(config, FakeFetcher(pages), on_record=[])
+    summary = await crawler.run()
+    stats = crawler.statistics()
+    assert f"{stats.workers:,} workers" in progress_line(stats).plain
+    console = Console(width=200, record=True)
+    console.print(summary_table(summary))
+    text = console.export_text()
+    assert "│ workers " in text and "16 → 32 → " in text  # grown from 16, step by step
+    assert f"(sized by itself; at most {summary.peak_workers:,} at once)" in text
