@@ -77,3 +77,16 @@ async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock
     text = console.export_text()
     assert "│ workers " in text and "16 → 32 → " in text  # grown from 16, step by step
     assert f"(sized by itself; at most {summary.peak_workers:,} at once)" in text
+
+
+async def test_a_sized_crawl_sends_one_site_at_most_16_at_once(autojump_clock: object) -> None:
+    """No --per-host-concurrency: growing for many hosts must not mean more at
+    once to one site than the old fixed default (16 in all) allowed."""
+    pages = site(hosts=1, pages=300, delay=1.0)
+    fetcher = FakeFetcher(pages)
+    config = CrawlConfig(start_urls=["http://h0.test/0"], ignore_robots=True)
+    await Crawler(config, fetcher, on_record=[]).run()
+    assert len(fetcher.calls) == 300 and fetcher.max_in_flight == 16
+    pinned = FakeFetcher(pages)
+    await Crawler(CrawlConfig(start_urls=["http://h0.test/0"], workers=40), pinned).run()
+    assert pinned.max_in_flight == 40  # -w alone sets no per-host limit, as before

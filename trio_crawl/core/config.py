@@ -222,6 +222,16 @@ class CrawlConfig:
         return machine if self.max_workers is None else min(self.max_workers, machine)
 
     @property
+    def host_concurrency(self) -> int | None:
+        """The most requests in flight to one host: ``per_host_concurrency``;
+        unset, a self-sized crawl keeps to ``INITIAL_WORKERS`` (16) per host,
+        what the old fixed default allowed in all, so that growing for many
+        hosts never means more at once to one site; a ``-w`` crawl has none."""
+        if self.per_host_concurrency is not None or self.workers is not None:
+            return self.per_host_concurrency
+        return INITIAL_WORKERS
+
+    @property
     def initial_workers(self) -> int:
         """Workers at the start: ``workers``, or where a sized pool starts."""
         return self.workers or min(INITIAL_WORKERS, self.worker_ceiling)

@@ -140,7 +140,7 @@ class Crawler:
             self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
         else:
             self.schedule = ScheduleRoom(
-                PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
+                PoliteSchedule(rate=config.rate, max_per_host=config.host_concurrency),
                 self._publish,
             )
         #: (seconds since the start, worker target) at the start and at each resize.
@@ -262,7 +262,7 @@ class Crawler:
         """The most workers the work can use now (the sizer grows no further):
         per-host concurrency x hosts in flight, plus the queued URLs (each may
         open a new host); unbounded without a per-host limit."""
-        per_host = self.config.per_host_concurrency
+        per_host = self.config.host_concurrency
         if per_host is None or isinstance(self.schedule, SharedScheduleRoom):
             return math.inf
         return per_host * (self.schedule.schedule.hosts_in_flight + 1) + self._pool.queued
