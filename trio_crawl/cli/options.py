@@ -31,6 +31,7 @@ from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
 from .common import UsageError, UsageParser, say
+from .flags import in_flags
 from .identity import add_identity_options, identity_options
 
 
@@ -259,7 +260,7 @@ def build_config(
     try:
         return CrawlConfig(**options)
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(in_flags(exc)) from None
 
 
 def load_handler(spec: str) -> Handler:

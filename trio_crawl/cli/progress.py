@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.stats import CrawlSummary
-from ..engine.crawler import Crawler, EngineStatistics
+from ..engine.crawler import Crawler
+from ..engine.statistics import EngineStatistics
 
 REFRESH_SECONDS = 0.25
 

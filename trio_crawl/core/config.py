@@ -105,68 +105,90 @@ class CrawlConfig:
     proxy: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        checks: list[tuple[bool, str]] = [
+        # Messages name library arguments ("workers="); the CLI words them
+        # as its flags (``ConfigError.worded``).
+        checks: list[tuple[bool, str, str]] = [
             (
                 self.workers is None or self.workers >= 1,
-                f"--workers must be at least 1 (got {self.workers})",
+                "workers=",
+                f"must be at least 1 (got {self.workers})",
             ),
             (
                 self.max_workers is None or self.max_workers >= 1,
-                f"--max-workers must be at least 1 (got {self.max_workers})",
-            ),
-            (
-                self.workers is None
-                or self.max_workers is None
-                or self.workers <= self.max_workers,
-                f"--workers {self.workers} is more than --max-workers {self.max_workers}",
+                "max_workers=",
+                f"must be at least 1 (got {self.max_workers})",
             ),
             (
                 self.max_depth is None or self.max_depth >= 0,
-                f"--max-depth must be >= 0 (got {self.max_depth})",
+                "max_depth=",
+                f"must be >= 0 (got {self.max_depth})",
             ),
             (
                 self.max_pages is None or self.max_pages >= 0,
-                f"--max-pages must be >= 0 (got {self.max_pages})",
+                "max_pages=",
+                f"must be >= 0 (got {self.max_pages})",
             ),
             (
                 self.max_pages_per_host is None or self.max_pages_per_host >= 1,
-                f"--max-pages-per-host must be at least 1 (got {self.max_pages_per_host})",
+                "max_pages_per_host=",
+                f"must be at least 1 (got {self.max_pages_per_host})",
             ),
             (
                 self.max_hosts is None or self.max_hosts >= 1,
-                f"--max-hosts must be at least 1 (got {self.max_hosts})",
+                "max_hosts=",
+                f"must be at least 1 (got {self.max_hosts})",
             ),
-            (self.timeout > 0, f"--timeout must be > 0 (got {self.timeout})"),
-            (self.connect_timeout > 0, "connect timeout must be > 0"),
-            (self.retries >= 0, f"--retries must be >= 0 (got {self.retries})"),
-            (self.rate is None or self.rate > 0, f"--rate must be > 0 (got {self.rate})"),
+            (self.timeout > 0, "timeout=", f"must be > 0 (got {self.timeout})"),
+            (
+                self.connect_timeout > 0,
+                "connect_timeout=",
+                f"must be > 0 (got {self.connect_timeout})",
+            ),
+            (self.retries >= 0, "retries=", f"must be >= 0 (got {self.retries})"),
+            (self.rate is None or self.rate > 0, "rate=", f"must be > 0 (got {self.rate})"),
             (
                 self.per_host_concurrency is None or self.per_host_concurrency >= 1,
-                f"--per-host-concurrency must be >= 1 (got {self.per_host_concurrency})",
+                "per_host_concurrency=",
+                f"must be >= 1 (got {self.per_host_concurrency})",
             ),
-            (self.max_bytes > 0, f"--max-bytes must be > 0 (got {self.max_bytes})"),
-            (self.grace >= 0, f"--grace must be >= 0 (got {self.grace})"),
-            (self.max_retry_after >= 0, "--max-retry-after must be >= 0"),
+            (self.max_bytes > 0, "max_bytes=", f"must be > 0 (got {self.max_bytes})"),
+            (self.grace >= 0, "grace=", f"must be >= 0 (got {self.grace})"),
+            (
+                self.max_retry_after >= 0,
+                "max_retry_after=",
+                f"must be >= 0 (got {self.max_retry_after})",
+            ),
             (
                 0 <= self.max_crawl_delay < float("inf"),
-                f"--max-crawl-delay must be a number of seconds >= 0 (got {self.max_crawl_delay})",
+                "max_crawl_delay=",
+                f"must be a number of seconds >= 0 (got {self.max_crawl_delay})",
             ),
-            (self.backend in FETCHERS, f"--fetcher must be one of {', '.join(FETCHERS)}"),
-            (bool(self.user_agent.strip()), "--user-agent must not be empty"),
+            (self.backend in FETCHERS, "backend=", f"must be one of {', '.join(FETCHERS)}"),
+            (bool(self.user_agent.strip()), "user_agent=", "must not be empty"),
             (
                 self.ca_bundle is None or os.path.exists(self.ca_bundle),
-                f"--ca-bundle: no such file or directory: {self.ca_bundle}",
+                "ca_bundle=",
+                f"no such file or directory: {self.ca_bundle}",
             ),
         ]
-        for ok, message in checks:
+        for ok, argument, problem in checks:
             if not ok:
-                raise ConfigError(message)
+                separator = ": " if problem.startswith("no such") else " "
+                raise ConfigError(f"{argument}{separator}{problem}", argument)
+        if self.workers and self.max_workers and self.workers > self.max_workers:
+            raise ConfigError(
+                f"workers= {self.workers} is more than max_workers= {self.max_workers}",
+                "workers=",
+                "max_workers=",
+            )
         self._check_identity()
         canonical: list[str | Request] = []
         for start in self.start_urls:
             text = start.url if isinstance(start, Request) else start
             try:
                 url = parse_start_url(text)
+            except ConfigError:
+                raise
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             canonical.append(
@@ -175,14 +197,18 @@ class CrawlConfig:
         object.__setattr__(self, "start_urls", tuple(canonical))
         if any("@" in urlsplit(url).netloc for url in self.start_url_strings):
             raise ConfigError(
-                "a start URL has a user name or password in it: give them with --user and "
-                "--password or --netrc instead (URLs are written to the records)"
+                "a start URL has a user name or password in it: give them with auth= "
+                "or netrc_file= instead (URLs are written to the records)",
+                "auth=",
+                "netrc_file=",
             )
         object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
         for name in ("include", "exclude"):
             value = getattr(self, name)
             if isinstance(value, str):  # one pattern, not its characters
-                raise ConfigError(f"{name} must be a sequence of patterns, not one string")
+                raise ConfigError(
+                    f"{name}= must be a sequence of patterns, not one string", f"{name}="
+                )
             object.__setattr__(self, name, tuple(value))
         self.url_filter()  # a pattern that does not compile: ConfigError
 
@@ -190,11 +216,12 @@ class CrawlConfig:
         """Headers, proxy and netrc, with messages that never show a secret."""
         for name, value in self.headers:
             if not HEADER_NAME.fullmatch(name):
-                raise ConfigError(f"--header: invalid header name {name[:60]!r}")
+                raise ConfigError(f"headers=: invalid header name {name[:60]!r}", "headers=")
             if not HEADER_VALUE.fullmatch(value.strip(" \t")):
                 raise ConfigError(
-                    f"--header {name}: the value has a line break, control character "
-                    "or non-ASCII text"
+                    f"headers= {name}: the value has a line break, control character "
+                    "or non-ASCII text",
+                    "headers=",
                 )
         if self.proxy:
             try:
@@ -203,9 +230,11 @@ class CrawlConfig:
             except ValueError:
                 parts = None
             if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ConfigError("--proxy must be an http:// or https:// URL with a host")
+                raise ConfigError(
+                    "proxy= must be an http:// or https:// URL with a host", "proxy="
+                )
             if self.backend == "asks":
-                raise ConfigError("--proxy is not supported with --fetcher asks")
+                raise ConfigError("proxy= is not supported by the asks fetcher", "proxy=")
         if self.netrc_file is not None and self.auth is None:
             try:
                 start_credentials([], netrc_file=self.netrc_file)

@@ -46,7 +46,9 @@ def _compile(option: str, patterns: Iterable[str]) -> tuple[re.Pattern[str], ...
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
-            raise ConfigError(f"{option}: bad regular expression {pattern!r}: {exc}") from None
+            raise ConfigError(
+                f"{option}: bad regular expression {pattern!r}: {exc}", option
+            ) from None
     return tuple(compiled)
 
 
@@ -108,8 +110,8 @@ class UrlFilter:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self.no_parent = no_parent
-        self._include = _compile("--include", self.include)
-        self._exclude = _compile("--exclude", self.exclude)
+        self._include = _compile("include=", self.include)
+        self._exclude = _compile("exclude=", self.exclude)
         self._roots: dict[str, set[str]] | None = None
         # --no-parent's answer per "scheme://site/directory/": a page's links
         # share a few directories (cleared when it grows past cache_size).

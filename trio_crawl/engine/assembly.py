@@ -1,0 +1,114 @@
+"""The parts of one ``Crawler`` and how they are joined: the frontier, the
+``WorkPool`` it is a room of, the politeness schedule (this process's, or
+the one a shared backend keeps), and the host gate (robots.txt, sitemaps).
+
+The crawl's hooks (records, items, responses, depth updates, archive,
+state) are wired in ``build.py``; this is the inside of the engine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..core.config import CrawlConfig
+from ..core.frontier import Entry
+from ..core.schedule import PoliteSchedule
+from ..core.stats import CrawlStats
+from ..core.url import Scope
+from ..errors import ConfigError
+from ..fetch.base import Fetcher
+from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
+from ..frontiers.memory import MemoryFrontier
+from ..workpool import WorkPool
+from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
+from .politeness import ScheduleRoom
+from .pool_size import sized_pool
+from .requests import priority
+from .robots_gate import RobotsCache
+from .shared_politeness import SharedScheduleRoom, robots_fetcher
+from .sitemaps import SitemapSeeder
+
+
+@dataclass(frozen=True, slots=True)
+class Machinery:
+    """The joined parts; ``Crawler`` drives them one URL at a time."""
+
+    scope: Scope
+    frontier: FrontierBackend
+    pool: WorkPool[Entry]
+    schedule: ScheduleRoom
+    gate: HostGate
+
+
+def assemble(
+    config: CrawlConfig,
+    fetcher: Fetcher,
+    frontier: FrontierBackend | None,
+    *,
+    stats: CrawlStats,
+    correct: Correct,
+    on_resize: Callable[[float, int], None] = lambda _t, _n: None,
+) -> Machinery:
+    """Join the parts of a crawl on ``frontier`` (None: a ``MemoryFrontier``
+    of ``config``'s start URLs); ``correct`` takes its depth corrections,
+    ``on_resize`` each new size of a self-sized pool.
+    Raises ``ConfigError`` if the frontier cannot serve ``config``."""
+    if frontier is not None:
+        refuse_unservable(config, frontier.cannot, frontier.chosen_by)
+        if config.host_budget() is not None and not isinstance(frontier, MemoryFrontier):
+            raise ConfigError(
+                "max_pages_per_host= and max_hosts= work with the in-memory frontier only "
+                "(not with a SQLite or Redis frontier yet)",
+                "max_pages_per_host=",
+                "max_hosts=",
+            )
+    scope = config.scope()
+    frontier = frontier or MemoryFrontier(
+        config.start_urls,
+        scope=scope,
+        max_depth=config.max_depth,
+        max_pages=config.max_pages,
+        late_starts=config.sitemaps,
+        host_budget=config.host_budget(),
+    )
+    schedule: ScheduleRoom
+
+    def work_ceiling() -> float:
+        """The most workers the work can use now (a sized pool grows no
+        further): per-host concurrency x hosts in flight, plus the queued
+        URLs (each may open a new host); unbounded without a per-host limit."""
+        per_host = config.host_concurrency
+        if per_host is None or isinstance(schedule, SharedScheduleRoom):
+            return math.inf
+        return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
+
+    pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, on_resize)
+
+    def publish(entry: Entry) -> None:
+        pool.publish(entry, priority(entry))
+
+    if isinstance(frontier, SharedPoliteness):  # Redis: the server spaces requests
+        schedule = SharedScheduleRoom(frontier, publish)
+    else:
+        polite = PoliteSchedule[Entry](rate=config.rate, max_per_host=config.host_concurrency)
+        schedule = ScheduleRoom(polite, publish)
+    pool.add_room(schedule)
+    pool.add_room(frontier)
+    frontier.attach(publish, pool.check_idle, lambda: pool.queued, correct)
+    robots = None
+    if not config.ignore_robots:
+        robots = RobotsCache(
+            robots_fetcher(fetcher, frontier),  # once per crawl with --redis
+            config.user_agent,
+            retry_period=ROBOTS_RETRY_PERIOD,
+        )
+    gate = HostGate(
+        robots,
+        schedule,
+        SitemapSeeder(fetcher, scope, frontier) if config.sitemaps else None,
+        max_crawl_delay=config.max_crawl_delay,
+        capped_delays=stats.capped_crawl_delays,
+    )
+    return Machinery(scope, frontier, pool, schedule, gate)
