@@ -97,3 +97,11 @@ def test_ctrl_c_stops_a_crawl_at_any_moment_start_up_included(tmp_path: Path, mo
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert waited < 20  # not the 30 s of a page: the crawl did not wait for it
+
+
+def test_workers_past_max_workers_is_a_usage_error() -> None:
+    result = run_limited("http://127.0.0.1:9/", "-w", "5", "--max-workers", "3")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "trio-crawl: error: --workers 5 is more than --max-workers 3"
+    ]

@@ -178,8 +178,8 @@ class CrawlConfig:
         if self.workers and self.max_workers and self.workers > self.max_workers:
             raise ConfigError(
                 f"workers= {self.workers} is more than max_workers= {self.max_workers}",
+                "max_workers=",  # first: "workers=" is inside it
                 "workers=",
-                "max_workers=",
             )
         self._check_identity()
         canonical: list[str | Request] = []
