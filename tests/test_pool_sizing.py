@@ -10,6 +10,7 @@ one core, and a loop asked for more than that lags in proportion.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -87,15 +88,17 @@ def test_does_not_grow_past_the_work() -> None:
     assert set(targets) == {16}
 
 
-def test_lag_shrinks_it_even_with_cpu_to_spare() -> None:
-    """Another process takes the CPU: our CPU share looks low, the loop lags."""
-    sizer = PoolSizer(PoolSizerSettings(initial=200, floor=16))
-    now = 0.0
-    sizer.observe(now=now, cpu_seconds=0.0, busy=200, lag=0.0)
-    for _ in range(30):
-        now += SAMPLE_SECONDS
-        target = sizer.observe(now=now, cpu_seconds=now * 0.3, busy=200, lag=0.5)
-    assert target < 200 * 0.75**2
+def test_lag_from_its_own_work_shrinks_it_and_lag_from_others_holds_it() -> None:
+    """A loop that lags while the process is busy shrinks the pool; one that
+    lags while the process gets little CPU (other processes have it) holds."""
+    for share, expect_shrink in ((0.8, True), (0.3, False)):
+        sizer = PoolSizer(PoolSizerSettings(initial=200, floor=16))
+        now = 0.0
+        sizer.observe(now=now, cpu_seconds=0.0, busy=200, lag=0.0)
+        for _ in range(30):
+            now += SAMPLE_SECONDS
+            target = sizer.observe(now=now, cpu_seconds=now * share, busy=200, lag=0.5)
+        assert (target < 200 * 0.75**2) if expect_shrink else (target == 200), share
 
 
 def test_ceiling_stops_growth_and_a_cpu_bound_crawl_stays_at_the_floor() -> None:
@@ -153,15 +156,19 @@ def test_the_target_always_stays_within_its_bounds(
 def test_any_steady_workload_converges(
     cost: float, demand: int, initial: int, max_workers: int
 ) -> None:
-    """After a minute, a steady workload's target is constant, and it is
-    constant for a stated reason: CPU in the band, or a bound reached, or the
-    work (not the pool) is the limit."""
+    """A steady workload's target never reverses direction (no oscillation),
+    moves at most a couple of times after the first 30 s (a workload sitting
+    exactly on a threshold may take one late step), and ends for a stated
+    reason: CPU in the band, or a bound reached, or the work (not the pool)
+    is the limit."""
     s = PoolSizerSettings(max_workers=max_workers, initial=initial)
     sizer = PoolSizer(s)
     targets = Workload(demand=demand, cost=cost).run(sizer, 90)
-    tail = targets[-300:]
-    assert len(set(tail)) == 1, tail
-    n = tail[0]
+    steps = [b - a for a, b in itertools.pairwise(targets) if b != a]
+    assert all(d > 0 for d in steps) or all(d < 0 for d in steps), steps  # monotone
+    late = targets[300:]
+    assert sum(1 for a, b in itertools.pairwise(late) if a != b) <= 2
+    n = targets[-1]
     busy = min(n, demand)
     cpu = min(1.0, busy * cost)
     reasons = [

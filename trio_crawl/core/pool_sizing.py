@@ -11,9 +11,12 @@ Rules
    CPU ``c`` (process CPU seconds per wall second, 1.0 = one core busy),
    loop lag ``L`` (how late a timer fires, seconds) and busy workers ``b``.
 2. Shrink when the process is saturated: ``c > cpu_high`` gives
-   ``target * cpu_goal / c``; ``L > lag_high`` gives ``target * 3/4``
-   (a lagging loop makes every timeout and timer late; another process may
-   be taking the CPU, so ``c`` alone would not see it).
+   ``target * cpu_goal / c``; ``L > lag_high`` with ``c >= cpu_low`` gives
+   ``target * 3/4`` (a loop that lags while this process is busy is late
+   because of its own work: fewer workers mean shorter turns). A loop that
+   lags while this process uses little CPU is late because other processes
+   have the CPU; fewer workers would not make it less late, only the crawl
+   slower, so the target holds (no growth either: ``L >= lag_low``).
 3. Grow when most workers wait on servers and the CPU has room: ``c <
    cpu_low``, ``L < lag_low`` and ``b >= busy_high * target``. The new target
    is Little's law with CPU as the budget: if ``b`` busy workers cost ``c``,
@@ -177,7 +180,7 @@ class PoolSizer:
         s, n = self.settings, self.target
         if cpu > s.cpu_high:
             return min(n - 1, math.floor(n * s.cpu_goal / cpu))
-        if lag > s.lag_high:
+        if lag > s.lag_high and cpu >= s.cpu_low:
             return min(n - 1, math.floor(n * 0.75))
         if cpu < s.cpu_low and lag < s.lag_low and busy >= s.busy_high * n:
             estimate = busy * s.cpu_goal / max(cpu, 1e-3)
