@@ -186,7 +186,7 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 def test_each_backend_declares_what_it_cannot_serve() -> None:
     assert MemoryFrontier.cannot == {}
     assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS}
-    assert set(RedisFrontier.cannot) == {Need.PAGE_REQUISITES}
+    assert set(RedisFrontier.cannot) == {Need.PAGE_REQUISITES, Need.RANDOM_WAIT}
     config = CrawlConfig(start_urls=["http://a.test/"], page_requisites=True)
     with pytest.raises(ConfigError) as refused:
         refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)

@@ -58,7 +58,7 @@ from .options import (
     check_writable,
     workers_within_fd_limit,
 )
-from .progress import print_summary, show_progress
+from .progress import complete_note, print_summary, show_progress, time_limit_note
 
 #: Error kinds of a start URL that mean "could not connect" (DNS failures,
 #: refused and unreachable hosts are all ``connect``).
@@ -296,6 +296,10 @@ async def crawl_with_ui(
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:
         return Ending(signals.code)
+    durable = isinstance(frontier, SqliteFrontier) and frontier.durable
+    timed_out = time_limit_note(summary, config.max_time, state=durable)
+    if timed_out is not None and not quiet:
+        say(timed_out)
     if unreachable:
         return Ending(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
@@ -392,6 +396,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             outputs.items = open_output(items_path)
             outputs.items_csv = items_path.lower().endswith(".csv")
         frontier = prepare_disk_frontier(args, config, args.output or "-")
+        if frontier is not None and frontier.durable and frontier.complete:
+            if not args.quiet:  # nothing is opened for writing: the output stays as it is
+                say(complete_note(args.state, frontier.done, args.output))
+            return EXIT_OK
         outputs.append = args.append or (frontier is not None and frontier.resumed)
         # With --state the output is the resume's list of what is done: never held.
         outputs.hold = not outputs.append and not getattr(args, "state", None)

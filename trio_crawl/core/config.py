@@ -70,10 +70,22 @@ class CrawlConfig:
     exclude: Sequence[str] = field(default_factory=tuple)
     #: Follow no link above the directory of a start URL on its site (wget -np).
     no_parent: bool = False
+    #: File name suffixes (``"pdf"``) or shell patterns (``"*196?*"``) as
+    #: wget's ``-A``/``-R``: a link is followed only if its file name matches
+    #: ``accept`` (when given) and not ``reject``; pages named ``.html``/``.htm``
+    #: and directory URLs are still followed for their links (core/filters.py).
+    accept: Sequence[str] = field(default_factory=tuple)
+    reject: Sequence[str] = field(default_factory=tuple)
     user_agent: str = DEFAULT_USER_AGENT
     max_bytes: int = 10 * 1024 * 1024
     html_only: bool = True
     grace: float = 10.0
+    #: Stop gracefully this many seconds after the start (None: no limit),
+    #: as ``stop()`` does: in-flight pages get ``grace`` seconds to finish.
+    max_time: float | None = None
+    #: Space a host's requests 0.5 to 1.5 times the ``rate`` interval at
+    #: random (wget's --random-wait), never closer than its Crawl-delay.
+    random_wait: bool = False
     max_retry_after: float = 60.0
     #: The longest robots.txt Crawl-delay obeyed; larger ones are cut to it.
     max_crawl_delay: float = 60.0
@@ -159,6 +171,16 @@ class CrawlConfig:
                 f"must be >= 0 (got {self.max_retry_after})",
             ),
             (
+                self.max_time is None or 0 < self.max_time < float("inf"),
+                "max_time=",
+                f"must be a number of seconds > 0 (got {self.max_time})",
+            ),
+            (
+                not self.random_wait or self.rate is not None,
+                "random_wait=True",
+                "needs rate=: it varies the interval between a host's requests that rate= sets",
+            ),
+            (
                 0 <= self.max_crawl_delay < float("inf"),
                 "max_crawl_delay=",
                 f"must be a number of seconds >= 0 (got {self.max_crawl_delay})",
@@ -203,7 +225,7 @@ class CrawlConfig:
                 "netrc_file=",
             )
         object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
-        for name in ("include", "exclude"):
+        for name in ("include", "exclude", "accept", "reject"):
             value = getattr(self, name)
             if isinstance(value, str):  # one pattern, not its characters
                 raise ConfigError(
@@ -223,6 +245,16 @@ class CrawlConfig:
                     "or non-ASCII text",
                     "headers=",
                 )
+        if (self.auth is not None or self.netrc_file is not None) and any(
+            name.lower() == "authorization" for name, _ in self.headers
+        ):
+            raise ConfigError(
+                "headers= has an Authorization header and auth= (or netrc_file=) gives "
+                "credentials too: keep one of them",
+                "headers=",
+                "auth=",
+                "netrc_file=",
+            )
         if self.proxy:
             try:
                 parts = urlsplit(self.proxy)
@@ -277,6 +309,8 @@ class CrawlConfig:
             exclude=self.exclude,
             no_parent=self.no_parent,
             start_urls=self.start_url_strings,
+            accept=self.accept,
+            reject=self.reject,
         )
         url_filter.add_roots(more_start_urls)
         return url_filter

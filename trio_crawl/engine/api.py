@@ -61,10 +61,14 @@ class CrawlOptions(TypedDict, total=False):
     include: Sequence[str]
     exclude: Sequence[str]
     no_parent: bool
+    accept: Sequence[str]
+    reject: Sequence[str]
     user_agent: str
     max_bytes: int
     html_only: bool
     grace: float
+    max_time: float | None
+    random_wait: bool
     max_retry_after: float
     max_crawl_delay: float
     backend: str

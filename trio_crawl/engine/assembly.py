@@ -9,8 +9,9 @@ state) are wired in ``build.py``; this is the inside of the engine.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry
@@ -29,6 +30,7 @@ from .requests import priority
 from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import SitemapSeeder
+from .time_limit import stop_at_time_limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,11 @@ def assemble(
     if isinstance(frontier, SharedPoliteness):  # Redis: the server spaces requests
         schedule = SharedScheduleRoom(frontier, publish)
     else:
-        polite = PoliteSchedule[Entry](rate=config.rate, max_per_host=config.host_concurrency)
+        polite = PoliteSchedule[Entry](
+            rate=config.rate,
+            max_per_host=config.host_concurrency,
+            random_wait=config.random_wait,
+        )
         schedule = ScheduleRoom(polite, publish)
     pool.add_room(schedule)
     pool.add_room(frontier)
@@ -112,3 +118,28 @@ def assemble(
         capped_delays=stats.capped_crawl_delays,
     )
     return Machinery(scope, frontier, pool, schedule, gate)
+
+
+class Runnable(Protocol):
+    """What ``pool_helpers`` needs of a ``Crawler``."""
+
+    config: CrawlConfig
+    frontier: FrontierBackend
+    schedule: ScheduleRoom
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+def pool_helpers(crawler: Runnable) -> list[Callable[[], Awaitable[None]]]:
+    """The tasks that run beside a crawl's workers (and end with them): the
+    schedule's timer, the frontier's feeder and, with ``max_time``, a
+    graceful stop at the time limit (``time_limit.py``)."""
+    helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve, crawler.frontier.serve]
+    if crawler.config.max_time is not None:
+        helpers.append(
+            stop_at_time_limit(crawler.config.max_time, crawler.stop, lambda: crawler.stopping)
+        )
+    return helpers

@@ -47,7 +47,7 @@ from ..core.url import host_port
 from ..errors import FetchError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
-from .assembly import assemble
+from .assembly import assemble, pool_helpers
 from .delivery import (
     Delivery,
     DepthUpdateCallback,
@@ -127,7 +127,7 @@ class Crawler:
         self.worker_history.append((0.0, self._pool.workers))
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=[self.schedule.serve, self.frontier.serve])
+            await self._pool.run(self._handle, helpers=pool_helpers(self))
         finally:
             self._clock.finish()
             await self.frontier.aclose()

@@ -71,6 +71,8 @@ class Need(enum.Enum):
     PAGE_REQUISITES = "page_requisites=True"
     #: ``admit_request`` and payloads: a handler, or ``Request`` start URLs.
     HANDLERS = "handler="
+    #: Random gaps between a host's requests, drawn by this process's schedule.
+    RANDOM_WAIT = "random_wait=True"
 
 
 def needs(config: CrawlConfig) -> frozenset[Need]:
@@ -80,6 +82,8 @@ def needs(config: CrawlConfig) -> frozenset[Need]:
         wanted.add(Need.PAGE_REQUISITES)
     if config.handler is not None or any(not isinstance(s, str) for s in config.start_urls):
         wanted.add(Need.HANDLERS)
+    if config.random_wait:
+        wanted.add(Need.RANDOM_WAIT)
     return frozenset(wanted)
 
 

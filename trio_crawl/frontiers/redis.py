@@ -463,7 +463,10 @@ class RedisFrontier:
 
     # -- the face --------------------------------------------------------------
 
-    cannot: ClassVar[Mapping[Need, str]] = {Need.PAGE_REQUISITES: " yet"}
+    cannot: ClassVar[Mapping[Need, str]] = {
+        Need.PAGE_REQUISITES: " yet",
+        Need.RANDOM_WAIT: " yet: the Redis server spaces each host's requests",
+    }
     chosen_by: ClassVar[str] = "open_redis_frontier()"
 
     def attach(

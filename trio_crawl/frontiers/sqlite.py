@@ -141,6 +141,23 @@ class SqliteFrontier:
         return [] if self._prepared is None else self._prepared.notes
 
     @property
+    def durable(self) -> bool:
+        """Kept in a file the user named (``--state``), not a temporary one:
+        a stopped crawl can be resumed from it."""
+        return self._prepared is not None and self._prepared.temporary_dir is None
+
+    @property
+    def complete(self) -> bool:
+        """A resumed crawl with nothing left to fetch (nothing queued, or
+        its page budget spent): running it again would fetch nothing."""
+        return self.resumed and (self._backlog.queued_on_disk == 0 or self.core.budget_spent)
+
+    @property
+    def done(self) -> int:
+        """URLs the state file has as done (their records are in the output)."""
+        return self._backlog.state.progress()["done"]
+
+    @property
     def resumed(self) -> bool:
         return self._prepared is not None and self._prepared.resumed
 

@@ -643,6 +643,19 @@ class CrawlState:
                 changed += delta[_DN]
             return changed
 
+    def unfinished_among(self, urls: Iterable[str]) -> dict[State, int]:
+        """How many of ``urls`` have a row that is not DONE, by state: read
+        only, so ``--status`` can count as done the records an output file
+        already has (a stopping crawl writes no Finish marks; the output,
+        reconciled on resume, is what says which records landed)."""
+        counts = dict.fromkeys((State.QUEUED_DISK, State.QUEUED_MEM, State.FETCHING), 0)
+        with self._using() as conn:
+            for url in urls:
+                row = conn.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()
+                if row is not None and row[0] in (_QD, _QM, _FE):
+                    counts[State(row[0])] += 1
+        return counts
+
     def recover(self) -> list[str]:
         """Return every QUEUED_MEM and FETCHING row to QUEUED_DISK (call on resume).
 
