@@ -40,7 +40,7 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
     summary = await crawler.run()
     assert sorted(r.url for r in records) == sorted(pages)
     assert len(fetcher.calls) == len(pages)  # nothing fetched twice
-    assert max(n for _, n in crawler.worker_history) > 16  # it grew
+    assert max(n for _, n in summary.worker_history) > 16  # it grew
     assert summary.sized and summary.worker_history[0] == (0.0, 16)
     # Per host, never more than 3 at once, whatever the pool's size.
     for h in range(40):
@@ -57,7 +57,7 @@ async def test_a_pinned_crawl_does_not_resize(autojump_clock: object) -> None:
     config = CrawlConfig(start_urls=["http://h0.test/0"], span_hosts=True, workers=4)
     crawler = Crawler(config, FakeFetcher(pages), on_record=[])
     summary = await crawler.run()
-    assert crawler.worker_history == [(0.0, 4)] and not summary.sized
+    assert summary.worker_history == ((0.0, 4),) and not summary.sized
     assert summary.peak_workers <= 4
 
 

@@ -162,7 +162,8 @@ class WorkPool(Generic[T]):
             ``sizer.observe`` returns; ``ceiling`` (called at each sample)
             tells it the most workers the work can use now.
         cpu_time: the process CPU clock the sizer reads (tests simulate it).
-        on_resize: called with (trio time, new token count) after each resize.
+        on_resize: called with (seconds since ``run()`` started, new token
+            count) after each resize.
     """
 
     def __init__(
@@ -197,6 +198,7 @@ class WorkPool(Generic[T]):
         self._pending = 0
         self._peak_tasks = 0
         self._nursery: trio.Nursery | None = None
+        self._started_at = 0.0
         self._handle: Callable[[T], Awaitable[None]] | None = None
         self._wake_supervisor = trio.Event()
         self._rooms: list[Room] = []
@@ -250,7 +252,7 @@ class WorkPool(Generic[T]):
             return
         self._limiter.total_tokens = workers
         if self._on_resize is not None:
-            self._on_resize(trio.current_time(), workers)
+            self._on_resize(trio.current_time() - self._started_at, workers)
         self._start_workers()
 
     def _start_workers(self) -> None:
@@ -352,6 +354,7 @@ class WorkPool(Generic[T]):
         if self._running:
             raise RuntimeError("a WorkPool runs once")
         self._running = True
+        self._started_at = trio.current_time()
         # The original ends stay open until every task is done: ``publish``
         # sends on the original send end, from workers and rooms alike.
         async with self._send, self._receive:

@@ -31,6 +31,7 @@ from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import SitemapSeeder
 from .time_limit import stop_at_time_limit
+from .worker_log import WorkerLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Machinery:
     pool: WorkPool[Entry]
     schedule: ScheduleRoom
     gate: HostGate
+    workers: WorkerLog
 
 
 def assemble(
@@ -51,11 +53,11 @@ def assemble(
     *,
     stats: CrawlStats,
     correct: Correct,
-    on_resize: Callable[[float, int], None] = lambda _t, _n: None,
+    workers: WorkerLog | None = None,
 ) -> Machinery:
     """Join the parts of a crawl on ``frontier`` (None: a ``MemoryFrontier``
-    of ``config``'s start URLs); ``correct`` takes its depth corrections,
-    ``on_resize`` each new size of a self-sized pool.
+    of ``config``'s start URLs); ``correct`` takes its depth corrections;
+    ``workers`` (made here if None) logs the pool's size over time.
     Raises ``ConfigError`` if the frontier cannot serve ``config``."""
     if frontier is not None:
         refuse_unservable(config, frontier.cannot, frontier.chosen_by)
@@ -86,7 +88,9 @@ def assemble(
             return math.inf
         return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
 
-    pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, on_resize)
+    workers = workers or WorkerLog(config.initial_workers, sized=config.workers is None)
+    pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, workers.resized)
+    workers.pool = pool
 
     def publish(entry: Entry) -> None:
         pool.publish(entry, priority(entry))
@@ -117,7 +121,7 @@ def assemble(
         max_crawl_delay=config.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )
-    return Machinery(scope, frontier, pool, schedule, gate)
+    return Machinery(scope, frontier, pool, schedule, gate, workers)
 
 
 class Runnable(Protocol):

@@ -30,7 +30,6 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Iterable
@@ -61,7 +60,7 @@ from .pages import PageReader
 from .recording import Recorder
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock
+from .statistics import RunClock, snapshot
 
 
 class Crawler:
@@ -97,19 +96,7 @@ class Crawler:
             self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update
         )
         self._responses = Responses(on_response)
-        #: (seconds since the start, worker target) at the start and at each resize.
-        self.worker_history: list[tuple[float, int]] = []
-        #: A sized crawl writes its worker count on its first record and on the
-        #: first after each resize (``"workers"``), for ``trio-crawl report``.
-        self._workers_changed = config.workers is None
-        parts = assemble(
-            config,
-            fetcher,
-            frontier,
-            stats=self.stats,
-            correct=self._correct,
-            on_resize=self._resized,
-        )
+        parts = assemble(config, fetcher, frontier, stats=self.stats, correct=self._correct)
         self.frontier: FrontierBackend = parts.frontier
         self.schedule = parts.schedule
         self._pool = parts.pool
@@ -117,14 +104,14 @@ class Crawler:
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
-        self._recorder.before_write = self._note_workers
+        self._recorder.before_write = (workers := parts.workers).note
+        self._workers = workers
 
     # -- public ------------------------------------------------------------
 
     async def run(self) -> CrawlSummary:
         """Crawl until no work is left (or ``stop()``); return the summary."""
         self._clock.start()
-        self.worker_history.append((0.0, self._pool.workers))
         try:
             await self.frontier.admit_start_urls()
             await self._pool.run(self._handle, helpers=pool_helpers(self))
@@ -165,18 +152,8 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        pool = self._pool.statistics()
-        return EngineStatistics(
-            records=self.stats.records,
-            failures=sum(self.stats.failures.values()),
-            queued=pool.queued + self.frontier.waiting,
-            active=pool.active,
-            waiting=self.schedule.waiting,
-            seen=self.frontier.statistics().seen,
-            elapsed=self._clock.elapsed,
-            workers=pool.workers,
-            tasks=pool.tasks,
-        )
+        pool, waiting = self._pool.statistics(), self.schedule.waiting
+        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed)
 
     def summary(self) -> CrawlSummary:
         f = self.frontier.statistics()
@@ -185,24 +162,7 @@ class Crawler:
             stopped=self._pool.stopping,
             unfinished=self.frontier.unfinished + f.dropped,
         )
-        return dataclasses.replace(
-            summary,
-            worker_history=tuple(self.worker_history),
-            peak_workers=self._pool.statistics().peak_tasks,
-            sized=self.config.workers is None,
-        )
-
-    # -- the pool's size ---------------------------------------------------
-
-    def _resized(self, now: float, workers: int) -> None:
-        started = self._clock.started_at
-        self.worker_history.append((round(now - (started or now), 3), workers))
-        self._workers_changed = self.config.workers is None
-
-    def _note_workers(self, record: CrawlRecord) -> None:
-        if self._workers_changed:  # the report draws the worker count over time
-            self._workers_changed = False
-            record.extra["workers"] = self._pool.workers
+        return self._workers.summarize(summary)
 
     # -- one URL -----------------------------------------------------------
 
