@@ -34,6 +34,7 @@ from ..errors import (
 from ..frontiers.base import FrontierBackend, refuse_unservable
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from ..outputs.mirror import report_mirror
 from .common import (
     EXIT_HANDLER,
     EXIT_OK,
@@ -200,6 +201,7 @@ class Sinks:
             on_record=(self.records.write, self.on_record),
             on_depth_update=(self.records.write,),
             on_item=(self.on_item,) if self.items is not None else (),
+            on_mirror_warning=say,
         )
 
     def on_record(self, record: CrawlRecord) -> None:
@@ -292,6 +294,8 @@ async def crawl_with_ui(
             )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
+        if built.mirror is not None:
+            print(report_mirror(built.mirror), file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:
