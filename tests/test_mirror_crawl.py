@@ -17,7 +17,9 @@ import pytest
 import trio
 
 from trio_crawl import CrawlRecord, run_crawl
+from trio_crawl.core.config import CrawlConfig
 from trio_crawl.errors import ConfigError, OutputError
+from trio_crawl.outputs import mirror as mirror_module
 from trio_crawl.outputs.mirror_files import MirrorFiles
 from trio_crawl.testing import Response, Site, serve_site
 
@@ -302,3 +304,36 @@ def test_a_mirror_directory_that_cannot_be_made_is_one_line_before_any_fetch(
     ], done.stderr
     assert targets == []  # nothing fetched
     assert out.read_text() == "earlier\n"  # the old output kept
+
+
+async def test_a_stopped_conversion_ends_at_the_next_batch_and_says_so(tmp_path: Path) -> None:
+    """Ctrl-C after the crawl, while links are converted (the CLI calls
+    ``stop_converting``): the conversion ends between two batches, what was
+    converted stays converted, and the summary line says to run again."""
+    root = tmp_path / "copy"
+    for i in range(3 * mirror_module.CONVERT_BATCH):
+        page = root / "127.0.0.1" / f"p{i}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_bytes(b'<a href="/p0.html">x</a>')
+    config = CrawlConfig(
+        start_urls=["http://127.0.0.1/"], mirror=str(root), convert_links=True, html_only=False
+    )
+    batches = 0
+    real_step = mirror_module.ConvertRun.step
+
+    def counting_step(self: mirror_module.ConvertRun, n: int) -> bool:
+        nonlocal batches
+        batches += 1
+        if batches == 1:
+            link.stop_converting()  # as if a signal came during the first batch
+        return real_step(self, n)
+
+    with trio.fail_after(30), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mirror_module.ConvertRun, "step", counting_step)
+        async with mirror_module.open_mirror(config, on_failure=lambda error: None) as link:
+            pass
+    assert batches == 1
+    assert link.statistics.interrupted
+    converted = link.statistics.converted
+    assert converted is not None and 0 < converted.converted <= mirror_module.CONVERT_BATCH
+    assert "interrupted: run the same command again" in mirror_module.report_mirror(link)

@@ -52,6 +52,8 @@ class MirrorStatistics:
     saved: int = 0
     skipped: int = 0
     converted: ConvertStatistics | None = None
+    #: The conversion was stopped (``stop_converting``) before it was done.
+    interrupted: bool = False
 
 
 class MirrorSave:
@@ -86,6 +88,13 @@ class MirrorLink:
         self._on_failure = on_failure
         self._warn = warn
         self._limiter = trio.CapacityLimiter(1)
+        self._converting = trio.CancelScope()
+
+    def stop_converting(self) -> None:
+        """Stop the link conversion at the next batch (Ctrl-C after the crawl
+        ended): every file is replaced whole, so what is done stays done and
+        running the same crawl again converts the rest. Not a checkpoint."""
+        self._converting.cancel()
 
     def submit(self, url: str, result: FetchResult) -> MirrorSave | None:
         """Save a 2xx body (not a skipped one); await the result before the
@@ -118,8 +127,10 @@ class MirrorLink:
         """Convert the links of every saved page and stylesheet."""
         run = ConvertRun(self.files, self.layout, schemes, self._warn)
         step = functools.partial(run.step, CONVERT_BATCH)
-        while await trio.to_thread.run_sync(step, limiter=self._limiter):
-            pass
+        with self._converting:
+            while await trio.to_thread.run_sync(step, limiter=self._limiter):
+                pass
+        self.statistics.interrupted = self._converting.cancelled_caught
         return run.statistics
 
 
@@ -177,4 +188,6 @@ def report_mirror(link: MirrorLink) -> str:
         line += (
             f"; links converted in {stats.converted.converted} of {stats.converted.files} files"
         )
+        if stats.interrupted:
+            line += " (interrupted: run the same command again to convert the rest)"
     return line
