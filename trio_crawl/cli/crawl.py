@@ -294,13 +294,15 @@ async def crawl_with_ui(
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
         print_summary(summary, sys.stderr, hint)
-        latency_hint = latency_bound_hint(
-            summary,
-            workers=config.workers,
-            per_host=config.per_host_concurrency,
-            cpu_seconds=time.process_time() - cpu_at_start,
-            max_workers=workers_within_fd_limit(),
-        )
+        latency_hint = None
+        if config.workers is not None:  # a sized pool follows the latency itself
+            latency_hint = latency_bound_hint(
+                summary,
+                workers=config.workers,
+                per_host=config.per_host_concurrency,
+                cpu_seconds=time.process_time() - cpu_at_start,
+                max_workers=workers_within_fd_limit(),
+            )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
         if built.mirror is not None:

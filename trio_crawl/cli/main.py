@@ -56,7 +56,12 @@ def run_cli(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    code = run_cli(sys.argv[1:] if argv is None else argv)
+    try:
+        code = run_cli(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the crawl listens for it (start-up, opening outputs):
+        # nothing was fetched yet, so stop at once, as the shell expects.
+        code = fail("interrupted before the crawl started", 130)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

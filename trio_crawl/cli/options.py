@@ -26,13 +26,14 @@ from typing import Any, TypeVar, cast
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import DEFAULT_USER_AGENT
+from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
 from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
-from .common import UsageError, UsageParser
+from .common import UsageError, UsageParser, say
 from .flags import in_flags
 from .identity import add_identity_options, identity_options
 from .output_paths import output_clash, outputs_of
@@ -179,6 +180,24 @@ def add_scope_options(g: argparse._ArgumentGroup) -> None:
         metavar="HOST",
         help="also crawl HOST and its subdomains (repeatable)",
     )
+    g.add_argument(
+        "--span-hosts",
+        action="store_true",
+        help="follow links to any host (like wget -H); robots.txt and politeness per host",
+    )
+    g.add_argument(
+        "--max-pages-per-host",
+        type=COUNT,
+        metavar="N",
+        help="admit at most N URLs of one host (default: no limit)",
+    )
+    g.add_argument(
+        "--max-hosts",
+        type=COUNT,
+        metavar="N",
+        help="crawl at most N distinct hosts (host:port), the start URLs' included "
+        "(default: no limit)",
+    )
     for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
         g.add_argument(
             f"--{flag}",
@@ -317,7 +336,19 @@ def add_output_options(g: argparse._ArgumentGroup, default_output: str | None) -
 
 def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
     g.add_argument(
-        "-w", "--workers", type=COUNT, default=16, metavar="N", help="crawler tasks (default 16)"
+        "-w",
+        "--workers",
+        type=COUNT,
+        metavar="N",
+        help="crawler tasks, fixed (default: sized by itself from CPU time and latency, "
+        "starting at 16)",
+    )
+    g.add_argument(
+        "--max-workers",
+        type=COUNT,
+        metavar="N",
+        help="the most crawler tasks a self-sized crawl grows to (default: what the "
+        "descriptor limit and memory allow)",
     )
     g.add_argument(
         "--grace",
@@ -403,7 +434,8 @@ def build_config(
     check_limits(args)
     options = {
         "start_urls": list(start_urls),
-        "workers": args.workers,
+        "workers": pinned_workers(args.workers),
+        "max_workers": args.max_workers,
         "max_depth": args.max_depth,
         "max_pages": args.max_pages,
         "timeout": args.timeout,
@@ -414,6 +446,9 @@ def build_config(
         "sitemaps": args.sitemaps,
         "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
+        "span_hosts": args.span_hosts,
+        "max_pages_per_host": args.max_pages_per_host,
+        "max_hosts": args.max_hosts,
         "include": tuple(args.include),
         "exclude": tuple(args.exclude),
         "no_parent": args.no_parent,
@@ -509,6 +544,12 @@ def check_combinations(args: argparse.Namespace) -> None:
         if getattr(args, flag, None) is not None and not getattr(args, "render", False):
             raise UsageError(f"--{flag.replace('_', '-')} needs --render")
     max_queue = getattr(args, "max_queue", None)
+    budgets = args.max_pages_per_host is not None or args.max_hosts is not None
+    if budgets and (getattr(args, "state", None) or getattr(args, "seeds", None) or max_queue):
+        raise UsageError(
+            "--max-pages-per-host and --max-hosts cannot be combined with --state, --seeds "
+            "or --max-queue yet (they need the in-memory frontier)"
+        )
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
 
@@ -524,6 +565,20 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def pinned_workers(workers: int | None) -> int | None:
+    """``-w N`` as given, or clamped (with a one-line warning) to what the
+    descriptor limit and memory can serve: a million workers would need a
+    million sockets."""
+    if workers is None or workers < 1:
+        return workers
+    most, why = machine_ceiling()
+    if workers > most:
+        too_many = f"-w {workers:,} is more than this machine can serve ({why})"
+        say(f"warning: {too_many}: using -w {most:,}")
+        return most
+    return workers
 
 
 def workers_within_fd_limit(ceiling: int = 512) -> int:

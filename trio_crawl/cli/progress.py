@@ -27,6 +27,7 @@ def progress_line(s: EngineStatistics) -> Text:
     text = Text()
     text.append(f"{s.records:,} done", style="bold green")
     text.append(f"  {s.queued:,} queued  {s.active} in flight  {s.waiting:,} waiting")
+    text.append(f"  {s.workers:,} workers")
     text.append(f"  {rate:,.1f} pages/s")
     text.append(f"  {s.failures:,} errors", style="red" if s.failures else "")
     text.append(f"  {s.elapsed:,.1f}s", style="dim")
@@ -82,6 +83,8 @@ def summary_table(summary: CrawlSummary) -> Table:
     if summary.depth_updates:
         table.add_row("depth updates", f"{summary.depth_updates:,} (shorter paths found later)")
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
+    if summary.worker_history:
+        table.add_row("workers", workers_over_time(summary))
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(
         "latency p50/p95/p99",
@@ -118,6 +121,18 @@ def rendered(summary: CrawlSummary) -> str:
     if summary.browsers > 1:
         notes.append(f"browser restarted {summary.browsers - 1:,} times")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def workers_over_time(summary: CrawlSummary, shown: int = 6) -> str:
+    """``16 → 32 → 64 → 118 (sized by itself; at most 97 busy at once)``: the
+    worker target at the start and after each resize (the first few and the
+    last), and the most worker tasks that were alive at once."""
+    steps = [n for _, n in summary.worker_history]
+    if len(steps) > shown:
+        steps = [*steps[: shown - 1], -1, steps[-1]]
+    text = " → ".join("…" if n < 0 else f"{n:,}" for n in steps)
+    how = "sized by itself" if summary.sized else "fixed by -w"
+    return f"{text} ({how}; at most {summary.peak_workers:,} at once)"
 
 
 def capped_delays(asked: dict[str, float], shown: int = 3) -> str:

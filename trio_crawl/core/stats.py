@@ -65,6 +65,12 @@ class CrawlSummary:
     #: ``--render auto``: per page pattern (host and directories), what was
     #: decided and why ("scripts add links (2 of 3 renders)").
     render_auto: dict[str, str] = field(default_factory=dict)
+    #: (seconds since the start, worker target): the start and each resize.
+    worker_history: tuple[tuple[float, int], ...] = ()
+    #: The most worker tasks alive at once.
+    peak_workers: int = 0
+    #: Whether the pool sized itself (no ``workers`` given).
+    sized: bool = False
 
     @property
     def pages_per_second(self) -> float:

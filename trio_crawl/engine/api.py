@@ -42,7 +42,8 @@ class CrawlOptions(TypedDict, total=False):
     of ``CrawlConfig`` except ``start_urls`` (a test keeps the two in step),
     so that mypy catches a misspelt or mistyped option."""
 
-    workers: int
+    workers: int | None
+    max_workers: int | None
     max_depth: int | None
     max_pages: int | None
     timeout: float
@@ -54,6 +55,9 @@ class CrawlOptions(TypedDict, total=False):
     sitemaps: bool
     page_requisites: bool
     allow_domains: Sequence[str]
+    span_hosts: bool
+    max_pages_per_host: int | None
+    max_hosts: int | None
     include: Sequence[str]
     exclude: Sequence[str]
     no_parent: bool

@@ -61,7 +61,7 @@ from .recording import Recorder
 from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock
+from .statistics import RunClock, snapshot
 
 
 class Crawler:
@@ -105,6 +105,8 @@ class Crawler:
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
+        self._recorder.before_write = (workers := parts.workers).note
+        self._workers = workers
 
     # -- public ------------------------------------------------------------
 
@@ -151,23 +153,15 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        pool = self._pool.statistics()
-        return EngineStatistics(
-            records=self.stats.records,
-            failures=sum(self.stats.failures.values()),
-            queued=pool.queued + self.frontier.waiting,
-            active=pool.active,
-            waiting=self.schedule.waiting,
-            seen=self.frontier.statistics().seen,
-            elapsed=self._clock.elapsed,
-        )
+        pool, waiting = self._pool.statistics(), self.schedule.waiting
+        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed)
 
     def summary(self) -> CrawlSummary:
         unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
         summary = self.stats.summary(
             elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
-        return with_render_statistics(summary, self._fetcher)
+        return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 
     # -- one URL -----------------------------------------------------------
 

@@ -33,7 +33,9 @@ async def open_render_fetcher(
     settings = RenderSettings(
         executable=config.browser,
         user_agent=config.user_agent,
-        max_tabs=config.workers,
+        # A tab is heavy (tens of MB): a self-sized pool does not grow the
+        # browser; its workers wait for one of the first pool size's tabs.
+        max_tabs=config.initial_workers,
         render_wait=config.render_wait,
         timeout=config.timeout,
         auto=config.render == "auto",
