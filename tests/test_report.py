@@ -244,6 +244,28 @@ def test_timeline_joins_resumed_runs() -> None:
     assert timeline.pages[int(25.0 * 64)] == 1  # the resumed run's t=5.0
 
 
+def test_the_worker_count_over_time_is_carried_between_changes() -> None:
+    """A self-sized crawl writes ``workers`` on its first record and the first
+    after each resize; the time line has the count in force in every bin,
+    through coarsening, and the HTML draws it."""
+    records = [rec(f"{A}/{i}", t=i * 0.5) for i in range(400)]  # coarsened to 1/16 s
+    records[0]["workers"] = 16
+    records[10]["workers"] = 32  # t = 5.0
+    records[300]["workers"] = 24  # t = 150.0
+    timeline = aggregate(records).timeline
+    assert timeline is not None and len(timeline.workers) == len(timeline.pages)
+    per_second = 1 / timeline.bin_seconds
+    assert timeline.workers[0] == 16 and timeline.workers[int(4.9 * per_second)] == 16
+    assert timeline.workers[int(5.0 * per_second)] == 32
+    assert timeline.workers[int(149.9 * per_second)] == 32
+    assert timeline.workers[-1] == 24
+    assert aggregate(records[1:10] + records[11:300]).timeline.workers == []  # type: ignore[union-attr]
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    from trio_crawl.report.html import render_html
+
+    assert 'id="timeline-workers"' in render_html(aggregate(records), source="w.jsonl")
+
+
 def test_records_without_t_have_no_timeline() -> None:
     old = [{k: v for k, v in r.items() if k != "t"} for r in RECORDS]
     data = aggregate(old)

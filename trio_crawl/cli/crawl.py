@@ -23,7 +23,6 @@ from ..core.models import CrawlRecord, DepthUpdate
 from ..core.stats import latency_bound_hint
 from ..core.url import host_port
 from ..engine.build import BuiltCrawl, CrawlPlan, open_crawl
-from ..engine.crawler import Crawler
 from ..errors import (
     ConfigError,
     OutputError,
@@ -35,6 +34,7 @@ from ..frontiers.base import FrontierBackend, refuse_unservable
 from ..frontiers.resume import repair_output
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from ..outputs.mirror import report_mirror
 from .common import (
     EXIT_HANDLER,
     EXIT_OK,
@@ -209,6 +209,7 @@ class Sinks:
             # Without --depth-updates they are counted (the summary), not written.
             on_depth_update=(self.on_depth_update,) if self.depth_updates is not None else (),
             on_item=(self.on_item,) if self.items is not None else (),
+            on_mirror_warning=say,
         )
 
     def on_record(self, record: CrawlRecord) -> None:
@@ -246,19 +247,28 @@ class SignalWatch:
 
     def __init__(self, console: Console | None, grace: float) -> None:
         self.code = EXIT_OK
+        #: Set once the crawl's run has returned (its outputs are closing).
+        self.crawl_ended = False
         self._console = console
         self._grace = grace
 
-    async def serve(self, signals: AsyncIterator[int], crawler: Crawler) -> None:
+    async def serve(self, signals: AsyncIterator[int], built: BuiltCrawl) -> None:
+        """Serves for the whole crawl, its outputs' closing included: once
+        the crawl has ended, a signal stops the mirror's link conversion."""
         async for signum in signals:
+            ended = self.crawl_ended
             if self.code == EXIT_OK:
                 self.code = SIGNAL_EXIT.get(signal.Signals(signum), 130)
-                if self._console is not None:
+                if self._console is not None and not ended:
                     self._console.print(
                         "[yellow]stopping: finishing in-flight pages "
                         f"(up to {self._grace:g}s); signal again to quit now[/]"
                     )
-            crawler.stop()
+            if ended:
+                if built.mirror is not None:
+                    built.mirror.stop_converting()
+            else:
+                built.crawler.stop()
 
 
 async def crawl_with_ui(
@@ -277,16 +287,19 @@ async def crawl_with_ui(
     sinks = Sinks(outputs)
     signals = SignalWatch(None if quiet else console, config.grace)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async with open_crawl(sinks.plan(config, frontier, warc)) as built:
-            sinks.built = built
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(signals.serve, received, built.crawler)
-                outputs.begin()  # the crawl starts: only now are outputs emptied
-                if show:
-                    nursery.start_soon(show_progress, built.crawler, console)
-                cpu_at_start = time.process_time()
-                summary = await built.crawler.run()
-                nursery.cancel_scope.cancel()
+        async with trio.open_nursery() as watching:
+            async with open_crawl(sinks.plan(config, frontier, warc)) as built:
+                sinks.built = built
+                watching.start_soon(signals.serve, received, built)
+                async with trio.open_nursery() as nursery:
+                    outputs.begin()  # the crawl starts: only now are outputs emptied
+                    if show:
+                        nursery.start_soon(show_progress, built.crawler, console)
+                    cpu_at_start = time.process_time()
+                    summary = await built.crawler.run()
+                    signals.crawl_ended = True
+                    nursery.cancel_scope.cancel()
+            watching.cancel_scope.cancel()
     failed = built.failure  # the archive's is final now: its writer has ended
     starts = sinks.starts
     unreachable = failed is None and signals.code == EXIT_OK
@@ -298,15 +311,19 @@ async def crawl_with_ui(
         hint = None if failed is not None or old else output
         updates = outputs.depth_updates
         print_summary(summary, sys.stderr, hint, None if updates is None else updates.path)
-        latency_hint = latency_bound_hint(
-            summary,
-            workers=config.workers,
-            per_host=config.per_host_concurrency,
-            cpu_seconds=time.process_time() - cpu_at_start,
-            max_workers=workers_within_fd_limit(),
-        )
+        latency_hint = None
+        if config.workers is not None:  # a sized pool follows the latency itself
+            latency_hint = latency_bound_hint(
+                summary,
+                workers=config.workers,
+                per_host=config.per_host_concurrency,
+                cpu_seconds=time.process_time() - cpu_at_start,
+                max_workers=workers_within_fd_limit(),
+            )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
+        if built.mirror is not None:
+            print(report_mirror(built.mirror), file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:

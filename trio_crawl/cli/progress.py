@@ -27,6 +27,7 @@ def progress_line(s: EngineStatistics) -> Text:
     text = Text()
     text.append(f"{s.records:,} done", style="bold green")
     text.append(f"  {s.queued:,} queued  {s.active} in flight  {s.waiting:,} waiting")
+    text.append(f"  {s.workers:,} workers")
     text.append(f"  {rate:,.1f} pages/s")
     text.append(f"  {s.failures:,} errors", style="red" if s.failures else "")
     text.append(f"  {s.elapsed:,.1f}s", style="dim")
@@ -94,6 +95,8 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
     if summary.depth_updates:
         table.add_row("depth updates", depth_updates_row(summary.depth_updates, depth_updates_to))
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
+    if summary.worker_history:
+        table.add_row("workers", workers_over_time(summary))
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(
         "latency p50/p95/p99",
@@ -102,11 +105,46 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
             for v in (summary.latency_p50_ms, summary.latency_p95_ms, summary.latency_p99_ms)
         ),
     )
+    if summary.browsers:
+        table.add_row("rendered", rendered(summary))
+    for i, (pattern, why) in enumerate(summary.render_auto.items()):
+        if i == 8:
+            table.add_row("", f"... and {len(summary.render_auto) - 8:,} more patterns")
+            break
+        table.add_row("  rendered?" if i == 0 else "", f"{pattern}: {why}")
+    if summary.render_blocked:
+        blocked = sorted(summary.render_blocked.items(), key=lambda kv: (-kv[1], kv[0]))
+        table.add_row(
+            "refused to the browser", ", ".join(f"{why} × {count:,}" for why, count in blocked)
+        )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
         table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
     return table
+
+
+def rendered(summary: CrawlSummary) -> str:
+    """``12 pages (1 render failed; browser restarted 1 time)``."""
+    text = f"{summary.rendered:,} pages"
+    notes = []
+    if summary.render_failures:
+        notes.append(f"{summary.render_failures:,} renders failed")
+    if summary.browsers > 1:
+        notes.append(f"browser restarted {summary.browsers - 1:,} times")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def workers_over_time(summary: CrawlSummary, shown: int = 6) -> str:
+    """``16 → 32 → 64 → 118 (sized by itself; at most 97 busy at once)``: the
+    worker target at the start and after each resize (the first few and the
+    last), and the most worker tasks that were alive at once."""
+    steps = [n for _, n in summary.worker_history]
+    if len(steps) > shown:
+        steps = [*steps[: shown - 1], -1, steps[-1]]
+    text = " → ".join("…" if n < 0 else f"{n:,}" for n in steps)
+    how = "sized by itself" if summary.sized else "fixed by -w"
+    return f"{text} ({how}; at most {summary.peak_workers:,} at once)"
 
 
 def capped_delays(asked: dict[str, float], shown: int = 3) -> str:

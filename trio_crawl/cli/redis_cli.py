@@ -115,7 +115,7 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         return EXIT_OK
     if args.processes is not None:
         return run_processes(args, argv, run_cli)
-    start_urls = list(args.urls)
+    start_urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
     if not start_urls:
         if stored is None:
             return fail(

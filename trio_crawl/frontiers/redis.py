@@ -244,7 +244,7 @@ class RedisFrontier:
         self._name = name
         self._url = redact_url(url)  # it goes into messages
         self._notice = notice or logging.getLogger(__name__).warning
-        self.window = window or max(128, 8 * config.workers)
+        self.window = window or max(128, 8 * config.initial_workers)
         self._low_water = max(1, self.window // 2)
         self._batch_max = self.window
         self.lease = lease
@@ -781,7 +781,7 @@ class RedisFrontier:
         confirmed = batch.confirmed
         self._remote_kick = False
         try:
-            floor = min(want, self._config.workers)
+            floor = min(want, self._config.initial_workers)
             raw = await self._fcall("sync", wire.sync_args(self.owner, want, floor, batch.ops))
         except BaseException:
             self._put_back(batch)

@@ -84,6 +84,9 @@ class Timeline:
     errors: list[int]
     run_starts: list[float]
     duration: float
+    #: The worker count in force at the end of each bin (records of a
+    #: self-sized crawl carry ``workers`` when it changes); empty if none did.
+    workers: list[int] = field(default_factory=list)
 
     def pages_per_second(self) -> list[float]:
         return [n / self.bin_seconds for n in self.pages]
@@ -158,12 +161,13 @@ class _TimeBins:
         self.width = FIRST_BIN_SECONDS
         self.pages: list[int] = []
         self.errors: list[int] = []
+        self.workers: list[int] = []  # 0: no change in that bin
         self.offset = 0.0  # where the current run starts on the time line
         self.run_max = 0.0  # the current run's latest t
         self.run_starts: list[float] = []
         self.count = 0
 
-    def add(self, t: float, failed: bool) -> None:
+    def add(self, t: float, failed: bool, workers: int | None = None) -> None:
         t = max(t, 0.0)
         if self.count and t < self.run_max - RESUME_DROP_SECONDS and t < self.run_max / 2:
             self.offset += self.run_max
@@ -179,14 +183,29 @@ class _TimeBins:
             grow = index + 1 - len(self.pages)
             self.pages.extend([0] * grow)
             self.errors.extend([0] * grow)
+            self.workers.extend([0] * grow)
         self.pages[index] += 1
         if failed:
             self.errors[index] += 1
+        if workers is not None and workers > 0:
+            self.workers[index] = workers
 
     def _coarsen(self) -> None:
         self.width *= 2
         for series in (self.pages, self.errors):
             series[:] = [sum(series[i : i + 2]) for i in range(0, len(series), 2)]
+        w = self.workers
+        w[:] = [w[i + 1] if i + 1 < len(w) and w[i + 1] else w[i] for i in range(0, len(w), 2)]
+
+    def _workers_over_time(self) -> list[int]:
+        """Each bin's count, carried forward from the last bin that set one."""
+        if not any(self.workers):
+            return []
+        out, current = [], 0
+        for value in self.workers:
+            current = value or current
+            out.append(current)
+        return out
 
     def result(self) -> Timeline | None:
         if not self.count:
@@ -197,6 +216,7 @@ class _TimeBins:
             errors=list(self.errors),
             run_starts=list(self.run_starts),
             duration=self.offset + self.run_max,
+            workers=self._workers_over_time(),
         )
 
 
@@ -289,7 +309,7 @@ class ReportStats:
         if t is None:
             self.records_without_t += 1
         else:
-            self._time.add(t, kind is not None)
+            self._time.add(t, kind is not None, _int(record.get("workers")))
         elapsed = _number(record.get("elapsed_ms"))
         if elapsed is not None:
             self._add_latency(elapsed, url, status, kind)
