@@ -6,7 +6,7 @@ Generates (or reuses) the benchmark site, serves it with nginx (or the Python
 fallback), runs ``trio-crawl`` under cProfile in a child process, and splits the
 profile's own time ("tottime") into layers by the file each function lives in:
 HTTP (the fetcher and libcurl/httpx), parse (lxml), URL handling (ada and
-_url.py), output (JSON and the sink), bookkeeping (engine, frontier, schedule,
+core/url.py), output (JSON and the sink), bookkeeping (engine, frontier, schedule,
 robots), the trio event loop, and the rest. Prints microseconds per page.
 """
 
