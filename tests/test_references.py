@@ -190,3 +190,47 @@ def test_the_checker_accepts_names_that_exist() -> None:
         ``httpx._exceptions``, https://example.com/core/x.py
     """
     assert stale_names(fine, here, {"_private"}) == []
+
+
+# -- docs/reference.md lists the public surface --------------------------------
+
+REFERENCE = ROOT / "docs" / "reference.md"
+DIRECTIVE = re.compile(r"^::: (trio_crawl(?:\.\w+)+)\s*$", re.MULTILINE)
+
+
+def _documented() -> list[str]:
+    return DIRECTIVE.findall(REFERENCE.read_text())
+
+
+def test_the_reference_documents_every_exported_name_once() -> None:
+    import trio_crawl
+    import trio_crawl.testing
+
+    exported = [f"trio_crawl.{name}" for name in trio_crawl.__all__] + [
+        f"trio_crawl.testing.{name}" for name in trio_crawl.testing.__all__
+    ]
+    documented = [name for name in _documented() if name != "trio_crawl.testing"]
+    assert sorted(set(exported) - set(documented)) == []  # exported, not documented
+    assert sorted(set(documented) - set(exported)) == []  # documented, not exported
+    assert len(documented) == len(set(documented))
+
+
+# -- the layout lists in the README and the face's docstring --------------------
+
+
+def _layout_entries(text: str) -> set[str]:
+    """``cli/``, ``workpool.py`` ...: the first word of each line of a layout list."""
+    return set(re.findall(r"^ +(\w+/|\w+\.py) ", text, re.MULTILINE))
+
+
+def test_the_layout_lists_name_every_part_of_the_package() -> None:
+    import trio_crawl
+
+    parts = {f"{p.name}/" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} | {
+        p.name for p in PACKAGE.glob("*.py") if p.name not in ("__main__.py", "testing.py")
+    }
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("  trio_crawl/\n") :].split("```", 1)[0]
+    face = trio_crawl.__doc__ or ""
+    assert sorted(parts - _layout_entries(block)) == []  # the README's list
+    assert sorted(parts - {"__init__.py"} - _layout_entries(face)) == []  # the face's list
