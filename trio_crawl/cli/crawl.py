@@ -20,7 +20,6 @@ from collections.abc import (
 from contextlib import AsyncExitStack
 
 import trio
-from rich.console import Console
 
 from ..core.config import CrawlConfig
 from ..core.models import CrawlRecord, FetchResult
@@ -51,6 +50,8 @@ from .common import (
     UsageError,
     fail,
     say,
+    stderr_console,
+    tell,
 )
 from .identity import save_cookies
 from .options import (
@@ -190,7 +191,7 @@ async def crawl_with_ui(
     """Run one crawl with signal handling and (optionally) the live display."""
     signalled = EXIT_OK
     failed: OutputError | None = None
-    console = Console(file=sys.stderr)
+    console = stderr_console()
     writer = JsonLinesWriter(outputs.records)
     item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
     if outputs.items is not None:
@@ -286,7 +287,7 @@ async def crawl_with_ui(
     if not quiet:
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
-        print_summary(summary, sys.stderr, hint)
+        print_summary(summary, hint)
         latency_hint = latency_bound_hint(
             summary,
             workers=config.workers,
@@ -295,7 +296,7 @@ async def crawl_with_ui(
             max_workers=workers_within_fd_limit(),
         )
         if latency_hint is not None:
-            print(latency_hint, file=sys.stderr)
+            tell(latency_hint)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signalled != EXIT_OK:

@@ -17,7 +17,7 @@ from typing import NoReturn
 from ..core.url import parse_start_url
 from ..errors import StateUsageError
 from ..frontiers.resume import status_text, stored_start_urls
-from .common import EXIT_OK, EXIT_USAGE, UsageError, fail
+from .common import EXIT_OK, EXIT_USAGE, UsageError, answer, fail
 from .crawl import run_crawl_command
 from .options import build_parser
 from .redis_cli import run_redis_cli
@@ -39,7 +39,7 @@ def run_cli(argv: Sequence[str]) -> int:
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")
-            print(status_text(args.state))
+            answer(status_text(args.state))
             return EXIT_OK
         start_urls = [parse_start_url(u) for u in args.urls]
         if not start_urls and args.state:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..core.stats import CrawlSummary
 from ..engine.crawler import Crawler, EngineStatistics
+from .common import stderr_console
 
 REFRESH_SECONDS = 0.25
 
@@ -111,9 +112,12 @@ def _seconds(value: float) -> str:
     return f"{value:,.0f} s" if value == int(value) else f"{value:,.2f} s"
 
 
-def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = None) -> None:
-    """The summary table; with ``output`` (the JSON Lines file), how to report on it."""
-    console = Console(file=stream, highlight=False)
+def print_summary(
+    summary: CrawlSummary, output: str | None = None, *, stream: TextIO | None = None
+) -> None:
+    """The summary table on stderr (or ``stream``); with ``output`` (the JSON
+    Lines file), how to report on it."""
+    console = stderr_console(stream, highlight=False)
     console.print(summary_table(summary))
     if output is not None:
         hint = f"HTML report: trio-crawl report {shlex.quote(output)} -o report.html"
