@@ -26,6 +26,7 @@ from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize
+from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
@@ -186,8 +187,7 @@ def build_config(
     start_urls: Sequence[str],
     watch: HandlerWatch | None = None,
 ) -> CrawlConfig:
-    options = {
-        "start_urls": list(start_urls),
+    options: CrawlOptions = {
         "workers": args.workers,
         "max_depth": args.max_depth,
         "max_pages": args.max_pages,
@@ -225,7 +225,7 @@ def build_config(
         options["handler"] = watch.wrap(handler) if watch is not None else handler
         options["fail_fast"] = args.fail_fast
     try:
-        return CrawlConfig(**options)
+        return CrawlConfig(start_urls=list(start_urls), **options)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
