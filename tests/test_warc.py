@@ -17,7 +17,6 @@ import pytest
 from trio_crawl.core.models import FetchResult
 from trio_crawl.outputs.warc import (
     REVISIT_PROFILE,
-    BackgroundWarcWriter,
     WarcWriter,
     iter_members,
     read_warc_responses,
@@ -449,45 +448,6 @@ def test_repair_walks_members_from_other_writers(tmp_path: Path) -> None:
     assert repair_warc(path) == 2
     kinds = [r.rec_type for r, _ in records(path)]
     assert kinds == ["resource"] * 3 + ["warcinfo", "response", "request"]
-
-
-# -- the worker thread ------------------------------------------------------------------
-
-
-def test_background_writer_keeps_order_with_submitted_calls(tmp_path: Path) -> None:
-    path = tmp_path / "crawl.warc.gz"
-    seen: list[tuple[int, int]] = []
-    writer = WarcWriter.open(path, request_headers=UA)
-    with BackgroundWarcWriter(writer, max_pending=4) as bg:
-        for i in range(50):
-            bg.write_exchange(url=f"http://h.test/{i}", result=page(i))
-            # what the JSON Lines write would see: its exchange is already written
-            bg.submit(lambda i=i: seen.append((i, writer.exchanges)))
-            assert bg.pending <= 4
-        bg.flush()
-        assert bg.pending == 0
-    assert seen == [(i, i + 1) for i in range(50)]
-    assert response_urls(path) == [f"http://h.test/{i}" for i in range(50)]
-    stored = read_warc_responses(path)
-    assert stored["http://h.test/7"].body == page(7).body
-
-
-def test_background_writer_error_sticks(tmp_path: Path) -> None:
-    path = tmp_path / "crawl.warc.gz"
-    writer = WarcWriter.open(path)
-    bg = BackgroundWarcWriter(writer)
-    bg.submit(writer.close)  # the next write fails in the worker
-    bg.write_exchange(url="http://h.test/1", result=page(1))
-    with pytest.raises(ValueError, match="closed"):
-        bg.flush()
-    with pytest.raises(ValueError, match="closed"):
-        bg.write_exchange(url="http://h.test/2", result=page(2))
-    with pytest.raises(ValueError, match="closed"):
-        bg.close()
-    with pytest.raises(ValueError, match="WARC-Truncated"):
-        BackgroundWarcWriter(WarcWriter(io.BytesIO())).write_exchange(
-            url="http://h.test/3", result=page(3), truncated="nope"
-        )
 
 
 def test_missing_extra_message() -> None:
