@@ -389,7 +389,7 @@ async def test_the_consistency_check_finds_what_disagrees(
             assert len(problems) == 1
             assert problems[0].endswith(": queued, but in no queue of its depth and host")
             await client.lpush(queue, [taken])
-            frontier.attach(lambda entry: None, lambda: None, lambda: 0)
+            frontier.attach(lambda entry: None, lambda: None, lambda: 0, lambda correction: None)
             await frontier._round(want=1)  # it takes URLs
             await assert_consistent(redis_server, crawl_id)
             await client.zrem(prefix + "w", [frontier.owner])  # a worker lost from the set

@@ -44,6 +44,13 @@ FILE_NAMES = {
     p.name for folder in (PACKAGE, *(ROOT / t for t in TOP_FOLDERS)) for p in folder.rglob("*")
 } | {p.name for p in ROOT.iterdir()}
 
+#: logger names (``trio_crawl.mirror``) are dotted names that are not modules
+LOGGERS = {
+    name
+    for path in PACKAGE.rglob("*.py")
+    for name in re.findall(r"getLogger\(\"([\w.]+)\"\)", path.read_text())
+}
+
 DOTTED = re.compile(r"(?<![\w.])trio_crawl(?:\.[A-Za-z_]\w*)+")
 FOLDERS = "|".join(map(re.escape, ["trio_crawl", *SUBPACKAGES, *TOP_FOLDERS]))
 PATH = re.compile(rf"(?<![\w./-])((?:{FOLDERS})/[\w/.-]*)")
@@ -79,9 +86,8 @@ def _resolves(dotted: str) -> bool:
 
 def _path_exists(path: str, source: Path) -> bool:
     path = path.rstrip(".")
-    looks_like_a_file = path.endswith((".py", ".md", ".lua", "/"))
-    if not (looks_like_a_file or path.startswith(("trio_crawl/", *TOP_FOLDERS))):
-        return True  # "core/frontier" in prose: not clearly a path
+    if not path.endswith((".py", ".md", ".lua", "/")) and not path.startswith("trio_crawl/"):
+        return True  # "core/frontier", "docs/intro.html" (a mirrored site): not our files
     # under the package (core/x.py), the project (tests/x.py), or the file saying it
     return any((base / path).exists() for base in (PACKAGE, ROOT, source.parent))
 
@@ -102,7 +108,11 @@ def stale_names(text: str, source: Path, defined: set[str] | None = None) -> lis
     ``_private.attribute`` is not taken for an old module.
     """
     defined = defined or set()
-    stale = [m for m in DOTTED.findall(text) if not _placeholder(m) and not _resolves(m)]
+    stale = [
+        m
+        for m in DOTTED.findall(text)
+        if m not in LOGGERS and not _placeholder(m) and not _resolves(m)
+    ]
     stale += [m for m in PATH.findall(text) if not _placeholder(m) and not _path_exists(m, source)]
     for quoted in QUOTED.findall(text):
         if _old_module_name(quoted, defined) or (

@@ -51,7 +51,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import trio
 
@@ -78,7 +78,7 @@ from ..errors import (
 )
 from . import redis_lua
 from . import redis_wire as wire
-from .base import Publish
+from .base import Correct, Need, Publish
 from .redis_wire import url_digest as url_digest  # re-exported: benchmarks, tests
 
 if TYPE_CHECKING:
@@ -448,8 +448,18 @@ class RedisFrontier:
 
     # -- the face --------------------------------------------------------------
 
+    cannot: ClassVar[Mapping[Need, str]] = {
+        Need.PAGE_REQUISITES: " yet",
+        Need.RANDOM_WAIT: " yet: the Redis server spaces each host's requests",
+    }
+    chosen_by: ClassVar[str] = "open_redis_frontier()"
+
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
         self._check_idle = check_idle
