@@ -16,7 +16,8 @@ Variants (each is skipped when its package is missing):
   to see what that library would buy.
 * ``trio-crawl isal L1``: the writer as ``pip install 'trio-crawl[warc]'``
   runs it, with ISA-L's deflate.
-* ``thread isal L1``: ``BackgroundWarcWriter``, a queue to one worker thread.
+* ``thread isal L1``: ``BackgroundWarcWriter`` (``warc_thread.py``, beside this
+  file), a queue to one worker thread.
   The CPU column is what the calling thread (the crawler's) spends. The GIL
   that the worker holds is not in it; the simulated crawl below shows that.
 * ``to_thread isal L1``: ``await trio.to_thread.run_sync(writer.write_exchange)``,
@@ -65,9 +66,10 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate_site import SiteParams, _filler, plan_site, render_page
+from warc_thread import BackgroundWarcWriter
 
 from trio_crawl.core.models import FetchResult
-from trio_crawl.outputs.warc import BackgroundWarcWriter, WarcWriter, read_warc_responses
+from trio_crawl.outputs.warc import WarcWriter, read_warc_responses
 
 REQUEST_HEADERS = {
     "User-Agent": "trio-crawl/0.1 (+https://example.invalid/bot)",

@@ -1,4 +1,4 @@
-"""The demo site (``_demo``): deterministic, self-consistent, and servable.
+"""The demo site (``sites/demo.py``): deterministic, self-consistent, and servable.
 
 Pure tests walk the ``Site`` data in-process; the one served test talks only
 to the 127.0.0.1 server it starts (port 0), with short client timeouts.

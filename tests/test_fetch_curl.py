@@ -14,8 +14,8 @@ Rules of this suite:
 from __future__ import annotations
 
 import gzip
+import math
 import random
-import re
 import socket
 import zlib
 from collections.abc import Iterator
@@ -37,13 +37,13 @@ from trio_crawl.fetch.curl import (
     find_ca_bundle,
     open_curl_fetcher,
 )
+from trio_crawl.fetch.curl.handle import Slot
 from trio_crawl.fetch.curl.watch import EpollWatcher, TaskWatcher
 from trio_crawl.fetch.errors import to_fetch_error
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, page
 
 WATCHERS: list[WatcherName] = ["epoll", "tasks"]
-_CURL_TIMEOUT = re.compile(r"timeout: curl error 28: Operation timed out after (\d+) milli.*")
 
 PAGE = page("/a", "/b", title="small")
 BIG_PAGE = Response(body=b"<!doctype html><p>" + b"x" * 15_000)
@@ -484,10 +484,18 @@ async def test_cancellation_stress_then_full_pool(
 ) -> None:
     """Hundreds of fetches cancelled at random moments: waiting for a handle,
     connecting, waiting for the head, mid-drip, just after finishing. Then the
-    pool is whole, and 32 concurrent fetches all succeed promptly."""
+    pool is whole, and 32 concurrent fetches all succeed promptly.
+
+    Whether a fetch with a few milliseconds of patience finishes depends on
+    how busy the machine is, so the counts asserted are the ones that cannot
+    depend on it: a fetch with no patience at all is always cancelled (its
+    deadline has passed before its first checkpoint), and one with no deadline,
+    among them, always finishes (a fast target, never ``/slow``).
+    """
     rng = random.Random(1234)
     targets = ["/", "/head", "/drip", "/close", "/big", "/slow"]
     counts = {"cancelled": 0, "done": 0}
+    must = {"cancelled": 0, "done": 0}
     config = FetchConfig(max_connections=8, timeout=10)
     with trio.fail_after(30):
         async with open_curl_fetcher(config, watcher=watcher) as fetcher:
@@ -500,8 +508,13 @@ async def test_cancellation_stress_then_full_pool(
             for _ in range(6):
                 async with trio.open_nursery() as nursery:
                     for _ in range(60):
-                        patience = rng.choice([0.0, rng.uniform(0, 0.002), rng.uniform(0, 0.05)])
-                        nursery.start_soon(attempt, rng.choice(targets), patience)
+                        patience = rng.choice(
+                            [0.0, rng.uniform(0, 0.002), rng.uniform(0, 0.05), math.inf]
+                        )
+                        target = rng.choice(targets[:-1] if patience == math.inf else targets)
+                        if patience in (0.0, math.inf):
+                            must["cancelled" if patience == 0.0 else "done"] += 1
+                        nursery.start_soon(attempt, target, patience)
                 assert_pool_full(fetcher)
 
             with trio.fail_after(5):
@@ -509,8 +522,9 @@ async def test_cancellation_stress_then_full_pool(
                     for i in range(32):
                         nursery.start_soon(fetcher.fetch, server.url("/big" if i % 2 else "/"))
             assert_pool_full(fetcher)
-    assert counts["cancelled"] >= 150, counts
-    assert counts["done"] >= 20, counts
+    assert must["cancelled"] >= 60 and must["done"] >= 60, must  # the mix is varied
+    assert counts["cancelled"] >= must["cancelled"], (counts, must)
+    assert counts["done"] >= must["done"], (counts, must)
 
 
 async def test_cancel_after_completion_before_resuming(
@@ -555,30 +569,66 @@ async def test_cancel_while_waiting_for_a_handle(server: SiteServer) -> None:
             assert (await fetcher.fetch(server.url("/"))).status == 200
 
 
-async def test_waiting_for_a_handle_counts_against_the_timeout(server: SiteServer) -> None:
-    config = FetchConfig(max_connections=1, timeout=0.2)
+async def test_waiting_for_a_handle_counts_against_the_timeout(
+    server: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch that waits for a handle starts its transfer with what is left
+    of the timeout it had when it was called, not a fresh one: its deadline
+    is fixed before the wait. Checked on the deadline the transfer starts
+    with, against the moments the test saw, so no timing is involved (a test
+    that read libcurl's "timed out after N ms" failed on a busy machine)."""
+    deadlines: list[float] = []  # of each transfer started, in order
     with trio.fail_after(10):
-        async with open_curl_fetcher(config) as fetcher:
-            errors: list[str] = []
+        async with open_curl_fetcher(FetchConfig(max_connections=1, timeout=5)) as fetcher:
+            start = fetcher._start
 
-            async def one() -> None:
-                with pytest.raises(FetchError) as info:
-                    await fetcher.fetch(server.url("/slow"))
-                errors.append(str(info.value))
+            def recording_start(
+                slot: Slot,
+                url: str,
+                headers: dict[str, str] | None,
+                any_body: bool,
+                deadline: float,
+            ) -> None:
+                deadlines.append(deadline)
+                start(slot, url, headers, any_body, deadline)
 
-            start = trio.current_time()
+            monkeypatch.setattr(fetcher, "_start", recording_start)
+            results: list[FetchResult] = []
+
+            async def waiter() -> None:
+                results.append(await fetcher.fetch(server.url("/")))
+
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(one)
-                nursery.start_soon(one)
-            assert trio.current_time() - start < 1.0
+                holder = trio.CancelScope()
+
+                async def hold() -> None:
+                    with holder:
+                        await fetcher.fetch(server.url("/slow"))
+
+                nursery.start_soon(hold)
+                await trio.testing.wait_all_tasks_blocked()  # the handle is taken
+                called = trio.current_time()
+                nursery.start_soon(waiter)
+                await trio.testing.wait_all_tasks_blocked()  # it waits for the handle
+                assert len(deadlines) == 1
+                freed = trio.current_time()
+                holder.cancel()
             assert_pool_full(fetcher)
-    # One fetch had the handle and timed out in libcurl. The other never got
-    # it, or got it just as the first one timed out, with only what was left
-    # of its own 0.2 s (a race under load): either way its wait counted.
-    waited = [int(m[1]) for e in errors if (m := _CURL_TIMEOUT.fullmatch(e))]
-    assert len(errors) == 2 and all(e.startswith("timeout: ") for e in errors), errors
-    assert "timeout: no free handle within 0.2 s" in errors or min(waited) < 100, errors
-    assert max(waited) >= 150, errors
+    assert [r.status for r in results] == [200]
+    assert len(deadlines) == 2
+    assert called < deadlines[1] - 5 < freed
+
+
+async def test_no_free_handle_within_the_timeout_is_a_timeout(
+    server: SiteServer, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with open_curl_fetcher(FetchConfig(max_connections=1, timeout=0.2)) as fetcher:
+        await fetcher._pool.acquire()  # every handle busy, for ever
+        with pytest.raises(FetchError, match=r"^timeout: no free handle within 0.2 s$"):
+            await fetcher.fetch(server.url("/"))
+        assert trio.current_time() == pytest.approx(0.2)
+        fetcher._pool.release()
+        assert_pool_full(fetcher)
 
 
 async def test_fetch_after_close_and_close_during_fetch(

@@ -1,6 +1,6 @@
 """Link extraction on its own: bytes in, canonical links out. No I/O.
 
-Each rule of ``trio_crawl/_parse.py``'s docstring has tests here; a hypothesis
+Each rule of ``trio_crawl/core/parse.py``'s docstring has tests here; a hypothesis
 test feeds arbitrary bytes and content types to check that nothing raises.
 """
 

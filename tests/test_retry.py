@@ -1,4 +1,4 @@
-"""Retry decisions and backoff delays (``_retry``): pure, seeded, exact."""
+"""Retry decisions and backoff delays (``core/retry.py``): pure, seeded, exact."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""robots.txt: the pure policy (``_robots``) and the per-origin cache (``_robots_cache``).
+"""robots.txt: the pure policy (``core/robots.py``) and the cache (``engine/robots_gate.py``).
 
 Rules of this suite: no sockets at all. The cache talks to ``FakeFetcher``, an
 in-memory site; anything timed runs on the autojump ``MockClock`` and asserts

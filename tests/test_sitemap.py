@@ -1,4 +1,4 @@
-"""Sitemap parsing (``_sitemap``): formats, gzip, limits and hostile XML. No I/O but tmp files."""
+"""Sitemap parsing (``core/sitemap.py``): formats, gzip, limits, hostile XML. No I/O but files."""
 
 from __future__ import annotations
 

@@ -36,7 +36,8 @@ from hypothesis.stateful import (
 
 from trio_crawl.core.bloom import BloomFilter, GrowingBloom, RecentSet
 from trio_crawl.core.config import CrawlConfig
-from trio_crawl.frontiers.resume import crawl_settings, prepare_state
+from trio_crawl.core.crawl_identity import StateIdentity
+from trio_crawl.frontiers.resume import prepare_state
 from trio_crawl.frontiers.sqlite_state import (
     APPLICATION_ID,
     Admit,
@@ -237,7 +238,9 @@ def _old_schema_file(path: Path, settings: dict[str, object]) -> None:
 def test_a_file_of_the_old_schema_resumes_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     config = CrawlConfig(start_urls=[u(0)])
-    _old_schema_file(path, {**crawl_settings(config, None), "scope_origins": ["http://a.test/"]})
+    _old_schema_file(
+        path, {**StateIdentity.of(config, None).settings(), "scope_origins": ["http://a.test/"]}
+    )
     prepared = prepare_state(config, state_path=str(path), seeds=None, output=None, force=False)
     try:
         state = prepared.state

@@ -19,7 +19,7 @@ def test_stats_count_statuses_and_bytes() -> None:
     assert summary.statuses == {200: 2, 404: 1}
     assert summary.bytes == 1_234_577
     out = io.StringIO()
-    print_summary(summary, out)
+    print_summary(summary, stream=out)
     text = out.getvalue()
     assert "status codes" in text and "200 × 2, 404 × 1" in text
     assert "downloaded" in text and "1.2 MB" in text

@@ -1,7 +1,7 @@
 """The URL layer on its own: WPT conformance, the canonicalization policy, scope.
 
 No I/O besides reading the WPT data file. The policy table tests pin every rule
-of ``trio_crawl/_url.py``'s docstring; hypothesis checks the invariants
+of ``trio_crawl/core/url.py``'s docstring; hypothesis checks the invariants
 (idempotence, fixed points, ``resolve_many`` == ``resolve`` despite its memo).
 """
 

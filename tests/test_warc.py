@@ -17,7 +17,6 @@ import pytest
 from trio_crawl.core.models import FetchResult
 from trio_crawl.outputs.warc import (
     REVISIT_PROFILE,
-    BackgroundWarcWriter,
     WarcWriter,
     iter_members,
     read_warc_responses,
@@ -451,45 +450,6 @@ def test_repair_walks_members_from_other_writers(tmp_path: Path) -> None:
     assert kinds == ["resource"] * 3 + ["warcinfo", "response", "request"]
 
 
-# -- the worker thread ------------------------------------------------------------------
-
-
-def test_background_writer_keeps_order_with_submitted_calls(tmp_path: Path) -> None:
-    path = tmp_path / "crawl.warc.gz"
-    seen: list[tuple[int, int]] = []
-    writer = WarcWriter.open(path, request_headers=UA)
-    with BackgroundWarcWriter(writer, max_pending=4) as bg:
-        for i in range(50):
-            bg.write_exchange(url=f"http://h.test/{i}", result=page(i))
-            # what the JSON Lines write would see: its exchange is already written
-            bg.submit(lambda i=i: seen.append((i, writer.exchanges)))
-            assert bg.pending <= 4
-        bg.flush()
-        assert bg.pending == 0
-    assert seen == [(i, i + 1) for i in range(50)]
-    assert response_urls(path) == [f"http://h.test/{i}" for i in range(50)]
-    stored = read_warc_responses(path)
-    assert stored["http://h.test/7"].body == page(7).body
-
-
-def test_background_writer_error_sticks(tmp_path: Path) -> None:
-    path = tmp_path / "crawl.warc.gz"
-    writer = WarcWriter.open(path)
-    bg = BackgroundWarcWriter(writer)
-    bg.submit(writer.close)  # the next write fails in the worker
-    bg.write_exchange(url="http://h.test/1", result=page(1))
-    with pytest.raises(ValueError, match="closed"):
-        bg.flush()
-    with pytest.raises(ValueError, match="closed"):
-        bg.write_exchange(url="http://h.test/2", result=page(2))
-    with pytest.raises(ValueError, match="closed"):
-        bg.close()
-    with pytest.raises(ValueError, match="WARC-Truncated"):
-        BackgroundWarcWriter(WarcWriter(io.BytesIO())).write_exchange(
-            url="http://h.test/3", result=page(3), truncated="nope"
-        )
-
-
 def test_missing_extra_message() -> None:
     from trio_crawl.outputs.warc import WARC_EXTRA_MESSAGE
 
@@ -524,3 +484,17 @@ def test_bench_writer_smoke(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "INVALID" not in out.stdout
     assert out.stdout.count(" ok") >= 3
+
+
+def test_each_job_has_its_module_behind_one_face() -> None:
+    """``outputs/warc/``: the writer, the gzip members (lock, repair) and the
+    reader apart; the face keeps every name importable; the thread writer
+    that only a benchmark used lives with the benchmark."""
+    from trio_crawl.outputs import warc
+
+    assert warc.WarcWriter.__module__ == "trio_crawl.outputs.warc.writer"
+    assert warc.repair_warc.__module__ == "trio_crawl.outputs.warc.members"
+    assert warc.lock_warc.__module__ == "trio_crawl.outputs.warc.members"
+    assert warc.read_warc_responses.__module__ == "trio_crawl.outputs.warc.reader"
+    assert all(hasattr(warc, name) for name in warc.__all__)
+    assert not hasattr(warc, "BackgroundWarcWriter")

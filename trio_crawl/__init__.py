@@ -5,10 +5,13 @@ subpackages are the implementation, laid out by layer, and may change:
 
     core/       pure decisions and bookkeeping: URLs, frontier, schedule,
                 retry, robots, outcome, parsing, models (no trio, no I/O)
+    errors.py   the errors raised on purpose: CrawlError and its subclasses
     workpool.py the termination core: WorkPool (trio only)
     fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)
-    frontiers/  FrontierBackend: in memory, or in a SQLite file
+    frontiers/  FrontierBackend: in memory, in a SQLite file, or in Redis
+    outputs/    where results go: JSON Lines / CSV files, WARC archives
     engine/     the crawl on WorkPool: robots gate, politeness, pages, delivery
+    report/     the crawl report: aggregation and the HTML page
     cli/        the command line (nothing imports it)
     sites/      local sites served on 127.0.0.1 (the demo, tests)
 """

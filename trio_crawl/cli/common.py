@@ -23,9 +23,12 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from ..core.url import mask_credentials
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK = 0
 
@@ -73,8 +76,40 @@ def fail(message: str, code: int) -> int:
 
 
 def say(message: str) -> None:
-    """``trio-crawl: MESSAGE`` on stderr, credentials masked, in one write:
-    the workers of ``--processes`` share stderr, and ``print()`` writes the
-    newline apart, so their lines would interleave."""
-    sys.stderr.write(f"trio-crawl: {mask_credentials(message)}\n")
+    """``trio-crawl: MESSAGE`` on stderr (``tell``): errors, warnings, news."""
+    tell(f"trio-crawl: {message}")
+
+
+# -- the one writer ----------------------------------------------------------
+# Every line the command line writes to a terminal stream goes through the
+# functions below (tests/test_cli_output.py fails on a cli/ module that writes
+# any other way). Each writes a whole text at once and flushes: the workers of
+# ``--processes`` share stderr, and ``print()`` writes the newline apart, so
+# their lines would interleave. Credentials are masked in every line.
+
+
+def tell(text: str) -> None:
+    """``text`` and a newline on stderr, credentials masked, in one write."""
+    sys.stderr.write(f"{mask_credentials(text)}\n")
     sys.stderr.flush()
+
+
+def answer(text: str) -> None:
+    """``text`` and a newline on stdout: what the command was asked for
+    (``--status``), not news about it. Credentials masked, one write."""
+    sys.stdout.write(f"{mask_credentials(text)}\n")
+    sys.stdout.flush()
+
+
+def answer_bytes(data: bytes) -> None:
+    """``data`` as it is on stdout (a file written to ``-o -``)."""
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+def stderr_console(stream: TextIO | None = None, **options: Any) -> Console:
+    """A rich console on stderr (or ``stream``): for the live progress display
+    and the summary table, which rich lays out for the terminal's width."""
+    from rich.console import Console  # not for every command: rich takes a while to import
+
+    return Console(file=sys.stderr if stream is None else stream, **options)

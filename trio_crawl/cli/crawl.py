@@ -47,6 +47,8 @@ from .common import (
     UsageError,
     fail,
     say,
+    stderr_console,
+    tell,
 )
 from .flags import in_flags
 from .identity import save_cookies
@@ -283,7 +285,7 @@ async def crawl_with_ui(
 ) -> Ending:
     """Run one crawl (built by ``engine.build``) with signal handling and
     (optionally) the live display."""
-    console = Console(file=sys.stderr)
+    console = stderr_console()
     sinks = Sinks(outputs)
     signals = SignalWatch(None if quiet else console, config.grace)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
@@ -310,7 +312,7 @@ async def crawl_with_ui(
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
         updates = outputs.depth_updates
-        print_summary(summary, sys.stderr, hint, None if updates is None else updates.path)
+        print_summary(summary, hint, None if updates is None else updates.path)
         latency_hint = None
         if config.workers is not None:  # a sized pool follows the latency itself
             latency_hint = latency_bound_hint(
@@ -321,9 +323,9 @@ async def crawl_with_ui(
                 max_workers=workers_within_fd_limit(),
             )
         if latency_hint is not None:
-            print(latency_hint, file=sys.stderr)
+            tell(latency_hint)
         if built.mirror is not None:
-            print(report_mirror(built.mirror), file=sys.stderr)
+            tell(report_mirror(built.mirror))
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:

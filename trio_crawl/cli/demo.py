@@ -6,12 +6,11 @@ faults included (a retried 503, a redirect loop, robots.txt, a slow page).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 from ..sites.demo import demo_site
 from ..sites.server import serve_site
-from .common import EXIT_USAGE, UsageError
+from .common import EXIT_USAGE, UsageError, fail, tell
 from .crawl import run_crawl_command
 from .options import build_parser
 
@@ -32,10 +31,9 @@ def run_demo(argv: Sequence[str]) -> int:
         if args.pages < 1:
             raise UsageError(f"--pages must be at least 1 (got {args.pages})")
     except UsageError as exc:
-        print(f"trio-crawl: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc), EXIT_USAGE)
     with serve_site(demo_site(pages=args.pages, seed=args.seed)) as server:
         start = server.base_url + "/"
         if not args.quiet:
-            print(f"demo site serving at {start}; records go to {args.output}", file=sys.stderr)
+            tell(f"demo site serving at {start}; records go to {args.output}")
         return run_crawl_command(args, [start])

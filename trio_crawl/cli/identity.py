@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
-from typing import Any
 
 from ..core.identity import parse_header
+from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 from ..fetch.cookies import CrawlCookieJar
 
@@ -59,9 +59,9 @@ def add_identity_options(p: argparse._ActionsContainer) -> None:
     )
 
 
-def identity_options(args: argparse.Namespace) -> dict[str, Any]:
+def identity_options(args: argparse.Namespace) -> CrawlOptions:
     """The CrawlConfig options of ``add_identity_options``; reads the cookie file."""
-    options: dict[str, Any] = {}
+    options: CrawlOptions = {}
     try:
         options["headers"] = tuple(parse_header(text) for text in args.header)
     except ValueError as exc:

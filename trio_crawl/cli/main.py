@@ -17,7 +17,7 @@ from typing import NoReturn
 from ..core.url import parse_start_url
 from ..errors import ConfigError, StateUsageError
 from ..frontiers.resume import status_text, stored_start_urls
-from .common import EXIT_OK, EXIT_USAGE, UsageError, fail
+from .common import EXIT_OK, EXIT_USAGE, UsageError, answer, fail
 from .crawl import run_crawl_command
 from .flags import in_flags
 from .options import build_parser
@@ -40,7 +40,7 @@ def run_cli(argv: Sequence[str]) -> int:
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")
-            print(status_text(args.state))
+            answer(status_text(args.state))
             return EXIT_OK
         urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
         start_urls = [parse_start_url(u) for u in urls]

@@ -30,6 +30,7 @@ from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
 from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
+from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
@@ -440,8 +441,7 @@ def build_config(
     if clash is not None:
         raise UsageError(clash)
     check_limits(args)
-    options = {
-        "start_urls": list(start_urls),
+    options: CrawlOptions = {
         "workers": pinned_workers(args.workers),
         "max_workers": args.max_workers,
         "max_depth": args.max_depth,
@@ -493,7 +493,7 @@ def build_config(
         options["handler"] = watch.wrap(handler) if watch is not None else handler
         options["fail_fast"] = args.fail_fast
     try:
-        return CrawlConfig(**options)
+        return CrawlConfig(start_urls=list(start_urls), **options)
     except ConfigError as exc:
         raise UsageError(in_flags(exc)) from None
 

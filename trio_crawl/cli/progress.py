@@ -18,6 +18,7 @@ from rich.text import Text
 from ..core.stats import CrawlSummary
 from ..engine.crawler import Crawler
 from ..engine.statistics import EngineStatistics
+from .common import stderr_console
 
 REFRESH_SECONDS = 0.25
 
@@ -164,13 +165,15 @@ def _seconds(value: float) -> str:
 
 def print_summary(
     summary: CrawlSummary,
-    stream: TextIO,
     output: str | None = None,
     depth_updates_to: str | None = None,
+    *,
+    stream: TextIO | None = None,
 ) -> None:
-    """The summary table; with ``output`` (the JSON Lines file), how to report
-    on it (with the ``--depth-updates`` file when there is one, and a file)."""
-    console = Console(file=stream, highlight=False)
+    """The summary table on stderr (or ``stream``); with ``output`` (the JSON
+    Lines file), how to report on it (with the ``--depth-updates`` file when
+    there is one)."""
+    console = stderr_console(stream, highlight=False)
     console.print(summary_table(summary, depth_updates_to))
     if output is not None:
         updates = depth_updates_to not in (None, "<stdout>")

@@ -44,7 +44,17 @@ from ..frontiers.redis import (
     status_lines,
 )
 from ..frontiers.resume import repair_output
-from .common import EXIT_OK, EXIT_REDIS_LOST, EXIT_SOFTWARE, EXIT_USAGE, UsageError, fail, say
+from .common import (
+    EXIT_OK,
+    EXIT_REDIS_LOST,
+    EXIT_SOFTWARE,
+    EXIT_USAGE,
+    UsageError,
+    answer,
+    fail,
+    say,
+    tell,
+)
 from .crawl import Outputs, check_warc_path, crawl_with_ui, open_output
 from .options import build_config
 
@@ -111,7 +121,7 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         if stored is None:
             where = redact_url(args.redis)
             return fail(f"no crawl {args.crawl_id!r} in Redis at {where}", EXIT_USAGE)
-        print("\n".join(status_lines(args.crawl_id, stored)))
+        answer("\n".join(status_lines(args.crawl_id, stored)))
         return EXIT_OK
     if args.processes is not None:
         return run_processes(args, argv, run_cli)
@@ -146,11 +156,9 @@ def _delete(args: argparse.Namespace) -> int:
     except RedisFrontierError as exc:
         return fail(str(exc), EXIT_USAGE)
     if deleted:
-        print(f"trio-crawl: deleted crawl {args.crawl_id!r} ({deleted} keys)", file=sys.stderr)
+        say(f"deleted crawl {args.crawl_id!r} ({deleted} keys)")
     else:
-        print(
-            f"trio-crawl: no crawl {args.crawl_id!r} in Redis: nothing to delete", file=sys.stderr
-        )
+        say(f"no crawl {args.crawl_id!r} in Redis: nothing to delete")
     return EXIT_OK
 
 
@@ -185,10 +193,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
         ) as frontier:
             if not args.quiet:
                 verb = "started" if frontier.created else "joined"
-                print(
-                    f"trio-crawl: {verb} crawl {args.crawl_id!r} as worker {frontier.owner}",
-                    file=sys.stderr,
-                )
+                say(f"{verb} crawl {args.crawl_id!r} as worker {frontier.owner}")
             show = not args.quiet and sys.stderr.isatty()
             ending = await crawl_with_ui(
                 config,
@@ -200,7 +205,7 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
                 warc=warc,  # appended to, like the output: a rerun resumes
             )
             if not args.quiet and frontier.done:
-                print(f"trio-crawl: crawl {args.crawl_id!r} is done", file=sys.stderr)
+                say(f"crawl {args.crawl_id!r} is done")
             if ending.message is not None:
                 return fail(ending.message, ending.code)
             return ending.code
@@ -349,17 +354,16 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     elapsed = time.monotonic() - started
     if not args.quiet:
         outputs = ", ".join(numbered_output(args.output, i) for i in range(1, len(children) + 1))
-        print(
-            f"trio-crawl: {len(children)} workers ended in {elapsed:.1f}s "
-            f"(exit codes {' '.join(map(str, codes))}); records in {outputs}",
-            file=sys.stderr,
+        say(
+            f"{len(children)} workers ended in {elapsed:.1f}s "
+            f"(exit codes {' '.join(map(str, codes))}); records in {outputs}"
         )
         try:
             stored = trio.run(crawl_status, args.redis, args.crawl_id)
         except RedisFrontierError:
             stored = None
         if stored is not None:
-            print("\n".join(status_lines(args.crawl_id, stored)), file=sys.stderr)
+            tell("\n".join(status_lines(args.crawl_id, stored)))
     # A worker killed by a signal: 128 + its number, as a shell reports it.
     codes = [128 - code if code < 0 else code for code in codes]
     bad = [code for code in codes if code != 0]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 
 from ..errors import ReportInputError
 from ..report.aggregate import aggregate_file
-from .common import UsageError, UsageParser
+from .common import UsageError, UsageParser, answer_bytes, fail, say, tell
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -72,16 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"trio-crawl: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return fail(message, EXIT_USAGE)
 
 
 def _write(path: str, text: str) -> int:
     """Write ``text`` to ``path`` whole or not at all; return its size in bytes."""
     data = text.encode("utf-8")
     if path == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        answer_bytes(data)
         return len(data)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html.tmp", dir=directory)
@@ -110,7 +107,7 @@ def run_report(argv: Sequence[str]) -> int:
 
         require_matplotlib()
     except ImportError:
-        print(MISSING_EXTRA, file=sys.stderr)
+        tell(MISSING_EXTRA)
         return EXIT_USAGE
     started = time.perf_counter()
     try:
@@ -125,7 +122,7 @@ def run_report(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:
         return 130
     for warning in data.warnings:
-        print(f"trio-crawl: warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     source = "stdin" if args.input == "-" else os.path.basename(args.input)
     page = render_html(data, source=source)
     try:
@@ -133,10 +130,9 @@ def run_report(argv: Sequence[str]) -> int:
     except OSError as exc:
         return _fail(f"cannot write {args.output!r}: {exc.strerror or exc}")
     if args.output != "-":
-        print(
-            f"trio-crawl: wrote {args.output} ({data.records:,} "
+        say(
+            f"wrote {args.output} ({data.records:,} "
             f"record{'' if data.records == 1 else 's'}, {format_size(size)}) "
-            f"in {time.perf_counter() - started:.1f} s",
-            file=sys.stderr,
+            f"in {time.perf_counter() - started:.1f} s"
         )
     return EXIT_OK

@@ -11,7 +11,7 @@ fetched stylesheet.
 Rules:
 
 1. Links are the ``href`` of ``<a>`` and ``<area>`` elements, resolved as a
-   browser resolves them and canonicalized (``_url.resolve_many``): http(s)
+   browser resolves them and canonicalized (``url.resolve_many``): http(s)
    only, fragments dropped, de-duplicated, first-seen order. The fragment is
    cut from each raw href before resolution (``_cut_fragment``): in the WHATWG
    parser the first ``#`` ends whatever precedes it in every state, so the
@@ -22,7 +22,7 @@ Rules:
    every link, earlier ones included; it is itself resolved against the
    document URL, and if that fails or yields a ``data:``/``javascript:`` URL
    the document URL is used (the HTML Standard's "frozen base URL").
-3. Only HTML content types are parsed (``_fetch.is_html_content_type``; a
+3. Only HTML content types are parsed (``http.is_html_content_type``; a
    missing type counts as HTML); others give ``[]``.
 4. Bytes never make us raise. The encoding is chosen as the HTML Standard's
    sniffing does, in this order: a byte order mark; the ``charset`` of the

@@ -35,7 +35,7 @@ failing that, ``*``. The longest matching path pattern wins, and on a tie
 Allow beats Disallow; ``*`` matches any run of characters and a trailing
 ``$`` anchors the pattern to the end of the path (query included).
 
-This module never imports trio: ``_robots_cache.RobotsCache`` does the I/O.
+This module never imports trio: ``engine/robots_gate.py`` (``RobotsCache``) does the I/O.
 """
 
 from __future__ import annotations

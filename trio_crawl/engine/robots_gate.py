@@ -1,8 +1,8 @@
 """The trio half of robots.txt: fetch each origin's file once, share it, refresh it.
 
 Theory of operation. ``RobotsCache`` keeps, per robots.txt URL (one per
-origin, see ``_robots.robots_url``), either a decided policy with an expiry
-time or an in-flight fetch marked by a ``trio.Event``. ``policy_for(url)``:
+origin, see ``robots_url`` in ``core/robots.py``), either a decided policy
+with an expiry time or an in-flight fetch marked by a ``trio.Event``. ``policy_for(url)``:
 
 1. returns the cached policy while it is fresh;
 2. otherwise, if another task is already fetching that origin's file, waits

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import trio
 
 from ..core.config import CrawlConfig
+from ..core.crawl_identity import SharedIdentity
 from ..core.frontier import (
     MAX_REDIRECT_HOPS,
     Entry,
@@ -111,22 +112,6 @@ def redact_url(url: str) -> str:
 
 def keys_prefix(crawl_id: str) -> str:
     return f"tc:{{{crawl_id}}}:"
-
-
-def crawl_identity(config: CrawlConfig) -> dict[str, Any]:
-    """The settings that make a crawl: stored when it is created, compared
-    when a worker joins. ``rate`` and the rest are enforced by the server,
-    so every worker must agree on them."""
-    return {
-        "start_urls": sorted(config.start_url_strings),
-        "allow_domains": sorted(config.allow_domains),
-        "max_depth": config.max_depth,
-        "max_pages": config.max_pages,
-        "rate": config.rate,
-        "per_host_concurrency": config.per_host_concurrency,
-        "ignore_robots": config.ignore_robots,
-        "filters": config.url_filter().identity(),
-    }
 
 
 # -- Request payloads (handlers) travel as importable names --------------------
@@ -419,7 +404,7 @@ class RedisFrontier:
         ``again``: this worker was taken for dead and joins once more (a
         crawl whose keys are gone is then ``CrawlGone``, never re-created)."""
         config = self._config
-        identity = crawl_identity(config)
+        identity = SharedIdentity.of(config)
         starts: list[object] = []
         for start in config.start_urls:
             url = start.url if isinstance(start, Request) else start
@@ -430,7 +415,7 @@ class RedisFrontier:
                 self._name,
                 self.lease,
                 may_create=not again,
-                identity_json=json.dumps(identity, sort_keys=True),
+                identity_json=json.dumps(identity.settings(), sort_keys=True),
                 max_pages=config.max_pages,
                 rate=config.rate,
                 per_host_concurrency=config.per_host_concurrency,
@@ -446,7 +431,7 @@ class RedisFrontier:
             self._last_id = reply.last_id
         self._counters(reply.counters)
         if not self.created:
-            differing = [k for k in identity if self.stored_settings.get(k) != identity[k]]
+            differing = identity.differing(self.stored_settings)
             if differing:
                 await self._fcall("bye", [self.owner])
                 raise CrawlMismatch(

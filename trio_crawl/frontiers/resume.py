@@ -27,19 +27,17 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..core.config import CrawlConfig
+from ..core.crawl_identity import StateIdentity
 from ..core.filters import UrlFilter
 from ..core.url import Scope, canonicalize
 from ..errors import StateInUseError, StateLockedError, StateUsageError
 from .disk_backlog import DiskBacklog, seed_lines
 from .sqlite_state import CrawlState
 
+
 #: Settings that define "the same crawl".
-CRAWL_IDENTITY = ("start_urls", "allow_domains", "max_depth", "max_pages", "seeds", "filters")
-
-
 @dataclass
 class PreparedState:
     state: CrawlState
@@ -57,18 +55,6 @@ class PreparedState:
             for name in os.listdir(self.temporary_dir):
                 os.unlink(os.path.join(self.temporary_dir, name))
             os.rmdir(self.temporary_dir)
-
-
-def crawl_settings(config: CrawlConfig, seeds: str | None) -> dict[str, Any]:
-    return {
-        "start_urls": sorted(config.start_url_strings),
-        "allow_domains": sorted(config.allow_domains),
-        "max_depth": config.max_depth,
-        "max_pages": config.max_pages,
-        "seeds": os.path.abspath(seeds) if seeds else None,
-        # None without filters: a state file made before they existed matches.
-        "filters": config.url_filter().identity(),
-    }
 
 
 def open_state_file(path: str, *, create: bool, lock: bool) -> CrawlState:
@@ -215,11 +201,11 @@ def _prepare(
     temporary_dir: str | None,
 ) -> PreparedState:
     notes: list[str] = []
-    wanted = crawl_settings(config, seeds)
+    identity = StateIdentity.of(config, seeds)
     stored = state.load_settings()
     resumed = stored is not None
     if stored is not None:
-        differing = [k for k in CRAWL_IDENTITY if stored.get(k) != wanted.get(k)]
+        differing = identity.differing(stored)
         if differing and not force:
             raise StateUsageError(
                 f"{state.path} holds a different crawl ({', '.join(differing)} differ); "
@@ -244,7 +230,7 @@ def _prepare(
         if config.no_parent:  # seeds are start URLs: --no-parent keeps below them too
             seed_urls = _noting_roots(seed_urls, url_filter)
         state.add_seeds(seed_urls)
-    wanted["scope_origins"] = sorted(origins)
+    wanted = {**identity.settings(), "scope_origins": sorted(origins)}
     if output is not None and output != "-":  # for --status (not part of the identity)
         wanted["output"] = os.path.abspath(output)
     state.save_settings(wanted)

@@ -7,7 +7,7 @@ deflate per record, the write), half as much again as fetching and parsing
 the page: inline, ``--warc`` cost 36% of pages/s on the 20k-page benchmark.
 A thread does not help (SHA-1 and deflate release the GIL, but every record
 also needs Python code, and the GIL hand-offs cost more than they save,
-``BackgroundWarcWriter``). A child process runs all of it on another core; the
+``benchmarks/warc_thread.py``). A child process runs all of it on another core; the
 crawl only copies each exchange into a pipe (about 10 µs).
 
 The guarantee stays the one of the inline writer: a page's JSON Lines record

@@ -1,6 +1,6 @@
 """The built-in demo site: a small shop and blog with every trap a crawler meets.
 
-``demo_site(pages, seed)`` builds a ``Site`` (pure data, see ``_site``) that
+``demo_site(pages, seed)`` builds a ``Site`` (pure data, see ``site.py``) that
 ``trio-crawl demo`` serves on 127.0.0.1. Same arguments, same site, byte for
 byte: every random choice comes from ``random.Random(seed)``.
 
@@ -34,7 +34,7 @@ Map of the site (``N = max(1, 2 * pages // 3)`` items, ``M = max(1, pages - N)``
   ``/latin1/more``, reachable only through it.
 
 ``demo_expectations(site)`` walks the site in-process with the crawler's own
-pure rules (``_parse.extract_links``, ``_url.Scope``, ``RobotsPolicy``) and
+pure rules (``parse.extract_links``, ``url.Scope``, ``RobotsPolicy``) and
 says what a complete crawl from ``/`` must record. For ``demo_site()`` (300
 pages, seed 0): 348 URLs, of which 338 answer 200 (3 of them non-HTML), 5 are
 redirect hops (301, 302, 307 on the chain; two 302 in the loop), one 404, one

@@ -1,7 +1,7 @@
 """A website as data: what an in-process server should answer, faults included.
 
 Used by ``trio-crawl demo`` (the embedded demo site), by the test suite's
-servers and by benchmarks. Pure data: no sockets, no trio. ``_server.py``
+servers and by benchmarks. Pure data: no sockets, no trio. ``server.py``
 serves a ``Site`` over real HTTP/1.1 on 127.0.0.1.
 """
 

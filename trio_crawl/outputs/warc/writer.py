@@ -68,33 +68,36 @@ written, and the WARC holds every page that the output file lists.
 long as any process has the descriptor open, so two writers never interleave.
 
 This module does plain synchronous file I/O and never imports trio. The
-command line runs a ``WarcWriter`` in a child process (``warc_process.py``);
-``BackgroundWarcWriter`` runs one in a worker thread instead, which measured
-slower in a crawl (the GIL), and is kept for library users with spare cores.
+command line runs a ``WarcWriter`` in a child process (``warc_process.py``).
+The gzip members, the lock and the repair are ``members.py``.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import functools
 import hashlib
 import json
 import os
-import queue
 import stat
-import struct
-import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any, BinaryIO, Final, NamedTuple, Self
+from typing import BinaryIO, Final, NamedTuple, Self
 from urllib.parse import urlsplit
 
-from ..core.models import FetchResult
-from ..core.version import VERSION
+from ...core.models import FetchResult
+from ...core.version import VERSION
+from .members import (
+    GZ_HEADER,
+    GZ_MAGIC,
+    GZ_SUBFIELD,
+    LOCK_TIMEOUT,
+    PLAIN_GZ_HEADER_SIZE,
+    lock_warc,
+    repair_warc,
+)
 
 try:  # ISA-L deflate: 3-4x faster than zlib at level 1, and smaller output
     from isal import isal_zlib
@@ -120,22 +123,9 @@ REVISIT_PROFILE: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payl
 #: smaller than zlib's level 1, for half of that CPU again
 #: (``benchmarks/bench_warc.py``).
 DEFAULT_COMPRESSLEVEL: Final = 1
-#: Seconds ``WarcWriter.open`` waits for another writer of the file to finish,
-#: and how often it looks.
-LOCK_TIMEOUT: Final = 10.0
-LOCK_POLL: Final = 0.05
 #: With ``dedup``, bodies shorter than this are always stored: a revisit record's
 #: head would cost about as much as the body.
 DEDUP_MIN_BYTES: Final = 1024
-
-#: The header of every gzip member written here (RFC 1952): magic, CM=deflate,
-#: FLG=FEXTRA, MTIME=0, XFL, OS=unknown, XLEN=12, subfield "TC", LEN=8, and the
-#: whole member's length as a little-endian uint64.
-_GZ_HEADER: Final = struct.Struct("<4sIBBH2sHQ")
-_GZ_MAGIC: Final = b"\x1f\x8b\x08\x04"
-_GZ_SUBFIELD: Final = b"TC"
-#: A plain gzip header (what zlib and isal write), replaced by ours.
-_PLAIN_GZ_HEADER_SIZE: Final = 10
 
 _REASONS: Final = {s.value: s.phrase for s in HTTPStatus}
 #: Response headers that describe the wire form of a body we store decoded.
@@ -241,11 +231,6 @@ def _gzip_function(level: int, compressor: str) -> Callable[[bytes], bytes]:
         return lambda data: isal_compress(data, level, wbits=31)
     zlib_compress = zlib.compress
     return lambda data: zlib_compress(data, level, wbits=31)
-
-
-class WarcFileBusy(OSError):
-    """Another writer holds the WARC file (a second crawl, or the writer
-    process of one that was killed and has not finished)."""
 
 
 class _Capture(NamedTuple):
@@ -578,10 +563,10 @@ class WarcWriter:
         self.raw_bytes += len(data)
         self.records += 1
         member = self._gzip(data)
-        length = _GZ_HEADER.size + len(member) - _PLAIN_GZ_HEADER_SIZE
+        length = GZ_HEADER.size + len(member) - PLAIN_GZ_HEADER_SIZE
         # XFL=4 ("fastest"), OS=255 ("unknown"); then our subfield with the length.
-        header = _GZ_HEADER.pack(_GZ_MAGIC, 0, 4, 255, 12, _GZ_SUBFIELD, 8, length)
-        return [header, memoryview(member)[_PLAIN_GZ_HEADER_SIZE:]]
+        header = GZ_HEADER.pack(GZ_MAGIC, 0, 4, 255, 12, GZ_SUBFIELD, 8, length)
+        return [header, memoryview(member)[PLAIN_GZ_HEADER_SIZE:]]
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
         if self.closed:
@@ -597,20 +582,6 @@ class WarcWriter:
                 n = self._file.write(rest) or 0
                 rest = rest[n:]
         self.bytes_written += total
-
-
-def lock_warc(fd: int, path: str | os.PathLike[str], timeout: float) -> None:
-    """Take the exclusive ``flock`` on an open WARC file, waiting at most
-    ``timeout`` seconds; ``WarcFileBusy`` if another writer keeps it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise WarcFileBusy(errno.EBUSY, "in use by another crawl") from None
-            time.sleep(LOCK_POLL)
 
 
 def _has_fd(file: BinaryIO) -> bool:
@@ -631,300 +602,3 @@ def _fields_block(fields: Mapping[str, object]) -> bytes:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         lines.append(f"{_clean(str(name))}: {_clean(text)}\r\n")
     return "".join(lines).encode("utf-8")
-
-
-# -- resume -----------------------------------------------------------------------
-
-
-def repair_warc(path: str | os.PathLike[str]) -> int:
-    """Cut a torn tail off a ``.warc.gz`` so that appending to it is safe.
-
-    Walks the gzip members from the start. A member written here names its own
-    length, so the walk hops over it without reading it. Members from other
-    writers, and the last member, are inflated to check them. At the first
-    member that is incomplete or corrupt, or at bytes that are not gzip, the
-    file is truncated. A kill mid-write leaves exactly such a tail. Returns the
-    number of bytes cut (0 for an intact file).
-
-    Raises ``ValueError`` if the file does not start with a gzip member, so that
-    a file that is not a WARC is never truncated to nothing.
-    """
-    size = os.path.getsize(path)
-    if size == 0:
-        return 0
-    with open(path, "r+b") as f:
-        good = _intact_prefix(f, size)
-        if good == 0:
-            f.seek(0)
-            if f.read(2) != b"\x1f\x8b":
-                raise ValueError(f"{os.fspath(path)} is not a gzipped WARC file")
-        if good < size:
-            f.truncate(good)
-    return size - good
-
-
-def _intact_prefix(f: BinaryIO, size: int) -> int:
-    """The length of the file's longest prefix made of complete gzip members."""
-    offset = 0
-    while offset < size:
-        f.seek(offset)
-        length = _own_member_length(f.read(_GZ_HEADER.size))
-        if length is not None and offset + length < size:
-            offset += length  # ours, not the last: trust the length it names
-            continue
-        end = _inflate_member(f, offset)
-        if end is None:
-            return offset
-        offset = end
-    return offset
-
-
-def _own_member_length(head: bytes) -> int | None:
-    if len(head) < _GZ_HEADER.size or not head.startswith(_GZ_MAGIC):
-        return None
-    _, _, _, _, xlen, sub, sublen, length = _GZ_HEADER.unpack(head)
-    if xlen != 12 or sub != _GZ_SUBFIELD or sublen != 8 or length <= _GZ_HEADER.size:
-        return None
-    return int(length)
-
-
-def _inflate_member(f: BinaryIO, offset: int, chunk: int = 1 << 20) -> int | None:
-    """The end offset of the complete gzip member at ``offset``, or None. The
-    output is thrown away as it comes, at most ``chunk`` bytes at a time."""
-    f.seek(offset)
-    data = f.read(chunk)
-    if not data.startswith(b"\x1f\x8b"):
-        return None
-    d = zlib.decompressobj(31)
-    fed = offset  # file offset of ``data``
-    try:
-        while data:
-            pending = data
-            while pending:
-                d.decompress(pending, chunk)
-                if d.eof:  # what follows the member is in unused_data
-                    return fed + len(data) - len(d.unused_data)
-                pending = d.unconsumed_tail
-            fed += len(data)
-            data = f.read(chunk)
-    except zlib.error:
-        return None
-    return None
-
-
-def iter_members(path: str | os.PathLike[str]) -> Iterator[tuple[int, int]]:
-    """``(offset, length)`` of each complete gzip member, inflating each one
-    (for tests and tools)."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        offset = 0
-        while offset < size:
-            end = _inflate_member(f, offset)
-            if end is None:
-                return
-            yield offset, end - offset
-            offset = end
-
-
-# -- reading back (tests, tools) ---------------------------------------------------
-
-
-class StoredResponse(NamedTuple):
-    """A page as ``read_warc_responses`` found it. A revisit's body is the
-    body of the capture it refers to."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    truncated: str | None = None
-    record_type: str = "response"
-
-
-def read_warc_responses(path: str | os.PathLike[str]) -> dict[str, StoredResponse]:
-    """``{target URI: StoredResponse}`` for every response and revisit record
-    in a WARC file, read with warcio with every digest checked. A later record
-    for a URI replaces an earlier one. Raises ``ValueError`` on a digest
-    mismatch, and ``ModuleNotFoundError`` with ``WARC_EXTRA_MESSAGE`` when
-    warcio is missing."""
-    try:
-        from warcio.archiveiterator import ArchiveIterator
-    except ModuleNotFoundError as exc:
-        raise ModuleNotFoundError(WARC_EXTRA_MESSAGE) from exc
-
-    out: dict[str, StoredResponse] = {}
-    bodies: dict[str, bytes] = {}  # record id -> body, for revisits
-    with open(path, "rb") as f:
-        for record in ArchiveIterator(f, check_digests=True):
-            if record.rec_type not in ("response", "revisit"):
-                continue
-            rec_headers: Any = record.rec_headers
-            body = record.content_stream().read()
-            if record.digest_checker.passed is False:
-                raise ValueError(f"digest mismatch: {record.digest_checker.problems}")
-            uri = rec_headers.get_header("WARC-Target-URI")
-            if record.rec_type == "revisit":
-                body = bodies.get(rec_headers.get_header("WARC-Refers-To"), b"")
-            else:
-                bodies[rec_headers.get_header("WARC-Record-ID")] = body
-            http: Any = record.http_headers
-            out[uri] = StoredResponse(
-                status=int(http.get_statuscode()),
-                headers={name.lower(): value for name, value in http.headers},
-                body=body,
-                truncated=rec_headers.get_header("WARC-Truncated"),
-                record_type=record.rec_type,
-            )
-    return out
-
-
-# -- a worker thread --------------------------------------------------------------
-
-
-class BackgroundWarcWriter:
-    """Hands ``write_exchange`` calls to one worker thread that owns a
-    ``WarcWriter``. SHA-1 and deflate release the GIL, so the crawler's thread
-    pays only for putting the call on a queue (about 8 µs); the worker needs
-    the GIL for about 14 µs of Python per exchange (``benchmarks/bench_warc.py``).
-
-    ``write_exchange`` queues and returns at once. With ``max_pending``
-    exchanges waiting it blocks (short sleeps) until the worker catches up,
-    so memory stays bounded; an async caller can look at ``pending`` first and
-    wait on its own event loop instead. A write error in the worker sticks: it
-    is raised by every later call, ``close`` included (after the file is
-    closed), and nothing queued after the failed call is run.
-
-    Ordering: what is queued is written in order, and ``submit(fn, *args)``
-    runs any callable in that order too. Submit the page's JSON Lines write
-    after its exchange and, after a kill, no line in the output names a page
-    that is missing from the WARC, as with the inline writer. Written
-    directly, a line may outrun up to ``max_pending`` queued exchanges.
-    """
-
-    def __init__(self, writer: WarcWriter, *, max_pending: int = 1024) -> None:
-        self.writer = writer
-        self.max_pending = max_pending
-        self._queue: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue()
-        )
-        self._submitted = 0  # only the caller's thread writes this
-        self._done = 0  # only the worker writes this
-        self._error: BaseException | None = None
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="warc-writer", daemon=True)
-        self._thread.start()
-
-    @property
-    def pending(self) -> int:
-        """Calls queued or being run."""
-        return self._submitted - self._done
-
-    def write_exchange(
-        self,
-        *,
-        url: str,
-        result: FetchResult,
-        request_headers: Mapping[str, str] | None = None,
-        method: str = "GET",
-        truncated: str | None = None,
-        ip: str | None = None,
-        protocol: str | None = None,
-        metadata: Mapping[str, object] | None = None,
-        date: float | None = None,
-    ) -> None:
-        """``WarcWriter.write_exchange``, queued. ``date`` defaults to the time
-        of this call minus ``result.elapsed``, not to the time of the write.
-        ``truncated`` is checked here, so a bad value raises at the call."""
-        if truncated is not None and truncated not in TRUNCATED_REASONS:
-            raise ValueError(f"WARC-Truncated must be one of {sorted(TRUNCATED_REASONS)}")
-        if date is None:
-            date = time.time() - result.elapsed
-        args = (url, result, request_headers, method, truncated, ip, protocol, metadata, date)
-        self._put(self._write_exchange, args)
-
-    def submit(self, fn: Callable[..., object], *args: Any) -> None:
-        """Run ``fn(*args)`` in the worker after everything queued before it."""
-        self._put(fn, args)
-
-    def flush(self) -> None:
-        """Wait until everything queued is written."""
-        self._wait_below(1)
-        self._raise_error()
-
-    def close(self) -> None:
-        """Write what is queued, stop the worker, close the file, and raise the
-        worker's error if it had one."""
-        if not self._closed:
-            self._closed = True
-            self._queue.put(None)
-            self._thread.join()
-            self.writer.close()
-        self._raise_error()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _put(self, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
-        if self._error is not None:
-            self._raise_error()
-        if self._closed:
-            raise ValueError("write to a closed BackgroundWarcWriter")
-        if self._submitted - self._done >= self.max_pending:
-            self._wait_below(self.max_pending)
-        self._submitted += 1
-        self._queue.put((fn, args))
-
-    def _wait_below(self, limit: int) -> None:
-        while self._submitted - self._done >= limit and self._thread.is_alive():
-            time.sleep(0.0005)
-
-    def _raise_error(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _write_exchange(
-        self,
-        url: str,
-        result: FetchResult,
-        request_headers: Mapping[str, str] | None,
-        method: str,
-        truncated: str | None,
-        ip: str | None,
-        protocol: str | None,
-        metadata: Mapping[str, object] | None,
-        date: float,
-    ) -> None:
-        self.writer.write_exchange(
-            url=url,
-            result=result,
-            request_headers=request_headers,
-            method=method,
-            truncated=truncated,
-            ip=ip,
-            protocol=protocol,
-            metadata=metadata,
-            date=date,
-        )
-
-    def _run(self) -> None:
-        failed = False
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            try:
-                if not failed:
-                    fn, args = item
-                    fn(*args)
-            except BaseException as exc:  # handed to the caller's thread
-                failed = True
-                self._error = exc
-            finally:
-                self._done += 1

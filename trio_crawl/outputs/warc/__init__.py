@@ -1,0 +1,43 @@
+"""WARC output (``--warc FILE.warc.gz``), by job.
+
+``writer``: ``WarcWriter`` turns each fetched page into WARC 1.1 records (the
+record format, the decoded-body rule, truncation and dedup are in its
+docstring). ``members``: the gzip member each record is written as, the lock
+that keeps one writer per file, and ``repair_warc``, which cuts a torn tail so
+that a resumed crawl appends safely. ``reader``: ``read_warc_responses`` reads
+a file back with warcio, every digest checked (tests, tools). Plain
+synchronous file I/O; none of them imports trio.
+"""
+
+from .members import LOCK_TIMEOUT, WarcFileBusy, iter_members, lock_warc, repair_warc
+from .reader import StoredResponse, read_warc_responses
+from .writer import (
+    DEDUP_MIN_BYTES,
+    DEFAULT_COMPRESSLEVEL,
+    HAVE_ISAL,
+    REVISIT_PROFILE,
+    TRUNCATED_REASONS,
+    WARC_EXTRA_MESSAGE,
+    WARC_VERSION,
+    WarcWriter,
+    stored_response_headers,
+)
+
+__all__ = [
+    "DEDUP_MIN_BYTES",
+    "DEFAULT_COMPRESSLEVEL",
+    "HAVE_ISAL",
+    "LOCK_TIMEOUT",
+    "REVISIT_PROFILE",
+    "TRUNCATED_REASONS",
+    "WARC_EXTRA_MESSAGE",
+    "WARC_VERSION",
+    "StoredResponse",
+    "WarcFileBusy",
+    "WarcWriter",
+    "iter_members",
+    "lock_warc",
+    "read_warc_responses",
+    "repair_warc",
+    "stored_response_headers",
+]
