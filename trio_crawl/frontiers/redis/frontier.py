@@ -55,18 +55,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from ..core.config import CrawlConfig
-from ..core.frontier import (
+from ...core.config import CrawlConfig
+from ...core.frontier import (
     MAX_REDIRECT_HOPS,
     Entry,
     EntryState,
     FrontierStatistics,
     RedirectOutcome,
 )
-from ..core.models import FetchResult
-from ..core.scrape import Request
-from ..core.url import mask_credentials
-from ..errors import (
+from ...core.models import FetchResult
+from ...core.scrape import Request
+from ...core.url import mask_credentials
+from ...errors import (
     CrawlGone,
     CrawlMismatch,
     FetchError,
@@ -75,10 +75,10 @@ from ..errors import (
     RedisRefused,
     RedisUnavailable,
 )
-from . import redis_lua
-from . import redis_wire as wire
-from .base import Publish
-from .redis_wire import url_digest as url_digest  # re-exported: benchmarks, tests
+from . import lua as redis_lua
+from . import wire
+from ..base import Publish
+from .wire import url_digest as url_digest  # re-exported: benchmarks, tests
 
 if TYPE_CHECKING:
     import coredis

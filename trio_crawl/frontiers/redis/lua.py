@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
-_SOURCE = resources.files(__package__).joinpath("redis_functions.lua").read_text("utf-8")
+_SOURCE = resources.files(__package__).joinpath("functions.lua").read_text("utf-8")
 
 #: A short digest of the source: the library's and the functions' suffix.
 VERSION = hashlib.sha1(_SOURCE.encode()).hexdigest()[:10]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..core.url import host_port
+from ...core.url import host_port
 
 ADMISSION_FIELDS = 7
 TAKEN_FIELDS = 10
