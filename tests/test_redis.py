@@ -8,6 +8,8 @@ single-process crawl: every URL once, at its BFS depth.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -16,8 +18,8 @@ from typing import Any
 import pytest
 import trio
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
-from trio_crawl.errors import RedisFrontierError, RedisUnavailable
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, Page, Request
+from trio_crawl.errors import ConfigError, RedisUnavailable
 from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
 
 import redis_fixture
@@ -68,8 +70,26 @@ async def crawl_shared(
     start: Sequence[str] = (url(0),),
     **options: object,
 ) -> tuple[list[list[CrawlRecord]], list[float]]:
-    """``workers`` crawlers of one Redis crawl; their records and end times."""
+    """``workers`` crawlers of one Redis crawl; their records, corrected by
+    the depth updates they wrote (each after the record it corrects), and
+    their end times."""
     records: list[list[CrawlRecord]] = [[] for _ in range(workers)]
+    updates: list[DepthUpdate] = []
+    written: dict[str, CrawlRecord] = {}
+
+    def on_record(i: int, record: CrawlRecord) -> None:
+        records[i].append(record)
+        written[record.url] = record
+
+    def on_update(update: DepthUpdate) -> None:
+        # From any worker, but only after the record it corrects.
+        record = written[update.url]
+        assert record.depth == update.previous_depth, (record, update)
+        written[update.url] = dataclasses.replace(
+            record, depth=update.depth, referrer=update.referrer
+        )
+        updates.append(update)
+
     ends: list[float] = [0.0] * workers
     options.setdefault("ignore_robots", True)
     options.setdefault("workers", 4)
@@ -80,7 +100,13 @@ async def crawl_shared(
     async def one(i: int) -> None:
         config = CrawlConfig(start_urls=list(start), **options)  # type: ignore[arg-type]
         async with open_redis_frontier(server.url, name, config, name=f"w{i}") as frontier:
-            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records[i].append])
+            crawler = Crawler(
+                config,
+                fetcher,
+                frontier=frontier,
+                on_record=[functools.partial(on_record, i)],
+                on_depth_update=[on_update],
+            )
             await crawler.run()
             ends[i] = trio.current_time()
 
@@ -89,7 +115,8 @@ async def crawl_shared(
             for i in range(workers):
                 nursery.start_soon(one, i)
     await assert_consistent(server, name)
-    return records, ends
+    corrected = [[written.get(r.url, r) if updates else r for r in part] for part in records]
+    return corrected, ends
 
 
 async def assert_consistent(server: RedisServer, name: str) -> None:
@@ -206,7 +233,7 @@ async def test_a_handler_that_cannot_cross_processes_is_refused(
         return None
 
     config = CrawlConfig(start_urls=[url(0)], handler=local)
-    with pytest.raises(RedisFrontierError, match="use a module-level function"):
+    with pytest.raises(ConfigError, match=r"^handler: .* use a module-level function$"):
         async with open_redis_frontier(redis_server.url, crawl_id, config):
             pass
 
@@ -283,9 +310,8 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
     (linear hashing); every URL must still be found, and none twice."""
     import coredis
 
-    from trio_crawl.frontiers import redis_lua
-    from trio_crawl.frontiers import redis_wire as wire
-    from trio_crawl.frontiers.redis import keys_prefix
+    from trio_crawl.frontiers.redis import keys_prefix, wire
+    from trio_crawl.frontiers.redis import lua as redis_lua
 
     prefix = keys_prefix(crawl_id)
     client = coredis.Redis.from_url(redis_server.url)
@@ -300,7 +326,8 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
             "hello",
             *wire.hello_args(
                 "t", 30, may_create=True, identity_json="{}", max_pages=None, rate=None,
-                per_host_concurrency=None, read_robots=False, starts=wire.admission(start, 0, ""),
+                per_host_concurrency=None, read_robots=False, max_depth=None, settle=True,
+                starts=wire.admission(start, 0, ""),
             ),
         )  # fmt: skip
         owner = hello[2]
@@ -338,7 +365,7 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
     cut: list[int] = []
     with trio.fail_after(30):
         async with open_redis_frontier(redis_server.url, crawl_id, config, name="a") as frontier:
-            real = frontier._fcall
+            real = frontier._calls.fcall
 
             async def fcall(name: str, args: Sequence[object]) -> Any:
                 if name == "sync" and crawler.stopping and not cut and "F" in args:
@@ -346,7 +373,7 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
                     await trio.sleep_forever()  # cancelled when the crawl ends
                 return await real(name, args)
 
-            frontier._fcall = fcall  # type: ignore[method-assign]
+            frontier._calls.fcall = fcall  # type: ignore[method-assign]
 
             def on_record(record: CrawlRecord) -> None:
                 first.append(record)
@@ -389,7 +416,7 @@ async def test_the_consistency_check_finds_what_disagrees(
             assert len(problems) == 1
             assert problems[0].endswith(": queued, but in no queue of its depth and host")
             await client.lpush(queue, [taken])
-            frontier.attach(lambda entry: None, lambda: None, lambda: 0)
+            frontier.attach(lambda entry: None, lambda: None, lambda: 0, lambda correction: None)
             await frontier._round(want=1)  # it takes URLs
             await assert_consistent(redis_server, crawl_id)
             await client.zrem(prefix + "w", [frontier.owner])  # a worker lost from the set

@@ -64,8 +64,8 @@ def wait_all(processes: Sequence[subprocess.Popen[str]]) -> tuple[list[int], lis
     return [p.returncode for p in processes], ends
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    """The records of an output file (a torn last line, left by a kill, skipped)."""
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    """The lines of an output file (a torn last line, left by a kill, skipped)."""
     out = []
     if not path.exists():
         return out
@@ -74,6 +74,32 @@ def records(path: Path) -> list[dict[str, Any]]:
             out.append(json.loads(line))
         except ValueError:
             continue
+    return out
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """The records of an output file, without its ``depth_update`` lines."""
+    return [line for line in lines_of(path) if not line.get("depth_update")]
+
+
+def corrected(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The records of several workers' outputs, each at the depth its
+    ``depth_update`` lines (written by any worker) lowered it to."""
+    lines = [line for path in paths for line in lines_of(path)]
+    lowest: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        if line.get("depth_update"):
+            known = lowest.get(line["url"])
+            if known is None or line["depth"] < known["depth"]:
+                lowest[line["url"]] = line
+    out = []
+    for line in lines:
+        if line.get("depth_update"):
+            continue
+        update = lowest.get(line["url"])
+        if update is not None and update["depth"] < line["depth"]:
+            line = {**line, "depth": update["depth"], "referrer": update["referrer"]}
+        out.append(line)
     return out
 
 
@@ -120,7 +146,7 @@ def single_crawl(url: str, tmp_path: Path, *extra: str) -> list[dict[str, Any]]:
     out = tmp_path / "single.jsonl"
     result = cli(url, "-o", str(out), "-q", *extra)
     assert result.returncode == 0, result.stderr
-    return records(out)
+    return corrected([out])
 
 
 def test_unreachable_redis_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -163,7 +189,7 @@ def test_workers_together_equal_the_single_process_crawl(
     ]
     codes, ends = wait_all(processes)
     assert codes == [0] * workers, [p.stderr.read() for p in processes]  # type: ignore[union-attr]
-    got = [r for out in outputs for r in records(out)]
+    got = corrected(outputs)
     assert sorted(map(key, got)) == sorted(map(key, expected))
     assert max(ends) - min(ends) < 1.0, ends  # they end together
     assert sum(1 for out in outputs if records(out)) >= 2  # shared, not one worker alone
@@ -210,7 +236,7 @@ def test_processes_option_starts_n_workers(
     assert result.returncode == 0, result.stderr
     parts = [tmp_path / f"out.{i}.jsonl" for i in (1, 2, 3)]
     assert all(p.exists() for p in parts)
-    got = [r for p in parts for r in records(p)]
+    got = corrected(parts)
     assert sorted(map(key, got)) == sorted(map(key, expected))
     assert_consistent(redis_server, crawl_id)
 

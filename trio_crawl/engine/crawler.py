@@ -138,7 +138,9 @@ class Crawler:
             )
         self._pool.add_room(self.schedule)
         self._pool.add_room(self.frontier)
-        self.frontier.attach(self._publish, self._pool.check_idle, lambda: self._pool.queued)
+        self.frontier.attach(
+            self._publish, self._pool.check_idle, lambda: self._pool.queued, self._correct
+        )
         robots = None
         if not config.ignore_robots:
             robots = RobotsCache(

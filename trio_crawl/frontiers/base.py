@@ -34,22 +34,29 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ..core.frontier import Entry, FrontierStatistics, RedirectOutcome
+from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, RedirectOutcome
 from ..core.models import FetchResult
 
 #: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
 Publish = Callable[[Entry], None]
+#: Hears that a written record's depth was lowered by a shorter path; the
+#: backend calls it synchronously, after the record it corrects.
+Correct = Callable[[DepthCorrection], None]
 
 
 class FrontierBackend(Protocol):
     """Where a crawl's URLs live between discovery and record."""
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
-        """Give the backend the pool's ``publish``, ``check_idle`` and the
-        count of URLs queued in its channel; called once, before anything
-        else. Not a checkpoint."""
+        """Give the backend the pool's ``publish``, ``check_idle``, the
+        count of URLs queued in its channel, and where depth corrections go;
+        called once, before anything else. Not a checkpoint."""
         ...
 
     async def admit_start_urls(self) -> None:

@@ -25,7 +25,7 @@ from ..core.frontier import (
 from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
-from .base import Publish
+from .base import Correct, Publish
 
 
 def _unattached(entry: Entry) -> None:
@@ -65,9 +65,14 @@ class MemoryFrontier:
         self._kept: dict[Entry, list[str]] = {}
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
+        self.on_correction = correct
 
     def _hand_out(self, entries: Iterable[Entry]) -> None:
         for entry in entries:

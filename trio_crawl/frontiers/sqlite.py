@@ -28,7 +28,7 @@ from ..core.config import CrawlConfig
 from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
 from ..errors import StateUsageError
-from .base import Publish
+from .base import Correct, Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
 from .resume import PreparedState, prepare_state
 from .sqlite_state import Finish, Start
@@ -137,7 +137,11 @@ class SqliteFrontier:
     # -- the face ----------------------------------------------------------
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
         self._check_idle = check_idle

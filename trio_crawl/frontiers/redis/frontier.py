@@ -3,7 +3,7 @@
 Every worker process runs an ordinary ``Crawler`` whose frontier is a
 ``RedisFrontier``. The crawl itself (seen set, queues, leases, counters)
 lives in Redis, and every move of a URL between places is one call of a
-server-side function (``redis_lua.py``), which Redis runs atomically. So the
+server-side function (``lua.py``), which Redis runs atomically. So the
 invariant of docs/termination.md holds across processes: every unfinished
 URL is queued in Redis, leased to exactly one worker, or deferred; the
 crawl-wide ``unfinished`` counter moves in the same calls, and the crawl is
@@ -12,52 +12,60 @@ done exactly when it reaches 0.
 This process's side
 -------------------
 * ``serve()`` runs one *sync* call at a time: it carries this worker's
-  batch of moves (pages finished with their new links, pages put back,
-  retries deferred, Crawl-delays) and takes up to ``window`` URLs, which
-  are published to the local pool in the same synchronous step as they are
-  counted in (one call per several pages: batching is what makes one Redis
-  serve thousands of pages a second).
+  batch of moves (``outbox.py``: pages finished with their new links, pages
+  put back, retries deferred, Crawl-delays) and takes up to ``window``
+  URLs, which are published to the local pool in the same synchronous step
+  as they are counted in.
 * ``waiting`` (this room's count) is at least 1 until Redis says the whole
   crawl is done, plus the moves sent but not yet confirmed; so the local
   ``WorkPool`` cannot end while any URL of the crawl is unfinished anywhere.
 * When a sync call finds nothing to take, the worker is registered *idle*
-  in the same call. Any later call that changes something sends a wake-up
-  on the crawl's stream, and a listener task reads the stream with a
-  blocking ``XREAD`` from the id it was given when it joined: no wake-up
-  is lost, and nothing polls. The last finish sends "done"; every worker
-  reads it at the same moment and its pool ends.
-* Leases: a heartbeat renews this worker's lease every ``lease / 3`` s. A
-  worker that stops renewing (killed) is taken for dead ``lease`` seconds
-  later, and every URL it held is queued again; their records say
-  ``"refetched": true``. A page's record is written before its finish is
-  sent: delivery is at least once, and nothing is lost.
+  in the same call; a wake-up on the crawl's stream (``liveness.py``) says
+  when to try again, and "done" ends every worker at the same moment.
+* Leases: a heartbeat renews this worker's lease. A worker that stops
+  renewing (killed, frozen) is taken for dead ``lease`` seconds later, and
+  every URL it held is queued again; their records say ``"refetched":
+  true``. A page's record is written before its finish is sent: delivery
+  is at least once, and nothing is lost. A worker never *starts* a page
+  whose lease may have run out (it has not heard a renewal within
+  ``lease``, or it was taken for dead): such a page is put back, so every
+  fetch happens under a lease, and counts for the host's rate and
+  concurrency as every worker sees them.
 * Integrity: every function refuses a crawl whose keys are gone (deleted,
   FLUSHALL), so no worker takes an empty crawl for a finished one; a server
   that may evict keys is refused; an error reply (OOM) stops the worker
   (``RedisRefused``); a worker frozen past its lease joins again and says so.
 
-Depth is exact, as in memory: Redis hands out a URL at depth ``k`` only
-while no unfinished URL is shallower than ``k - 1`` (the depth gate).
+Depth
+-----
+No URL is held back for the sake of depth: Redis hands out the shallowest
+queued URLs first, but never waits for a slow shallow page. A URL's depth
+is the shortest path known when it is handed out; when a shorter path is
+found later, Redis lowers it and passes the decrease on through the links
+it keeps for finished pages (until they are settled, as in
+``core/frontier.py`` rule 7). A page whose record is already written gets a
+``DepthCorrection`` (``attach``'s ``correct``), from whichever worker's call
+found the shorter path; a page still being fetched gets it from the worker
+that fetched it, right after its record. Links ``max_depth`` cut off are
+kept as well, and admitted if a shorter path brings them within reach: so
+exactly the pages within ``max_depth`` links are fetched, each once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import math
-import os
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ...core.config import CrawlConfig
 from ...core.frontier import (
     MAX_REDIRECT_HOPS,
+    DepthCorrection,
     Entry,
     EntryState,
     FrontierStatistics,
@@ -65,52 +73,24 @@ from ...core.frontier import (
 )
 from ...core.models import FetchResult
 from ...core.scrape import Request
-from ...core.url import mask_credentials
-from ...errors import (
-    CrawlGone,
-    CrawlMismatch,
-    FetchError,
-    RedisFrontierError,
-    RedisLost,
-    RedisRefused,
-    RedisUnavailable,
-)
-from . import lua as redis_lua
+from ...errors import ConfigError, CrawlMismatch, RedisLost
+from ..base import Correct, Publish
 from . import wire
-from ..base import Publish
-from .wire import url_digest as url_digest  # re-exported: benchmarks, tests
+from .calls import Calls
+from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction
+from .liveness import Signals, heartbeat, listen
+from .outbox import BATCH_DELAY, Batch, Lease, put_back
+from .payloads import decode_payload, encode_payload
+from .robots import fetch_robots_once
+from .support import unsupported
 
 if TYPE_CHECKING:
     import coredis
 
 #: Seconds a worker's lease lasts without a renewal.
 DEFAULT_LEASE = 30.0
-#: Seconds a call may take before Redis counts as lost (at most the lease).
-CALL_TIMEOUT = 20.0
-#: The shortest call timeout, however short the lease.
-MIN_CALL_TIMEOUT = 5.0
-#: How the call timeout counts time: in ticks of this many seconds, a tick
-#: that took much longer (the process was frozen) counting as one.
-TICK = 0.25
-#: Longest time a finished page's move waits in the outbox for company.
-BATCH_DELAY = 0.02
-#: Local cache of links already sent: at most this many URLs, then it starts over.
-SENT_CACHE = 200_000
-#: How long a shared robots.txt response is kept (a failure: a few seconds).
-ROBOTS_TTL = 24 * 3600.0
-ROBOTS_FAILURE_TTL = 5.0
-
-T = TypeVar("T")
-
-
-def redact_url(url: str) -> str:
-    """``url`` as it may be printed: its password (or a lone user name,
-    often a token) replaced by ``***``."""
-    return mask_credentials(url)
-
-
-def keys_prefix(crawl_id: str) -> str:
-    return f"tc:{{{crawl_id}}}:"
+#: At most this many retries are remembered here (to reuse their entries).
+DEFERRED_CACHE = 200_000
 
 
 def crawl_identity(config: CrawlConfig) -> dict[str, Any]:
@@ -129,91 +109,12 @@ def crawl_identity(config: CrawlConfig) -> dict[str, Any]:
     }
 
 
-# -- Request payloads (handlers) travel as importable names --------------------
-
-
-def _handler_name(handler: object) -> str:
-    module = getattr(handler, "__module__", None)
-    qualname = getattr(handler, "__qualname__", "")
-    if not module or "<" in qualname:
-        raise RedisFrontierError(
-            f"handler {handler!r} cannot cross processes: use a module-level function"
-        )
-    return f"{module}:{qualname}"
-
-
-def _import_handler(name: str) -> Any:
-    module_name, _, qualname = name.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
-
-
-def encode_payload(payload: object) -> str:
-    """A Request as JSON (its handler by importable name); '' for none."""
-    if not isinstance(payload, Request):
-        return ""
-    try:
-        return json.dumps(
-            {
-                "handler": None if payload.handler is None else _handler_name(payload.handler),
-                "meta": dict(payload.meta),
-                "headers": None if payload.headers is None else dict(payload.headers),
-                "priority": payload.priority,
-            },
-            separators=(",", ":"),
-        )
-    except TypeError as exc:
-        raise RedisFrontierError(f"a Request's meta must be JSON for --redis: {exc}") from None
-
-
-def decode_payload(url: str, text: str) -> Request | None:
-    if not text:
-        return None
-    data = json.loads(text)
-    handler = None if data["handler"] is None else _import_handler(data["handler"])
-    return Request(
-        url,
-        handler=handler,
-        meta=data["meta"],
-        headers=data["headers"],
-        priority=data["priority"],
-    )
-
-
-# -- this process's bookkeeping ------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Lease:
-    """A URL Redis has leased to this worker."""
-
-    digest: bytes
-    token: int
-    entry: Entry
-    refetch: bool
-    #: Its host is spaced (--rate, Crawl-delay): report the start to Redis.
-    report: bool = False
-    started: bool = False
-    #: Its move (finish, put back, defer) has been queued for Redis.
-    moved: bool = False
-    #: Admissions to send with the finish (7 fields each).
-    children: list[object] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Batch:
-    ops: list[object] = field(default_factory=list)
-    #: Leases whose move is in ``ops`` (forgotten once the call returns).
-    leases: list[_Lease] = field(default_factory=list)
-    urgent: bool = False
-    first_at: float = math.inf
-    confirmed: trio.Event = field(default_factory=trio.Event)
-
-
 def _unattached(entry: Entry) -> None:
     raise RuntimeError("frontier used before attach()")
+
+
+def _uncorrected(correction: DepthCorrection) -> None:
+    return None
 
 
 class RedisFrontier:
@@ -235,184 +136,58 @@ class RedisFrontier:
         url: str = "redis",
         notice: Callable[[str], None] | None = None,
     ) -> None:
-        self._client = client
         self.crawl_id = crawl_id
-        self._prefix = keys_prefix(crawl_id)
+        self._calls = Calls(client, keys_prefix(crawl_id), crawl_id, redact_url(url), lease)
         self._config = config
         self._scope = config.scope()
         self._max_depth = config.max_depth
         self._name = name
-        self._url = redact_url(url)  # it goes into messages
         self._notice = notice or logging.getLogger(__name__).warning
         self.window = window or max(128, 8 * config.workers)
         self._low_water = max(1, self.window // 2)
         self._batch_max = self.window
         self.lease = lease
-        self._call_timeout = min(CALL_TIMEOUT, max(MIN_CALL_TIMEOUT, lease))
-        #: Calls in flight -> running seconds they have left (``_watch_calls``).
-        self._calls: dict[trio.CancelScope, float] = {}
-        self._watching = False
         self._publish: Publish = _unattached
         self._check_idle: Callable[[], None] = lambda: None
         self._queued: Callable[[], int] = lambda: 0
+        self._correct: Correct = _uncorrected
         # this worker
         self.owner = ""
-        self._last_id = "0-0"
         self.created = False
         self.stored_settings: dict[str, Any] = {}
+        #: Until when this worker's lease surely holds (running time): the
+        #: send time of the last renewal Redis accepted, plus ``lease``.
+        self._alive_until = math.inf
         # what this process holds
-        self._leases: dict[Entry, _Lease] = {}
+        self._leases: dict[Entry, Lease] = {}
         self._deferred: dict[bytes, Entry] = {}
         self._pending = 0  # leases whose move is in the outbox or on the wire
-        self._outbox = _Batch()
-        self._sent: dict[str, int] = {}
+        self._outbox = Batch()
         # what Redis said last
-        self._done = False
+        self._signals = Signals()
         self._remote_unfinished = 1
         self._remote = wire.NO_COUNTERS
         self._idle = False
         self._due_at = math.inf
-        self._remote_kick = False
-        self._lost: RedisLost | None = None
-        self._rejoin = False
         self._stopping = False
         self._closed = False
-        self._kick = trio.Event()
-        self._robots_changed = trio.Event()
-        self.calls = 0
         self.refused = 0
         self.reregistered = 0
+        #: Pages not started because this worker's lease may have run out.
+        self.dropped_unleased = 0
 
-    # -- connecting ----------------------------------------------------------
+    @property
+    def calls(self) -> int:
+        """Calls made to Redis so far."""
+        return self._calls.count
 
-    async def _bounded(self, request: Awaitable[T]) -> T:
-        """``request``, shielded from cancellation and bounded by the call
-        timeout, counted in running time (``_watch_calls``): a freeze
-        (SIGSTOP, a suspended VM) counts as one tick, so a thawed worker
-        reads the answer waiting in its socket instead of saying that Redis
-        did not answer. Before and after ``serve``, a plain deadline.
+    @property
+    def _done(self) -> bool:
+        return self._signals.done
 
-        Shielded: a call cut off by the end of the crawl would leave Redis
-        and this worker disagreeing about what was finished and what was
-        taken; and coredis shares a connection between calls, so one
-        cancelled call breaks the others."""
-        scope = trio.CancelScope(shield=True)
-        if self._watching:
-            self._calls[scope] = self._call_timeout
-        else:
-            scope.deadline = trio.current_time() + self._call_timeout
-        try:
-            with scope:
-                return await request
-        finally:
-            self._calls.pop(scope, None)
-        raise trio.TooSlowError  # only when the scope was cancelled: its time ran out
-
-    async def _watch_calls(self) -> None:
-        """Count the running time of the calls in flight, in ticks; a tick
-        that took much longer (the process was frozen) counts as two. A
-        deadline of its own would expire in the same instant as the freeze
-        ends, before the answer in the socket could be read."""
-        self._watching = True
-        try:
-            while True:
-                before = trio.current_time()
-                await trio.sleep(TICK)
-                ran = min(trio.current_time() - before, 2 * TICK)
-                for scope, left in list(self._calls.items()):
-                    self._calls[scope] = left - ran
-                    if left - ran <= 0:
-                        scope.cancel()
-        finally:
-            # The crawl is ending: calls still in flight keep their bound.
-            self._watching = False
-            for scope, left in self._calls.items():
-                scope.deadline = trio.current_time() + max(left, 0.0)
-
-    async def _fcall(self, name: str, args: Sequence[object]) -> Any:
-        """One server-side function call; a lost connection is ``RedisLost``,
-        an error reply ``RedisRefused``, a crawl whose keys are gone ``CrawlGone``."""
-        import coredis.exceptions
-
-        self.calls += 1
-        try:
-            return await self._bounded(
-                self._client.fcall(
-                    redis_lua.function(name),
-                    keys=[self._prefix],  # the prefix: its hash tag routes the call
-                    args=list(args),
-                )
-            )
-        except coredis.exceptions.ResponseError as exc:
-            if "Function not found" not in str(exc):
-                raise self._refused(exc) from None
-        except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
-            # A connection opened for a call that is being cancelled fails with
-            # a connection error: that is the cancellation, not a lost Redis.
-            await trio.lowlevel.checkpoint_if_cancelled()
-            raise self._lost_error(exc) from None
-        await self._load_library()
-        return await self._fcall(name, args)
-
-    async def _command(self, request: Awaitable[T]) -> T:
-        """A plain command; a lost connection is ``RedisLost``."""
-        import coredis.exceptions
-
-        try:
-            return await self._bounded(request)
-        except coredis.exceptions.ResponseError as exc:
-            raise self._refused(exc) from None
-        except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            raise self._lost_error(exc) from None
-
-    def _lost_error(self, exc: BaseException) -> RedisLost:
-        reason = _one_line(str(exc) or type(exc).__name__)
-        if isinstance(exc, trio.TooSlowError):
-            reason = f"no answer in {self._call_timeout:g} s"
-        return self._stop_with(
-            RedisLost(f"lost the connection to Redis at {self._url} mid-crawl ({reason})")
-        )
-
-    def _refused(self, exc: BaseException) -> RedisLost:
-        reason = _one_line(str(exc))
-        if reason.startswith(wire.GONE):
-            return self._stop_with(
-                CrawlGone(
-                    f"crawl {self.crawl_id!r} is no longer in Redis at {self._url}: its keys "
-                    "were deleted (FLUSHALL, --delete-crawl) or evicted mid-crawl"
-                )
-            )
-        return self._stop_with(
-            RedisRefused(f"Redis at {self._url} refused a call mid-crawl ({reason})")
-        )
-
-    def _stop_with(self, error: RedisLost) -> RedisLost:
-        if self._lost is None:
-            self._lost = error
-        return self._lost
-
-    async def _load_library(self) -> None:
-        import coredis.exceptions
-
-        try:
-            await self._client.function_load(redis_lua.LIBRARY)
-        except coredis.exceptions.ResponseError as exc:
-            if "already exists" not in str(exc):
-                message = f"cannot load the crawl functions into Redis: {_one_line(str(exc))}"
-                raise RedisUnavailable(message) from None
-
-    async def check_eviction(self) -> None:
-        """Refuse a Redis that may evict keys: an evicted queue or lease
-        would leave the crawl waiting forever for URLs that no longer exist."""
-        policy = await self._command(eviction_policy(self._client))
-        if policy is not None and policy != "noeviction":
-            raise self._stop_with(
-                RedisRefused(
-                    f"Redis at {self._url} now evicts keys (maxmemory-policy {policy}): "
-                    "the crawl may lose URLs; set maxmemory-policy noeviction"
-                )
-            )
+    @property
+    def _lost(self) -> BaseException | None:
+        return self._calls.lost
 
     async def hello(self, *, again: bool = False) -> None:
         """Create the crawl (admitting the start URLs) or join it; register.
@@ -424,7 +199,8 @@ class RedisFrontier:
         for start in config.start_urls:
             url = start.url if isinstance(start, Request) else start
             starts += wire.admission(url, 0, "", "", encode_payload(start))
-        raw = await self._fcall(
+        sent_at = trio.current_time()
+        raw = await self._calls.fcall(
             "hello",
             wire.hello_args(
                 self._name,
@@ -435,20 +211,25 @@ class RedisFrontier:
                 rate=config.rate,
                 per_host_concurrency=config.per_host_concurrency,
                 read_robots=not config.ignore_robots,
+                max_depth=config.max_depth,
+                # Sitemap seeds come at depth 0 mid-crawl: with max_depth, a
+                # finished page keeps its links for ever (core rule 7).
+                settle=not (config.sitemaps and config.max_depth is not None),
                 starts=starts,
             ),
         )
         reply = wire.HelloReply.parse(raw)
+        self._alive_until = sent_at + self.lease
         self.created = reply.created
         self.stored_settings = json.loads(reply.settings_json)
         self.owner = reply.owner
         if not again:  # the listener goes on from where it is
-            self._last_id = reply.last_id
+            self._signals.last_id = reply.last_id
         self._counters(reply.counters)
         if not self.created:
             differing = [k for k in identity if self.stored_settings.get(k) != identity[k]]
             if differing:
-                await self._fcall("bye", [self.owner])
+                await self._calls.fcall("bye", [self.owner])
                 raise CrawlMismatch(
                     f"crawl {self.crawl_id!r} in Redis has other settings "
                     f"({', '.join(differing)} differ): run it with the same arguments, "
@@ -458,17 +239,25 @@ class RedisFrontier:
     def _counters(self, counts: wire.Counters) -> None:
         self._remote = counts
         self._remote_unfinished = counts.unfinished
-        if counts.done and not self._done:
-            self._done = True
+        if counts.done:
+            self._signals.done = True
+
+    def _renewed(self, sent_at: float) -> None:
+        self._alive_until = max(self._alive_until, sent_at + self.lease)
 
     # -- the face --------------------------------------------------------------
 
     def attach(
-        self, publish: Publish, check_idle: Callable[[], None], queued: Callable[[], int]
+        self,
+        publish: Publish,
+        check_idle: Callable[[], None],
+        queued: Callable[[], int],
+        correct: Correct,
     ) -> None:
         self._publish = publish
         self._check_idle = check_idle
         self._queued = queued
+        self._correct = correct
 
     async def admit_start_urls(self) -> None:
         # hello() admitted them when it created the crawl; a joining worker adds nothing.
@@ -476,14 +265,14 @@ class RedisFrontier:
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch_calls)
-            nursery.start_soon(self._listen)
+            nursery.start_soon(self._calls.watch)
+            nursery.start_soon(listen, self._calls, self._signals, self._check_idle)
             nursery.start_soon(self._heartbeat)
             await self._sync_loop()
 
     def want_more(self, queued: int) -> None:
         if queued < self._low_water:
-            self._kick.set()
+            self._signals.kick.set()
 
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         ops: list[object] = []
@@ -495,19 +284,26 @@ class RedisFrontier:
         batch = self._outbox
         batch.ops += wire.admit_op(ops)
         batch.urgent = True
-        self._kick.set()
+        self._signals.kick.set()
         await batch.confirmed.wait()
         if self._lost is not None:
             raise self._lost
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        raise RuntimeError("--page-requisites cannot be combined with --redis yet")
+        # Refused when the crawl is opened (``support.unsupported``).
+        raise ConfigError(unsupported(self._config) or "page_requisites is not supported")
+
+    def _within_reach(self, depth: int) -> bool:
+        """Whether a link found at ``depth`` goes to Redis: within
+        ``max_depth``, or one beyond it (kept there, and admitted if a
+        shorter path to its page turns up)."""
+        return self._max_depth is None or depth <= self._max_depth + 1
 
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
         if not self._scope.allows(url):
             return False
         depth = parent.depth + 1
-        if self._max_depth is None or depth <= self._max_depth:
+        if self._within_reach(depth):
             lease = self._leases[parent]
             lease.children += wire.admission(url, depth, parent.url, "", encode_payload(payload))
         return True
@@ -528,14 +324,21 @@ class RedisFrontier:
         return RedirectOutcome.FOLLOW
 
     def start(self, entry: Entry) -> bool:
-        # The page budget was spent when Redis leased the URL (a global count).
+        """The page budget was spent when Redis leased the URL (a global
+        count). False (the page goes back to Redis) when this worker's lease
+        may have run out: Redis may have handed the page to another worker,
+        and a fetch outside a lease escapes the host's rate and concurrency."""
         lease = self._leases[entry]
+        if lease.join != self.reregistered or trio.current_time() >= self._alive_until:
+            self.dropped_unleased += 1
+            self.abandon(entry)
+            return False
         lease.started = True
         if lease.report:  # the host's next start is spaced from this one
             lease.report = False
             self._outbox.ops += wire.started_op(lease.digest, lease.token)
             self._outbox.urgent = True
-            self._kick.set()
+            self._signals.kick.set()
         entry.attempts += 1
         entry.state = EntryState.FETCHING
         return True
@@ -543,21 +346,14 @@ class RedisFrontier:
     async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
         lease = self._leases[entry]
         depth = entry.depth + 1
-        if links and (self._max_depth is None or depth <= self._max_depth):
-            sent = self._sent
+        if links and self._within_reach(depth):
+            # Every link, even one sent before: Redis keeps them with the
+            # page until it is settled, for a shorter path found later.
             allows = self._scope.allows
             children = lease.children
-            if len(sent) > SENT_CACHE:
-                sent.clear()
             for url in links:
-                known = sent.get(url)
-                if known is not None and known <= depth:
-                    continue  # sent already (or out of scope: -1)
-                if not allows(url):
-                    sent[url] = -1
-                    continue
-                sent[url] = depth
-                children += wire.admission(url, depth, entry.url)
+                if allows(url):
+                    children += wire.admission(url, depth, entry.url)
         # No checkpoint: nothing is sent until ``recorded`` (a checkpoint per
         # page costs a trip through the scheduler).
 
@@ -581,7 +377,7 @@ class RedisFrontier:
         next request obeys the host's rate as every worker sees it."""
         lease = self._leases[entry]
         entry.state = EntryState.QUEUED
-        if len(self._deferred) > SENT_CACHE:
+        if len(self._deferred) > DEFERRED_CACHE:
             self._deferred.clear()
         self._deferred[lease.digest] = entry  # the same object if it comes back here
         self._send(lease, wire.defer_op(lease.digest, lease.token, delay, entry.attempts))
@@ -591,58 +387,19 @@ class RedisFrontier:
         every worker, and the host may have more than one request in flight."""
         self._outbox.ops += wire.crawl_delay_op(host, delay)
         self._outbox.urgent = True
-        self._kick.set()
+        self._signals.kick.set()
 
     def stop(self) -> None:
         self._stopping = True
-        self._kick.set()
+        self._signals.kick.set()
 
     async def fetch_robots_once(
         self, url: str, fetch: Callable[[], Awaitable[FetchResult]]
     ) -> FetchResult:
-        """robots.txt once per crawl: the response another worker stored, or
-        fetched here under a claim (``SET NX``) while the others wait for the
-        stream's "r" wake-up. Stored for a day, a failure for a few seconds
-        (the robots cache asks again after its retry period)."""
-        from coredis.tokens import PureToken
-
-        key = f"{self._prefix}rb:{url}"
-        claim = f"{self._prefix}rbl:{url}"
-        while True:
-            changed = self._robots_changed  # before looking: a later store wakes us
-            stored = await self._command(self._client.get(key))
-            if stored is not None:
-                return _robots_response(url, stored)
-            if await self._command(
-                self._client.set(claim, self.owner, condition=PureToken.NX, px=30_000)
-            ):
-                break
-            with trio.move_on_after(30):  # the claimant may have died: claim again
-                await changed.wait()
-        try:
-            result = await fetch()
-        except FetchError as exc:
-            value = json.dumps({"error": exc.kind, "message": exc.message})
-            ttl = ROBOTS_FAILURE_TTL
-            raised: FetchError | None = exc
-        else:
-            value = json.dumps(
-                {
-                    "status": result.status,
-                    "headers": result.headers,
-                    "body": result.body.decode("latin-1"),
-                    "skipped": result.body_skipped,
-                }
-            )
-            ttl = ROBOTS_TTL if result.status < 500 else ROBOTS_FAILURE_TTL
-            raised = None
-        await self._command(self._client.set(key, value, px=round(ttl * 1000)))
-        await self._command(
-            self._client.xadd(self._prefix + "wake", {"r": "1"}, trim_strategy=None)
+        """robots.txt once per crawl (``robots.py``)."""
+        return await fetch_robots_once(
+            self._calls, self.owner, lambda: self._signals.robots_changed, url, fetch
         )
-        if raised is not None:
-            raise raised
-        return result
 
     def was_refetched(self, entry: Entry) -> bool:
         return self._leases[entry].refetch
@@ -707,22 +464,20 @@ class RedisFrontier:
             try:
                 if self._outbox.ops:
                     await self._round(want=0)
-                await self._fcall("bye", [self.owner])
+                await self._calls.fcall("bye", [self.owner])
             except RedisLost:
                 pass
 
     # -- internals -------------------------------------------------------------
 
-    def _send(self, lease: _Lease, op: list[object]) -> None:
+    def _send(self, lease: Lease, op: list[object]) -> None:
         lease.moved = True
         batch = self._outbox
-        if not batch.ops:
-            batch.first_at = trio.current_time()
-        batch.ops += op
+        batch.add(op, trio.current_time())
         batch.leases.append(lease)
         self._pending += 1
         if len(batch.leases) >= self._batch_max or self._queued() < self._low_water:
-            self._kick.set()
+            self._signals.kick.set()
 
     def _want(self) -> int:
         if self._done or self._stopping or self._closed:
@@ -742,7 +497,7 @@ class RedisFrontier:
             or now >= batch.first_at + BATCH_DELAY
         ):
             return True
-        return bool(want) and (not self._idle or self._remote_kick or now >= self._due_at)
+        return bool(want) and (not self._idle or self._signals.remote_kick or now >= self._due_at)
 
     def _next_timer(self) -> float:
         at = math.inf
@@ -753,28 +508,31 @@ class RedisFrontier:
         return at
 
     async def _sync_loop(self) -> None:
+        signals = self._signals
         while True:
-            self._kick = trio.Event()
-            if self._rejoin:
-                self._rejoin = False
+            signals.kick = trio.Event()
+            if signals.rejoin:
+                signals.rejoin = False
                 await self._reregister()
                 continue
             if self._round_needed(trio.current_time()):
                 await self._round(self._want())
                 continue
             with trio.move_on_at(self._next_timer()):
-                await self._kick.wait()
+                await signals.kick.wait()
 
     async def _round(self, want: int) -> None:
         """One sync call: this worker's moves, then a take of ``want`` URLs."""
-        batch, self._outbox = self._outbox, _Batch()
+        batch, self._outbox = self._outbox, Batch()
         confirmed = batch.confirmed
-        self._remote_kick = False
+        self._signals.remote_kick = False
         try:
             floor = min(want, self._config.workers)
-            raw = await self._fcall("sync", wire.sync_args(self.owner, want, floor, batch.ops))
+            raw = await self._calls.fcall(
+                "sync", wire.sync_args(self.owner, want, floor, batch.ops)
+            )
         except BaseException:
-            self._put_back(batch)
+            self._outbox = put_back(batch, self._outbox)
             raise
         finally:
             confirmed.set()
@@ -786,10 +544,12 @@ class RedisFrontier:
             self._pending -= 1
         self._counters(reply.counters)
         if reply.refused:
-            # Moves of leases Redis had taken back: the links they carried were
-            # not admitted, so this worker must not skip them if it meets them again.
+            # Moves of leases Redis had taken back (the retaker sends their links).
             self.refused += reply.refused
-            self._sent.clear()
+        # Each after the record it corrects: this worker's finishes in this
+        # call came after their records, and other workers' before this call.
+        for correction in reply.corrections:
+            self._correct(correction)
         for taken in reply.taken:
             self._take(taken)
         # Registered as idle in Redis: a wake-up (or ``due``) will come.
@@ -797,189 +557,49 @@ class RedisFrontier:
         now = trio.current_time()
         self._due_at = now + reply.due / 1000 if reply.due >= 0 else math.inf
         if not reply.alive:
-            self._rejoin = True
+            self._signals.rejoin = True
         self._check_idle()
-
-    def _put_back(self, batch: _Batch) -> None:
-        """A sync call failed: its moves go back in front of the outbox.
-
-        A call that fails as the crawl is cancelled (coredis's connection
-        task is cancelled with it, so the shield in ``_fcall`` does not save
-        it) may or may not have run in Redis. ``aclose`` sends the moves
-        again: one Redis applied already is refused by its stale token, and
-        one it never saw is not lost. Lost, a finish left its page leased,
-        and ``bye`` queued it again: fetched twice after a graceful stop.
-        """
-        later = self._outbox
-        batch.ops += later.ops
-        batch.leases += later.leases
-        batch.urgent = batch.urgent or later.urgent
-        batch.first_at = min(batch.first_at, later.first_at)
-        batch.confirmed = later.confirmed
-        self._outbox = batch
 
     def _take(self, taken: wire.Taken) -> None:
         entry = self._deferred.pop(taken.digest, None)
         if entry is None or entry.url != taken.url:
             payload = decode_payload(taken.url, taken.payload)
             entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
+        else:  # a retry: a shorter path may have lowered it meanwhile
+            entry.depth, entry.referrer = taken.depth, taken.referrer
         entry.attempts = taken.tries
         entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
-        self._leases[entry] = _Lease(taken.digest, taken.token, entry, taken.refetch, taken.report)
+        self._leases[entry] = Lease(
+            taken.digest, taken.token, entry, taken.refetch, taken.report, join=self.reregistered
+        )
         self._publish(entry)
+
+    async def _heartbeat(self) -> None:
+        await heartbeat(
+            self._calls,
+            self._signals,
+            lease=self.lease,
+            owner=lambda: self.owner,
+            joins=lambda: self.reregistered,
+            counters=self._counters,
+            renewed=self._renewed,
+            check_idle=self._check_idle,
+        )
 
     async def _reregister(self) -> None:
         """Redis took this worker for dead (it missed its lease): join again.
-        What it still holds was queued again; its moves will be refused."""
+        What it still holds was queued again; its moves will be refused, and
+        what waits in its channel is not started (``start``)."""
         self.reregistered += 1
-        self._sent.clear()
-        before, held = self.owner, len(self._leases)
+        before = self.owner
+        fetching = sum(1 for lease in self._leases.values() if lease.started)
         await self.hello(again=True)
         self._notice(
             f"worker {before} was silent longer than its lease ({self.lease:g} s; frozen or "
-            f"stalled): Redis handed the {held} pages it held to other workers, and pages "
-            f"it fetched meanwhile may be fetched again (marked refetched); "
-            f"it joined again as {self.owner}"
+            f"stalled): Redis handed the pages it held to other workers; the {fetching} it "
+            f"was fetching may be fetched twice (the second record says refetched), the "
+            f"others it will not fetch; it joined again as {self.owner}"
         )
-
-    async def _listen(self) -> None:
-        """Read the crawl's wake-up stream: work may be there, or it is done."""
-        import coredis.exceptions
-
-        key = self._prefix + "wake"
-        while True:
-            try:
-                reply = await self._client.xread({key: self._last_id}, block=0)
-            except coredis.exceptions.ResponseError as exc:
-                raise self._refused(exc) from None
-            except (coredis.exceptions.RedisError, OSError) as exc:
-                await trio.lowlevel.checkpoint_if_cancelled()
-                raise self._lost_error(exc) from None
-            for entries in (reply or {}).values():
-                for item in entries:
-                    ident = item.identifier
-                    self._last_id = ident.decode() if isinstance(ident, bytes) else ident
-                    if b"d" in item.field_values:
-                        self._done = True
-                    if b"r" in item.field_values:
-                        self._robots_changed.set()
-                        self._robots_changed = trio.Event()
-            self._remote_kick = True
-            self._kick.set()
-            if self._done:
-                self._check_idle()
-
-    async def _heartbeat(self) -> None:
-        while True:
-            await trio.sleep(self.lease / 3)
-            joins = self.reregistered
-            reply = wire.RenewReply.parse(
-                await self._fcall("renew", wire.renew_args(self.owner, self.lease))
-            )
-            self._counters(reply.counters)
-            await self.check_eviction()
-            # A renewal sent before this worker joined again (or while it
-            # was joining) is no news: joining twice would take back the
-            # leases of the first new join.
-            if not reply.alive and joins == self.reregistered:
-                self._rejoin = True
-                self._kick.set()
-            if self._done:
-                self._check_idle()
-
-
-def _robots_response(url: str, stored: bytes) -> FetchResult:
-    data = json.loads(stored)
-    if "error" in data:
-        raise FetchError(data["error"], data["message"])
-    return FetchResult(
-        url,
-        data["status"],
-        data["headers"],
-        data["body"].encode("latin-1"),
-        0.0,
-        data["skipped"],
-    )
-
-
-def default_worker_name(output: str | None) -> str:
-    """This worker's name in the crawl: host and output file (a re-run with
-    the same output takes its earlier run's leases back at once), else pid."""
-    host = socket.gethostname()
-    if output and output != "-":
-        return f"{host}:{os.path.abspath(output)}"
-    return f"{host}:pid{os.getpid()}"
-
-
-def _one_line(text: str) -> str:
-    """An error's text for a one-line message, any URL in it masked."""
-    return mask_credentials(" ".join(text.split()))
-
-
-def _single(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _redis_error_in(group: BaseException) -> RedisFrontierError | None:
-    if isinstance(group, RedisFrontierError):
-        return group
-    if isinstance(group, BaseExceptionGroup):
-        for exc in group.exceptions:
-            found = _redis_error_in(exc)
-            if found is not None:
-                return found
-    return None
-
-
-def _client_for(url: str) -> coredis.Redis[bytes]:
-    try:
-        import coredis
-    except ImportError:  # pragma: no cover - depends on the install
-        raise RedisUnavailable(
-            "--redis needs the coredis package: pip install 'trio-crawl[redis]'"
-        ) from None
-    try:
-        from coredis.retry import NoRetryPolicy
-
-        # No retries: a sync call that reached Redis must not run twice (a
-        # second take would lease URLs this worker never hears of).
-        return coredis.Redis.from_url(url, connect_timeout=5, retry_policy=NoRetryPolicy())
-    except ValueError as exc:
-        raise RedisUnavailable(f"bad Redis URL {redact_url(url)!r}: {exc}") from None
-
-
-@contextlib.asynccontextmanager
-async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
-    """A connected coredis client. coredis runs its connections in a task
-    group, so its errors come as ExceptionGroups: they leave this block as
-    single exceptions (``RedisUnavailable`` when it cannot connect)."""
-    client = _client_for(url)  # first: says so in one line if coredis is missing
-    import coredis.exceptions
-
-    entered = False
-    try:
-        async with client:
-            entered = True
-            try:
-                with trio.fail_after(10):
-                    await client.ping()
-            except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
-                message = f"cannot connect to Redis at {redact_url(url)}: {_one_line(str(exc))}"
-                raise RedisUnavailable(message) from None
-            yield client
-    except BaseExceptionGroup as group:
-        found = _redis_error_in(group)
-        if found is not None:
-            raise found from None
-        single = _single(group)
-        if not entered and isinstance(single, (coredis.exceptions.RedisError, OSError)):
-            message = f"cannot connect to Redis at {redact_url(url)}: {_one_line(str(single))}"
-            raise RedisUnavailable(message) from None
-        if single is not group:
-            raise single from None
-        raise
 
 
 @contextlib.asynccontextmanager
@@ -996,21 +616,25 @@ async def open_redis_frontier(
     """Connect to Redis at ``url``, create or join crawl ``crawl_id``, and
     register this process as one of its workers.
 
-    Raises ``RedisUnavailable`` (cannot connect, or a server that may
-    evict keys: its ``maxmemory-policy`` must be ``noeviction``),
+    Raises ``ConfigError`` (before connecting) for a setting Redis cannot
+    serve (``support.unsupported``), ``RedisUnavailable`` (cannot connect,
+    or a server that may evict keys: its ``maxmemory-policy`` must be
+    ``noeviction``), ``RedisRefused`` (an error reply such as OOM),
     ``CrawlMismatch`` (the crawl exists with other settings) and, from
-    inside the block, ``RedisLost`` (``RedisRefused`` for an error reply such
-    as OOM, ``CrawlGone`` when the crawl's keys vanish): single exceptions,
-    never groups. ``notice`` receives one-line warnings (this worker was
-    taken for dead and joined again); the default logs them.
+    inside the block, ``RedisLost`` (``RedisRefused`` for an error reply,
+    ``CrawlGone`` when the crawl's keys vanish): single exceptions, never
+    groups. ``notice`` receives one-line warnings (this worker was taken for
+    dead and joined again); the default logs them. The password may be in
+    ``url`` or in the environment variable ``TRIO_CRAWL_REDIS_PASSWORD``.
 
     Example::
 
         async with open_redis_frontier("redis://127.0.0.1:6379/0", "docs", config) as frontier:
             summary = await Crawler(config, fetcher, frontier=frontier).run()
     """
-    if config.handler is not None:
-        _handler_name(config.handler)  # fail now if it cannot cross processes
+    problem = unsupported(config)
+    if problem is not None:
+        raise ConfigError(problem)
     async with open_client(url) as client:
         frontier = RedisFrontier(
             client,
@@ -1028,123 +652,3 @@ async def open_redis_frontier(
             yield frontier
         finally:
             await frontier.aclose()
-
-
-async def eviction_policy(client: coredis.Redis[bytes]) -> str | None:
-    """The server's ``maxmemory-policy`` (None if INFO is not allowed)."""
-    import coredis.exceptions
-
-    try:
-        info = await client.info("memory")
-    except coredis.exceptions.ResponseError:
-        return None
-    policy = info.get("maxmemory_policy")
-    return None if policy is None else str(policy)
-
-
-async def refuse_eviction(client: coredis.Redis[bytes], url: str) -> None:
-    """``RedisUnavailable`` unless the server keeps every key: with any other
-    ``maxmemory-policy`` Redis may evict a queue or a lease under memory
-    pressure, and the crawl would wait forever for URLs that no longer exist."""
-    policy = await eviction_policy(client)
-    if policy is not None and policy != "noeviction":
-        raise RedisUnavailable(
-            f"Redis at {redact_url(url)} may evict keys (maxmemory-policy {policy}): a crawl "
-            "needs maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction)"
-        )
-
-
-async def check_server(url: str) -> None:
-    """Connect, and refuse a server that may evict keys (``RedisUnavailable``)."""
-    async with open_client(url) as client:
-        await refuse_eviction(client, url)
-
-
-async def _call_ro(client: coredis.Redis[bytes], name: str, prefix: str) -> Any:
-    """A read-only function of the library, loading it first if needed."""
-    function = redis_lua.function(name)
-    try:
-        return await client.fcall_ro(function, keys=[prefix])
-    except Exception as exc:
-        if "Function not found" not in str(exc):
-            raise
-    try:
-        await client.function_load(redis_lua.LIBRARY)
-    except Exception as load_error:
-        if "already exists" not in str(load_error):
-            raise
-    return await client.fcall_ro(function, keys=[prefix])
-
-
-async def check_crawl(url: str, crawl_id: str) -> list[str]:
-    """A read-only consistency check of crawl ``crawl_id``: the counters
-    recomputed from the keys (queued, leased, deferred, per depth, per host,
-    seen), and no URL in two places or in none. What disagrees, one line
-    each; an empty list when everything agrees. Safe on a running crawl (it
-    is one atomic call), but meant for tests and for a crawl at rest."""
-    async with open_client(url) as client:
-        reply = await _call_ro(client, "check", keys_prefix(crawl_id))
-    return [line.decode() if isinstance(line, bytes) else str(line) for line in reply]
-
-
-async def delete_crawl(url: str, crawl_id: str, *, force: bool = False) -> int:
-    """Delete every key of crawl ``crawl_id``; the number deleted (0: none
-    there). A crawl with live workers is refused (``RedisFrontierError``)
-    unless it is done or ``force``; its workers would stop with ``CrawlGone``."""
-    status = await crawl_status(url, crawl_id)
-    if status is not None and status.get("workers") and not status.get("done") and not force:
-        raise RedisFrontierError(
-            f"crawl {crawl_id!r} is running ({status['workers']} live workers): stop them "
-            "first, or let it finish"
-        )
-    prefix = keys_prefix(crawl_id)
-    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
-    deleted = 0
-    async with open_client(url) as client:
-        # The counters first: from then on every worker's call says "gone".
-        deleted += await client.delete([prefix + "m"])
-        batch: list[str | bytes] = []
-        async for key in client.scan_iter(match=pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
-                deleted += await client.unlink(batch)
-                batch = []
-        if batch:
-            deleted += await client.unlink(batch)
-    return deleted
-
-
-async def crawl_status(url: str, crawl_id: str) -> dict[str, Any] | None:
-    """The crawl's counters and settings (None: no such crawl)."""
-    async with open_client(url) as client:
-        reply = await _call_ro(client, "status", keys_prefix(crawl_id))
-    it = iter(reply)
-    raw = {k.decode(): v.decode() for k, v in zip(it, it, strict=True)}
-    if not raw.get("cfg"):
-        return None
-    status: dict[str, Any] = {k: int(float(v)) for k, v in raw.items() if v and k != "cfg"}
-    status["settings"] = json.loads(raw["cfg"])
-    return status
-
-
-def status_lines(crawl_id: str, status: Mapping[str, Any]) -> list[str]:
-    settings = status["settings"]
-    state = "done" if status.get("done") else "running"
-    budget = settings.get("max_pages")
-    return [
-        f"crawl {crawl_id}: {state}",
-        f"start URLs: {' '.join(settings.get('start_urls') or [])}",
-        "finished {finished:,}  queued {queued:,}  leased {leased:,}  retrying {delayed:,}  "
-        "seen {seen:,}  started {started:,}{budget}  workers {workers}".format(
-            finished=status.get("finished", 0),
-            queued=status.get("unfinished", 0)
-            - status.get("leased", 0)
-            - status.get("delayed", 0),
-            leased=status.get("leased", 0),
-            delayed=status.get("delayed", 0),
-            seen=status.get("n", 0),
-            started=status.get("started", 0),
-            budget=f"/{budget:,}" if budget is not None else "",
-            workers=status.get("workers", 0),
-        ),
-    ]
