@@ -423,3 +423,20 @@ async def test_the_consistency_check_finds_what_disagrees(
             problems = await check_crawl(redis_server.url, crawl_id)
             await client.zadd(prefix + "w", {frontier.owner: 2**50})
     assert any("not a live worker" in p for p in problems), problems
+
+
+async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """page_requisites=True was a RuntimeError worded in CLI flags, mid-crawl."""
+    from trio_crawl.frontiers.redis import unsupported
+
+    fetcher = FakeFetcher({url(0): FakePage(links=[url(1)]), url(1): FakePage()})
+    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, page_requisites=True)
+    assert unsupported(config) is not None
+    with pytest.raises(ConfigError, match=r"^page_requisites=True cannot be combined with a Redis"):
+        async with open_redis_frontier(redis_server.url, crawl_id, config) as frontier:
+            await Crawler(config, fetcher, frontier=frontier).run()
+    assert fetcher.calls == []
+    assert await check_crawl(redis_server.url, crawl_id) == ["the crawl is not in Redis"]
+    assert unsupported(CrawlConfig(start_urls=[url(0)])) is None
