@@ -434,7 +434,8 @@ async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
     fetcher = FakeFetcher({url(0): FakePage(links=[url(1)]), url(1): FakePage()})
     config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, page_requisites=True)
     assert unsupported(config) is not None
-    with pytest.raises(ConfigError, match=r"^page_requisites=True cannot be combined with a Redis"):
+    refused = r"^page_requisites=True cannot be combined with a Redis frontier"
+    with pytest.raises(ConfigError, match=refused):
         async with open_redis_frontier(redis_server.url, crawl_id, config) as frontier:
             await Crawler(config, fetcher, frontier=frontier).run()
     assert fetcher.calls == []

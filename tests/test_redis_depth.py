@@ -7,6 +7,7 @@ A page's fetch is held until another page has been fetched or recorded
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,14 +15,13 @@ import pytest
 import trio
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, FetchResult
+from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
 
 import redis_fixture
 from fakes import FakeFetcher, FakePage
 from redis_fixture import RedisServer
 
 pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
-
-from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier  # noqa: E402
 
 redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
@@ -113,7 +113,7 @@ async def test_a_slow_shallow_page_holds_up_no_deeper_page(
     been fetched: with a depth gate, the chain would wait for it for ever."""
     chain = [url(f"c{i}") for i in range(30)]
     pages = {url(""): FakePage(links=[url("slow"), chain[0]]), url("slow"): FakePage()}
-    for here, there in zip(chain, chain[1:], strict=False):
+    for here, there in itertools.pairwise(chain):
         pages[here] = FakePage(links=[there])
     pages[chain[-1]] = FakePage()
     end_fetched = trio.Event()
