@@ -441,7 +441,7 @@ def test_lost_redis_stops_the_workers_with_a_message(
             own.process.kill()
     assert worker.returncode == 75, stderr
     assert "lost the connection to Redis" in stderr
-    assert "Run the same command again to resume" in stderr
+    assert "Run the same command again to resume once Redis is back" in stderr
     assert "Traceback" not in stderr
 
 
@@ -689,7 +689,7 @@ def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
     for line in lines:
         assert line.startswith("trio-crawl: error: Redis at redis://default:***@127.0.0.1:")
         assert "refused a call mid-crawl (OOM command not allowed" in line
-        assert line.endswith("Run the same command again to resume")
+        assert line.endswith("a rerun starts the crawl anew and fetches every page again")
     assert "s3cret-pw" not in stderr
     assert_consistent(redis, "oom")  # refused calls changed nothing half-way
 

@@ -145,7 +145,11 @@ class RedisLost(RedisFrontierError):
     """Redis went away (or refused a call) mid-crawl: this worker stops.
     ``remedy`` says what to do; for this class, re-running resumes."""
 
-    remedy = "Run the same command again to resume"
+    remedy = (
+        "Run the same command again to resume once Redis is back with the crawl "
+        "(--status shows it); if Redis restarted without its data, a rerun starts "
+        "the crawl anew and fetches every page again"
+    )
 
 
 class RedisRefused(RedisLost):

@@ -8,28 +8,41 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...errors import RedisFrontierError
+from ...errors import RedisFrontierError, RedisLost, RedisRefused
 from . import lua
-from .client import keys_prefix, open_client
+from .client import keys_prefix, one_line, open_client, redact_url
 
 if TYPE_CHECKING:
     import coredis
 
 
-async def _call_ro(client: coredis.Redis[bytes], name: str, prefix: str) -> Any:
-    """A read-only function of the library, loading it first if needed."""
+async def _call_ro(client: coredis.Redis[bytes], url: str, name: str, prefix: str) -> Any:
+    """A read-only function of the library, loading it first if needed. An
+    error reply (OOM refuses the load) is ``RedisRefused``; a lost
+    connection ``RedisLost``: one line each, never a coredis traceback."""
+    import coredis.exceptions
+
     function = lua.function(name)
     try:
+        try:
+            return await client.fcall_ro(function, keys=[prefix])
+        except coredis.exceptions.ResponseError as exc:
+            if "Function not found" not in str(exc):
+                raise
+        try:
+            await client.function_load(lua.LIBRARY)
+        except coredis.exceptions.ResponseError as load_error:
+            if "already exists" not in str(load_error):
+                raise
         return await client.fcall_ro(function, keys=[prefix])
-    except Exception as exc:
-        if "Function not found" not in str(exc):
-            raise
-    try:
-        await client.function_load(lua.LIBRARY)
-    except Exception as load_error:
-        if "already exists" not in str(load_error):
-            raise
-    return await client.fcall_ro(function, keys=[prefix])
+    except coredis.exceptions.ResponseError as exc:
+        raise RedisRefused(
+            f"Redis at {redact_url(url)} refused a call ({one_line(str(exc))})"
+        ) from None
+    except (coredis.exceptions.RedisError, OSError) as exc:
+        raise RedisLost(
+            f"lost the connection to Redis at {redact_url(url)} ({one_line(str(exc))})"
+        ) from None
 
 
 async def check_crawl(url: str, crawl_id: str) -> list[str]:
@@ -39,7 +52,7 @@ async def check_crawl(url: str, crawl_id: str) -> list[str]:
     each; an empty list when everything agrees. Safe on a running crawl (it
     is one atomic call), but meant for tests and for a crawl at rest."""
     async with open_client(url) as client:
-        reply = await _call_ro(client, "check", keys_prefix(crawl_id))
+        reply = await _call_ro(client, url, "check", keys_prefix(crawl_id))
     return [line.decode() if isinstance(line, bytes) else str(line) for line in reply]
 
 
@@ -73,7 +86,7 @@ async def delete_crawl(url: str, crawl_id: str, *, force: bool = False) -> int:
 async def crawl_status(url: str, crawl_id: str) -> dict[str, Any] | None:
     """The crawl's counters and settings (None: no such crawl)."""
     async with open_client(url) as client:
-        reply = await _call_ro(client, "status", keys_prefix(crawl_id))
+        reply = await _call_ro(client, url, "status", keys_prefix(crawl_id))
     it = iter(reply)
     raw = {k.decode(): v.decode() for k, v in zip(it, it, strict=True)}
     if not raw.get("cfg"):
@@ -83,9 +96,22 @@ async def crawl_status(url: str, crawl_id: str) -> dict[str, Any] | None:
     return status
 
 
-def status_lines(crawl_id: str, status: Mapping[str, Any]) -> list[str]:
+def status_lines(
+    crawl_id: str, status: Mapping[str, Any], *, ended_here: bool = False
+) -> list[str]:
+    """``--status``: the crawl's state, start URLs and counters. A crawl not
+    done is "running" while some worker's lease holds (a killed worker's
+    holds until it runs out); ``ended_here``: the caller's workers have all
+    ended, so it says so rather than "running"."""
     settings = status["settings"]
-    state = "done" if status.get("done") else "running"
+    if status.get("done"):
+        state = "done"
+    elif ended_here:
+        state = "not done: the workers started here have ended (run again to resume)"
+    elif status.get("workers"):
+        state = "running"
+    else:
+        state = "stopped: no live worker (run one to resume)"
     budget = settings.get("max_pages")
     return [
         f"crawl {crawl_id}: {state}",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from ...errors import CrawlGone, RedisLost, RedisRefused, RedisUnavailable
+from ...errors import CrawlGone, RedisLost, RedisRefused
 from . import lua, wire
 from .client import eviction_policy, one_line
 
@@ -45,6 +45,8 @@ class Calls:
         #: Calls in flight -> running seconds they have left (``watch``).
         self._running: dict[trio.CancelScope, float] = {}
         self._watching = False
+        #: The worker has joined the crawl: errors from now on are "mid-crawl".
+        self.joined = False
         #: The error that stopped this worker (the first one).
         self.lost: RedisLost | None = None
         self.count = 0
@@ -135,7 +137,7 @@ class Calls:
         if isinstance(exc, trio.TooSlowError):
             reason = f"no answer in {self.timeout:g} s"
         return self.stop_with(
-            RedisLost(f"lost the connection to Redis at {self.url} mid-crawl ({reason})")
+            RedisLost(f"lost the connection to Redis at {self.url}{self._when} ({reason})")
         )
 
     def refused(self, exc: BaseException) -> RedisLost:
@@ -148,8 +150,12 @@ class Calls:
                 )
             )
         return self.stop_with(
-            RedisRefused(f"Redis at {self.url} refused a call mid-crawl ({reason})")
+            RedisRefused(f"Redis at {self.url} refused a call{self._when} ({reason})")
         )
+
+    @property
+    def _when(self) -> str:
+        return " mid-crawl" if self.joined else " at the start"
 
     def stop_with(self, error: RedisLost) -> RedisLost:
         if self.lost is None:
@@ -157,14 +163,21 @@ class Calls:
         return self.lost
 
     async def load_library(self) -> None:
+        """Load the crawl's functions; an error reply (OOM, a read-only
+        replica) is ``RedisRefused``, as for any call."""
         import coredis.exceptions
 
         try:
-            await self.client.function_load(lua.LIBRARY)
+            await self.bounded(self.client.function_load(lua.LIBRARY))
         except coredis.exceptions.ResponseError as exc:
             if "already exists" not in str(exc):
-                message = f"cannot load the crawl functions into Redis: {one_line(str(exc))}"
-                raise RedisUnavailable(message) from None
+                reason = one_line(str(exc))
+                raise self.stop_with(
+                    RedisRefused(f"Redis at {self.url} refused the crawl's functions ({reason})")
+                ) from None
+        except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            raise self.lost_error(exc) from None
 
     async def check_eviction(self) -> None:
         """Refuse a Redis that may evict keys: an evicted queue or lease

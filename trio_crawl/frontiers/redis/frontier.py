@@ -219,6 +219,7 @@ class RedisFrontier:
             ),
         )
         reply = wire.HelloReply.parse(raw)
+        self._calls.joined = True
         self._alive_until = sent_at + self.lease
         self.created = reply.created
         self.stored_settings = json.loads(reply.settings_json)
