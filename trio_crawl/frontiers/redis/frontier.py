@@ -593,13 +593,12 @@ class RedisFrontier:
         what waits in its channel is not started (``start``)."""
         self.reregistered += 1
         before = self.owner
-        fetching = sum(1 for lease in self._leases.values() if lease.started)
         await self.hello(again=True)
         self._notice(
             f"worker {before} was silent longer than its lease ({self.lease:g} s; frozen or "
-            f"stalled): Redis handed the pages it held to other workers; the {fetching} it "
-            f"was fetching may be fetched twice (the second record says refetched), the "
-            f"others it will not fetch; it joined again as {self.owner}"
+            "stalled): Redis handed the pages it held to other workers, which fetch again "
+            "(and mark refetched) those it was fetching or had not reported done; it "
+            f"starts none of the others; it joined again as {self.owner}"
         )
 
 
