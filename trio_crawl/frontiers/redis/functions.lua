@@ -886,6 +886,16 @@ local function check(keys, args)
     same('in flight at ' .. hostname, n,
       tonumber(redis.call('HGET', p .. 'h:' .. hostname, 'infl')) or 0)
   end
+  -- A finished page kept for corrections is not also unfinished, and its
+  -- depth's set lists it.
+  local kept = redis.call('HGETALL', p .. 'dn')
+  for i = 1, #kept, 2 do
+    local d, rec = kept[i], cmsgpack.unpack(kept[i + 1])
+    if redis.call('HEXISTS', p .. 'e', d) == 1 then bad(rec[D_URL] .. ': finished, and unfinished') end
+    if redis.call('SISMEMBER', p .. 'u:' .. rec[D_DEPTH], d) == 0 then
+      bad(rec[D_URL] .. ': kept at depth ' .. rec[D_DEPTH] .. ', but not in its set')
+    end
+  end
   local seen = 0
   for b = 0, 2 ^ C.L + C.s - 1 do
     seen = seen + redis.call('HLEN', p .. 'S' .. string.format('%d', b))
