@@ -17,6 +17,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -279,14 +280,17 @@ def test_cli_a_hanging_page_holds_up_nothing_and_updates_follow(tmp_path: Path) 
     assert took < 30
 
 
-def test_cli_depth_update_lines_correct_earlier_records(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["memory", "state"])
+def test_cli_depth_update_lines_correct_earlier_records(tmp_path: Path, backend: str) -> None:
     """The hanging page answers (after 3 s, within --timeout): its link to c3
     is a shorter path, and c3... c200 get depth_update lines after their
-    records, which the crawl report folds into its depth chart."""
+    records, which the crawl report folds into its depth chart. The same
+    with a state file (issue #24: one depth contract on every backend)."""
     out = tmp_path / "out.jsonl"
+    state = ["--state", str(tmp_path / "crawl.db")] if backend == "state" else []
     with serve_site(chain_routes(hang=3.0)) as server:
         result = run_cli(
-            server.url("/"), "--timeout", "10", "--ignore-robots", "-o", str(out),
+            server.url("/"), "--timeout", "10", "--ignore-robots", "-o", str(out), *state,
             timeout=60,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -263,9 +263,9 @@ def test_parent_root_edge_cases() -> None:
 
 
 def test_bad_regex_is_a_one_line_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"^--include: bad regular expression '\(': .*$"):
+    with pytest.raises(ConfigError, match=r"^include=: bad regular expression '\(': .*$"):
         CrawlConfig(start_urls=["http://h/"], include=["("])
-    with pytest.raises(ConfigError, match=r"^--exclude: bad regular expression"):
+    with pytest.raises(ConfigError, match=r"^exclude=: bad regular expression"):
         CrawlConfig(start_urls=["http://h/"], exclude=["ok", "[z-a]"])
     with pytest.raises(ConfigError, match="sequence of patterns"):
         CrawlConfig(start_urls=["http://h/"], include="abc")

@@ -105,10 +105,18 @@ def test_credentials_never_show_in_reprs() -> None:
     config = CrawlConfig(
         start_urls=["http://a.test/"],
         auth=("ann", SECRET),
-        headers=[("Authorization", f"Bearer {SECRET}")],
         proxy=f"http://pu:{SECRET}@127.0.0.1:3128",
     )
-    for shown in (repr(creds), repr(config), repr(config.fetch_config())):
+    bearer = CrawlConfig(
+        start_urls=["http://a.test/"], headers=[("Authorization", f"Bearer {SECRET}")]
+    )
+    for shown in (
+        repr(creds),
+        repr(config),
+        repr(config.fetch_config()),
+        repr(bearer),
+        repr(bearer.fetch_config()),
+    ):
         assert SECRET not in shown
         assert "ann" not in shown.replace("http://a.test", "")
 

@@ -117,4 +117,7 @@ def test_the_cli_flag_and_its_refusal_with_a_state_file(tmp_path: Path) -> None:
         )  # fmt: skip
     assert refused.returncode == 2
     message = "the file does not record which URLs are requisites"
-    assert refused.stderr.strip().endswith(f"cannot be combined with a state file yet: {message}")
+    assert refused.stderr.strip() == (
+        f"trio-crawl: error: --page-requisites cannot be combined with --state yet: {message}"
+    )
+    assert not (tmp_path / "s.db").exists()  # refused before the file was made

@@ -233,7 +233,10 @@ async def test_a_handler_that_cannot_cross_processes_is_refused(
         return None
 
     config = CrawlConfig(start_urls=[url(0)], handler=local)
-    with pytest.raises(ConfigError, match=r"^handler: .* use a module-level function$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^handler= with open_redis_frontier\(\): .* use a module-level function$",
+    ):
         async with open_redis_frontier(redis_server.url, crawl_id, config):
             pass
 
@@ -434,7 +437,7 @@ async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
     fetcher = FakeFetcher({url(0): FakePage(links=[url(1)]), url(1): FakePage()})
     config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, page_requisites=True)
     assert unsupported(config) is not None
-    refused = r"^page_requisites=True cannot be combined with a Redis frontier"
+    refused = r"^page_requisites=True cannot be combined with open_redis_frontier\(\) yet$"
     with pytest.raises(ConfigError, match=refused):
         async with open_redis_frontier(redis_server.url, crawl_id, config) as frontier:
             await Crawler(config, fetcher, frontier=frontier).run()

@@ -7,7 +7,6 @@ timeout. 60 interruption points run four at a time.
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -23,6 +22,8 @@ import pytest
 from trio_crawl.frontiers.sqlite_state import CrawlState
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
+
+from cli_helpers import records_in
 
 PAGES = 120
 TIMEOUT = 60
@@ -47,7 +48,7 @@ def crawl_command(base: str, state: Path, out: Path, *extra: str) -> list[str]:
 
 
 def records(out: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in out.read_text().splitlines()]
+    return records_in(out.read_text())
 
 
 @pytest.fixture(scope="module")

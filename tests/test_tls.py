@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import trio
 
+from trio_crawl.cli.common import UsageError
 from trio_crawl.cli.options import build_config, build_parser
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.http import FetchConfig
@@ -338,8 +339,12 @@ def test_cli_flags_reach_the_fetch_config(ca_file: str) -> None:
     args = build_parser().parse_args([url])
     plain = build_config(args, args.urls).fetch_config()
     assert (plain.ca_bundle, plain.http2) == (None, False)
-    with pytest.raises(ConfigError, match="--ca-bundle"):
-        CrawlConfig(start_urls=[url], ca_bundle=os.path.join(ca_file, "missing"))
+    missing = os.path.join(ca_file, "missing")
+    with pytest.raises(ConfigError, match=r"^ca_bundle=: no such file or directory: "):
+        CrawlConfig(start_urls=[url], ca_bundle=missing)
+    args = build_parser().parse_args([url, "--ca-bundle", missing])
+    with pytest.raises(UsageError, match=r"^--ca-bundle: no such file or directory: "):
+        build_config(args, args.urls)
 
 
 def test_the_record_says_which_protocol_when_known() -> None:

@@ -369,7 +369,7 @@ def test_parse_start_url(text: str, expected: str) -> None:
         (
             "http://ann:hunter2@example.com/",
             r"^start URL 'http://ann:\*\*\*@example.com/' holds a user name or password: "
-            r"credentials in URLs are never sent; give them with --user and --password$",
+            r"credentials in URLs are never sent; give them with auth=$",
         ),
         ("https://tok3n@example.com/", r"^start URL 'https://\*\*\*@example.com/' holds"),
         ("ann:hunter2@example.com", r"^unsupported scheme 'ann' in start URL 'ann:\*\*\*@"),

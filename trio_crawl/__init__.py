@@ -22,7 +22,8 @@ from .core.version import VERSION
 
 __version__ = VERSION
 from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
-from .engine.crawler import Crawler, EngineStatistics
+from .engine.crawler import Crawler
+from .engine.statistics import EngineStatistics
 from .errors import (
     ConfigError,
     CrawlError,

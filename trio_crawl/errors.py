@@ -44,6 +44,8 @@ This module imports nothing from the package, so every layer may use it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "ConfigError",
     "CrawlError",
@@ -69,7 +71,26 @@ class CrawlError(Exception):
 
 
 class ConfigError(CrawlError, ValueError):
-    """A bad setting; the message is one line meant for the user."""
+    """A bad setting; the message is one line meant for the user.
+
+    The message names library arguments as a caller writes them
+    (``workers=``, ``page_requisites=True``); ``arguments`` lists those it
+    names, so a front end can say its own spelling instead (the command line
+    says ``--workers``: ``worded``)."""
+
+    def __init__(self, message: str, *arguments: str) -> None:
+        super().__init__(message)
+        self.arguments = arguments
+
+    def worded(self, spelling: Callable[[str], str | None]) -> str:
+        """The message with each argument it names as ``spelling`` says
+        (None: keep the library's)."""
+        text = str(self)
+        for argument in self.arguments:
+            other = spelling(argument)
+            if other is not None:
+                text = text.replace(argument, other)
+        return text
 
 
 class FetchError(CrawlError):

@@ -13,20 +13,16 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import (
-    Iterator,
-    Sequence,
-)
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import trio
 from rich.console import Console
 
 from ..core.config import CrawlConfig
-from ..core.models import CrawlRecord, FetchResult
+from ..core.models import CrawlRecord
 from ..core.stats import latency_bound_hint
 from ..core.url import host_port
-from ..engine.api import open_fetcher
+from ..engine.build import BuiltCrawl, CrawlPlan, open_crawl
 from ..engine.crawler import Crawler
 from ..errors import (
     ConfigError,
@@ -35,9 +31,8 @@ from ..errors import (
     StateUsageError,
     StateWriteError,
 )
-from ..frontiers.base import FrontierBackend
+from ..frontiers.base import FrontierBackend, refuse_unservable
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
-from ..outputs.archive import ArchiveLink, ArchiveTicket, open_crawl_archive
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
 from .common import (
     EXIT_HANDLER,
@@ -52,6 +47,7 @@ from .common import (
     fail,
     say,
 )
+from .flags import in_flags
 from .identity import save_cookies
 from .options import (
     HandlerWatch,
@@ -62,7 +58,7 @@ from .options import (
     check_writable,
     workers_within_fd_limit,
 )
-from .progress import print_summary, show_progress
+from .progress import complete_note, print_summary, show_progress, time_limit_note
 
 #: Error kinds of a start URL that mean "could not connect" (DNS failures,
 #: refused and unreachable hosts are all ``connect``).
@@ -177,6 +173,78 @@ class Ending:
     message: str | None = None
 
 
+class Sinks:
+    """The command line's hooks: records and items to their files, and what
+    a failed output means (a broken pipe ends the crawl at once; any other
+    failure stops it gracefully, and is the crawl's ending)."""
+
+    def __init__(self, outputs: Outputs) -> None:
+        self.outputs = outputs
+        self.records = JsonLinesWriter(outputs.records)
+        self.items: ItemJsonLinesWriter | ItemCsvWriter | None = None
+        if outputs.items is not None:
+            writer = ItemCsvWriter if outputs.items_csv else ItemJsonLinesWriter
+            self.items = writer(outputs.items)
+        self.starts = StartWatch()
+        self.built: BuiltCrawl | None = None
+
+    def plan(
+        self, config: CrawlConfig, frontier: FrontierBackend | None, warc: str | None
+    ) -> CrawlPlan:
+        return CrawlPlan(
+            config=config,
+            frontier=frontier,
+            warc=warc,
+            append=self.outputs.append,
+            hold_warc=self.outputs.hold,  # exit 4 leaves the WARC as it was
+            on_record=(self.records.write, self.on_record),
+            on_depth_update=(self.records.write,),
+            on_item=(self.on_item,) if self.items is not None else (),
+        )
+
+    def on_record(self, record: CrawlRecord) -> None:
+        if not self.starts(record) and self.outputs.holding:
+            self.outputs.commit()  # a start URL was reached: now the old file goes
+            if self.items is not None and self.items.output.failed:
+                self.check(self.items.output)
+        if self.records.output.failed:
+            self.check(self.records.output)
+
+    def on_item(self, item: object) -> None:
+        assert self.items is not None
+        self.items.write(item)
+        if self.items.output.failed:
+            self.check(self.items.output)
+
+    def check(self, output: OutputFile) -> None:
+        assert self.built is not None
+        if output.broken_pipe:
+            self.built.crawler.abort()  # `-o - | head`: the reader has what it wanted
+        elif output.error is not None:
+            self.built.output_failed(output.error)
+
+
+class SignalWatch:
+    """SIGINT/SIGTERM: the first stops the crawl gracefully (and sets the
+    exit code), the next cancels it."""
+
+    def __init__(self, console: Console | None, grace: float) -> None:
+        self.code = EXIT_OK
+        self._console = console
+        self._grace = grace
+
+    async def serve(self, signals: AsyncIterator[int], crawler: Crawler) -> None:
+        async for signum in signals:
+            if self.code == EXIT_OK:
+                self.code = SIGNAL_EXIT.get(signal.Signals(signum), 130)
+                if self._console is not None:
+                    self._console.print(
+                        "[yellow]stopping: finishing in-flight pages "
+                        f"(up to {self._grace:g}s); signal again to quit now[/]"
+                    )
+            crawler.stop()
+
+
 async def crawl_with_ui(
     config: CrawlConfig,
     outputs: Outputs,
@@ -187,99 +255,25 @@ async def crawl_with_ui(
     output: str | None = None,
     warc: str | None = None,
 ) -> Ending:
-    """Run one crawl with signal handling and (optionally) the live display."""
-    signalled = EXIT_OK
-    failed: OutputError | None = None
+    """Run one crawl (built by ``engine.build``) with signal handling and
+    (optionally) the live display."""
     console = Console(file=sys.stderr)
-    writer = JsonLinesWriter(outputs.records)
-    item_writer: ItemJsonLinesWriter | ItemCsvWriter | None = None
-    if outputs.items is not None:
-        item_writer = (ItemCsvWriter if outputs.items_csv else ItemJsonLinesWriter)(outputs.items)
-    starts = StartWatch()
-    async with open_fetcher(config) as fetcher:
-
-        def check(output: OutputFile) -> None:
-            nonlocal failed
-            if output.broken_pipe:
-                crawler.abort()  # `-o - | head`: the reader has what it wanted
-            elif output.error is not None and failed is None:
-                failed = output.error
-                if not crawler.stopping:  # a second stop() would cancel at once
-                    crawler.stop()
-
-        def on_record(record: CrawlRecord) -> None:
-            if not starts(record) and outputs.holding:
-                outputs.commit()  # a start URL was reached: now the old file goes
-                if item_writer is not None and item_writer.output.failed:
-                    check(item_writer.output)
-            if writer.output.failed:
-                check(writer.output)
-
-        def on_item(item: object) -> None:
-            assert item_writer is not None
-            item_writer.write(item)
-            if item_writer.output.failed:
-                check(item_writer.output)
-
-        archive: ArchiveLink | None = None
-
-        def on_response(url: str, result: FetchResult) -> ArchiveTicket | None:
-            return None if archive is None else archive.submit(url, result)
-
-        def on_archive_failure(error: OSError) -> None:
-            # Cancel now: a page whose exchange is not in the WARC gets no
-            # record (with --state it stays unfinished, for the resume).
-            nonlocal failed
-            if failed is None:
-                failed = OutputError(str(warc), error)
-            crawler.abort()
-
-        crawler = Crawler(
-            config,
-            fetcher,
-            frontier=frontier,
-            on_record=[writer.write, on_record],
-            on_depth_update=[writer.write],
-            on_item=[on_item] if item_writer is not None else [],
-            on_response=[on_response] if warc is not None else [],
-        )
-
-        async def watch_signals(task_status: trio.TaskStatus[None]) -> None:
-            nonlocal signalled
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                task_status.started()
-                async for signum in signals:
-                    if signalled == EXIT_OK:
-                        signalled = SIGNAL_EXIT.get(signal.Signals(signum), 130)
-                        if not quiet:
-                            console.print(
-                                "[yellow]stopping: finishing in-flight pages "
-                                f"(up to {config.grace:g}s); signal again to quit now[/]"
-                            )
-                    crawler.stop()
-
-        async with trio.open_nursery() as nursery:
-            await nursery.start(watch_signals)
-            async with AsyncExitStack() as stack:
-                if warc is not None:  # first: it may find the file busy (a lock)
-                    archive = await stack.enter_async_context(
-                        open_crawl_archive(
-                            warc,
-                            config,
-                            append=outputs.append,
-                            on_failure=on_archive_failure,
-                            defer_start=outputs.hold,  # exit 4 leaves the WARC as it was
-                        )
-                    )
+    sinks = Sinks(outputs)
+    signals = SignalWatch(None if quiet else console, config.grace)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async with open_crawl(sinks.plan(config, frontier, warc)) as built:
+            sinks.built = built
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(signals.serve, received, built.crawler)
                 outputs.begin()  # the crawl starts: only now are outputs emptied
                 if show:
-                    nursery.start_soon(show_progress, crawler, console)
+                    nursery.start_soon(show_progress, built.crawler, console)
                 cpu_at_start = time.process_time()
-                summary = await crawler.run()
-            if archive is not None and archive.error is not None and failed is None:
-                failed = OutputError(str(warc), archive.error)
-            nursery.cancel_scope.cancel()
-    unreachable = failed is None and signalled == EXIT_OK
+                summary = await built.crawler.run()
+                nursery.cancel_scope.cancel()
+    failed = built.failure  # the archive's is final now: its writer has ended
+    starts = sinks.starts
+    unreachable = failed is None and signals.code == EXIT_OK
     unreachable = unreachable and starts.none_reachable and not summary.stopped
     if unreachable:
         outputs.drop_held()  # the earlier crawl's output stays as it was
@@ -298,8 +292,12 @@ async def crawl_with_ui(
             print(latency_hint, file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
-    if signalled != EXIT_OK:
-        return Ending(signalled)
+    if signals.code != EXIT_OK:
+        return Ending(signals.code)
+    durable = isinstance(frontier, SqliteFrontier) and frontier.durable
+    timed_out = time_limit_note(summary, config.max_time, state=durable)
+    if timed_out is not None and not quiet:
+        say(timed_out)
     if unreachable:
         return Ending(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
@@ -316,8 +314,11 @@ def prepare_disk_frontier(
     max_queue = getattr(args, "max_queue", None)
     if not (state or seeds or max_queue is not None):
         return None
-    if config.handler is not None:
-        raise UsageError("--handler cannot be combined with --state, --seeds or --max-queue")
+    given = "--state" if state else "--seeds" if seeds else "--max-queue"
+    try:  # before the file is opened: refused, it is not created
+        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
+    except ConfigError as exc:
+        raise UsageError(in_flags(exc, {SqliteFrontier.chosen_by: given})) from None
     return SqliteFrontier.open(
         config,
         state,
@@ -350,7 +351,9 @@ def classify(exc: BaseException, watch: HandlerWatch, state: str | None) -> Endi
     for leaf in leaves:
         if isinstance(leaf, StateLockedError):
             return Ending(EXIT_STATE_BUSY, str(leaf))
-        if isinstance(leaf, (UsageError, StateUsageError, ConfigError)):
+        if isinstance(leaf, ConfigError):
+            return Ending(EXIT_USAGE, in_flags(leaf))
+        if isinstance(leaf, (UsageError, StateUsageError)):
             return Ending(EXIT_USAGE, str(leaf))
         if isinstance(leaf, StateWriteError) and state is None:  # --max-queue's own file
             return Ending(EXIT_OUTPUT, f"cannot write to the temporary state file: {leaf.reason}")
@@ -391,6 +394,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             outputs.items = open_output(items_path)
             outputs.items_csv = items_path.lower().endswith(".csv")
         frontier = prepare_disk_frontier(args, config, args.output or "-")
+        if frontier is not None and frontier.durable and frontier.complete:
+            if not args.quiet:  # nothing is opened for writing: the output stays as it is
+                say(complete_note(args.state, frontier.done, args.output))
+            return EXIT_OK
         outputs.append = args.append or (frontier is not None and frontier.resumed)
         # With --state the output is the resume's list of what is done: never held.
         outputs.hold = not outputs.append and not getattr(args, "state", None)

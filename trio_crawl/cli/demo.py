@@ -21,8 +21,12 @@ DEFAULT_OUTPUT = "demo-crawl.jsonl"
 def run_demo(argv: Sequence[str]) -> int:
     parser = build_parser("trio-crawl demo", with_urls=False, default_output=DEFAULT_OUTPUT)
     parser.description = "Serve a built-in site on 127.0.0.1 and crawl it."
-    parser.add_argument("--pages", type=int, default=300, help="size of the demo site")
-    parser.add_argument("--seed", type=int, default=0, help="the demo site's random seed")
+    parser.add_argument(
+        "--pages", type=int, default=300, help="size of the demo site (default 300)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the demo site's random seed (default 0)"
+    )
     try:
         args = parser.parse_args(list(argv))
         if args.pages < 1:

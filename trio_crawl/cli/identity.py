@@ -21,7 +21,7 @@ from ..fetch.cookies import CrawlCookieJar
 __all__ = ["add_identity_options", "identity_options", "load_cookies", "save_cookies"]
 
 
-def add_identity_options(p: argparse.ArgumentParser) -> None:
+def add_identity_options(p: argparse._ActionsContainer) -> None:
     """Headers, cookies, basic auth and proxy (README, Identity)."""
     p.add_argument(
         "-H",
@@ -70,6 +70,14 @@ def identity_options(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError("--user and --password go together (or use --netrc)")
     if args.user is not None:
         options["auth"] = (args.user, args.password)
+    basic_auth = "--user" if args.user is not None else "--netrc" if args.netrc else None
+    if args.netrc_file:
+        basic_auth = basic_auth or "--netrc-file"
+    if basic_auth and any(name.lower() == "authorization" for name, _ in options["headers"]):
+        # One would silently replace the other (curl sends the header, httpx the auth).
+        raise ConfigError(
+            f"-H 'Authorization: ...' and {basic_auth} both give the credentials: keep one of them"
+        )
     if args.netrc_file or args.netrc:
         options["netrc_file"] = args.netrc_file or os.path.expanduser("~/.netrc")
     if args.cookies or args.save_cookies:

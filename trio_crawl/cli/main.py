@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..core.url import parse_start_url
-from ..errors import StateUsageError
+from ..errors import ConfigError, StateUsageError
 from ..frontiers.resume import status_text, stored_start_urls
 from .common import EXIT_OK, EXIT_USAGE, UsageError, fail
 from .crawl import run_crawl_command
+from .flags import in_flags
 from .options import build_parser
 from .redis_cli import run_redis_cli
 
@@ -46,6 +47,8 @@ def run_cli(argv: Sequence[str]) -> int:
             start_urls = stored_start_urls(args.state) or []
         if not start_urls and not args.seeds:
             raise UsageError("the following arguments are required: URL (or --seeds FILE)")
+    except ConfigError as exc:
+        return fail(in_flags(exc), EXIT_USAGE)
     except (UsageError, ValueError, StateUsageError) as exc:
         return fail(str(exc), EXIT_USAGE)
     return run_crawl_command(args, start_urls)

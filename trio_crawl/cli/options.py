@@ -16,37 +16,69 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Awaitable,
+    Callable,
     Iterable,
     Sequence,
 )
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
+from ..core.http import DEFAULT_USER_AGENT
 from ..core.scrape import Handler, Page, Request
+from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
 from .common import UsageError, UsageParser
+from .flags import in_flags
 from .identity import add_identity_options, identity_options
+from .output_paths import output_clash, outputs_of
+
+T = TypeVar("T")
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value
+def _unit_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
+    """An argparse type from a ``core.units`` parser: its one-line
+    ``ValueError`` message becomes argparse's (``argument --timeout: ...``)."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = name
+    return convert
+
+
+#: Option types: counts (``16``, ``1e3``), plain numbers, sizes (``10M``,
+#: ``1.5G``) and durations (``90s``, ``2m``); see ``core/units.py``.
+COUNT = _unit_type(parse_count, "count")
+NUMBER = _unit_type(parse_number, "number")
+SIZE = _unit_type(parse_size, "size")
+DURATION = _unit_type(parse_duration, "duration")
+
+#: The usage line: the crawl, and the two other commands.
+USAGE = """%(prog)s [options] URL [URL ...]
+       %(prog)s [options] --seeds FILE | --state FILE
+       %(prog)s demo [options]
+       %(prog)s report FILE [-o report.html]"""
 
 
 def build_parser(
     prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str | None = None
 ) -> argparse.ArgumentParser:
+    """The crawl's options, in the groups ``--help`` shows (README, The
+    command line). Every default is said in its help; sizes and durations
+    take units."""
     p = UsageParser(
         prog=prog,
-        description="Crawl web sites and write one JSON line per URL tried.",
+        usage=USAGE if with_urls else "%(prog)s [options]",
+        description="Crawl web sites and write one JSON line per URL tried. "
+        "Sizes take K, M, G (10M, 1.5G); durations s, m, h (90s, 2m); counts 1e3.",
         epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
         "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
     )
@@ -54,10 +86,135 @@ def build_parser(
         p.add_argument(
             "urls", nargs="*", metavar="URL", help="start URL(s); scope is their host:port"
         )
-    p.add_argument("-w", "--workers", type=int, default=16, help="crawler tasks (default 16)")
-    p.add_argument("--max-depth", type=int, help="follow links at most D hops from a start URL")
-    p.add_argument("--max-pages", type=int, help="fetch at most P pages")
-    p.add_argument(
+    add_scope_options(p.add_argument_group("scope and filters"))
+    add_politeness_options(p.add_argument_group("politeness"))
+    identity = p.add_argument_group("identity")
+    identity.add_argument(
+        "--user-agent",
+        metavar="UA",
+        help="User-Agent header, also the robots.txt token (default: "
+        f"{DEFAULT_USER_AGENT.split(' ')[0]} ...)",
+    )
+    add_identity_options(identity)
+    add_output_options(p.add_argument_group("output"), default_output)
+    add_state_options(p.add_argument_group("state and scale-out"), with_urls=with_urls)
+    add_fetcher_options(p.add_argument_group("fetcher"))
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
+    p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
+    return p
+
+
+def add_scope_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--max-depth",
+        type=COUNT,
+        metavar="D",
+        help="follow links at most D hops from a start URL (default: no limit)",
+    )
+    g.add_argument(
+        "--max-pages",
+        type=COUNT,
+        metavar="P",
+        help="fetch at most P pages, P >= 1 (default: no limit)",
+    )
+    g.add_argument(
+        "--max-time",
+        type=DURATION,
+        metavar="DURATION",
+        help="stop gracefully after this long (90s, 2m, 1h), as on Ctrl+C; "
+        "resumable with --state (default: no limit)",
+    )
+    g.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="also crawl HOST and its subdomains (repeatable)",
+    )
+    for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
+        g.add_argument(
+            f"--{flag}",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help=f"follow {what} REGEX (searched in the canonical URL; repeatable; "
+            "--exclude wins; start URLs are always fetched)",
+        )
+    g.add_argument(
+        "--no-parent",
+        action="store_true",
+        help="follow no link above a start URL's directory on its host (like wget -np)",
+    )
+    g.add_argument(
+        "-A",
+        "--accept",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="follow only files whose name ends with one of these comma-separated suffixes "
+        "or matches one of these shell patterns (pdf,jpg; like wget -A); .html pages and "
+        "directories are still read for links",
+    )
+    g.add_argument(
+        "-R",
+        "--reject",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="follow no file whose name ends with one of these suffixes or matches one of "
+        "these patterns (like wget -R); .html pages and directories are still read for links",
+    )
+    g.add_argument(
+        "--sitemaps", action="store_true", help="also seed from the sitemaps robots.txt lists"
+    )
+    g.add_argument(
+        "--page-requisites",
+        action="store_true",
+        help="also fetch the images, scripts, stylesheets (and their url()s), frames and media "
+        "each HTML page needs, within scope (like wget -p); they are recorded, not followed",
+    )
+
+
+def add_politeness_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--rate",
+        type=NUMBER,
+        metavar="R",
+        help="at most R requests per second to each host (default: no limit beyond "
+        "robots.txt Crawl-delay)",
+    )
+    g.add_argument(
+        "--random-wait",
+        action="store_true",
+        help="with --rate: space a host's requests 0.5 to 1.5 times 1/R at random "
+        "(like wget --random-wait)",
+    )
+    g.add_argument(
+        "--per-host-concurrency",
+        type=COUNT,
+        metavar="C",
+        help="at most C requests in flight to each host (default: no limit but -w)",
+    )
+    g.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
+    g.add_argument(
+        "--max-crawl-delay",
+        type=DURATION,
+        default=60.0,
+        metavar="DURATION",
+        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60s)",
+    )
+    g.add_argument(
+        "--max-retry-after",
+        type=DURATION,
+        default=60.0,
+        metavar="DURATION",
+        help="longest wait a Retry-After header can ask for before a retry (default 60s)",
+    )
+
+
+def add_output_options(g: argparse._ArgumentGroup, default_output: str | None) -> None:
+    g.add_argument(
         "-o",
         "--output",
         default=default_output,
@@ -69,116 +226,104 @@ def build_parser(
             else f"{default_output})"
         ),
     )
-    p.add_argument("--append", action="store_true", help="append to the output file")
-    p.add_argument("--timeout", type=_positive_float, default=30.0, help="seconds per request")
-    p.add_argument("--retries", type=int, default=2, help="retries of transient failures")
-    p.add_argument("--rate", type=_positive_float, help="max requests per second per host")
-    p.add_argument("--per-host-concurrency", type=int, help="max requests in flight per host")
-    p.add_argument("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt")
-    p.add_argument("--sitemaps", action="store_true", help="seed from robots.txt Sitemap: lines")
-    p.add_argument(
+    g.add_argument("--append", action="store_true", help="append to the output file")
+    g.add_argument(
         "--warc",
         metavar="FILE",
-        help="also archive every request and response as WARC 1.1 (gzip per record); "
-        "appended to when a --state crawl resumes",
+        help="also archive every request and response as WARC 1.1 (gzip per record; no "
+        "extra needed); appended to when a --state crawl resumes",
     )
-    p.add_argument(
-        "--page-requisites",
-        action="store_true",
-        help="also fetch the images, scripts, stylesheets (and their url()s), frames and media "
-        "each HTML page needs, within scope (like wget -p); they are recorded, not followed",
+    g.add_argument(
+        "--handler",
+        metavar="MODULE:FUNCTION",
+        help="async handler for every page (yields items and Requests) instead of link-following",
     )
-    p.add_argument(
-        "--allow-domain",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="also crawl HOST and its subdomains (repeatable)",
+    g.add_argument(
+        "--items",
+        metavar="FILE",
+        help="write handlers' items here ('-' = stdout; .csv for CSV, else JSON Lines); "
+        "required with --handler",
     )
-    for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
-        p.add_argument(
-            f"--{flag}",
-            action="append",
-            default=[],
-            metavar="REGEX",
-            help=f"follow {what} REGEX (searched in the canonical URL; repeatable; "
-            "--exclude wins; start URLs are always fetched)",
-        )
-    p.add_argument(
-        "--no-parent",
-        action="store_true",
-        help="follow no link above a start URL's directory on its host (like wget -np)",
+    g.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first handler error (exit 1)"
     )
-    p.add_argument("--user-agent", help="User-Agent header (also the robots.txt token)")
-    p.add_argument("--max-bytes", type=int, default=10 * 1024 * 1024, help="max body size")
-    p.add_argument(
-        "--max-retry-after",
-        type=_positive_float,
-        default=60.0,
-        metavar="SECONDS",
-        help="longest wait a Retry-After header can ask for before a retry (default 60)",
+
+
+def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
+    g.add_argument(
+        "-w", "--workers", type=COUNT, default=16, metavar="N", help="crawler tasks (default 16)"
     )
-    p.add_argument(
-        "--max-crawl-delay",
-        type=_positive_float,
-        default=60.0,
-        metavar="SECONDS",
-        help="longest robots.txt Crawl-delay obeyed; larger ones are cut to it (default 60)",
+    g.add_argument(
+        "--grace",
+        type=DURATION,
+        default=10.0,
+        metavar="DURATION",
+        help="on a stop (Ctrl+C, --max-time), how long in-flight pages may take to finish "
+        "(default 10s)",
     )
-    p.add_argument("--grace", type=_positive_float, default=10.0, help="seconds to finish on stop")
-    p.add_argument(
+    g.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep the frontier in this SQLite file; run the same command again to resume",
+    )
+    g.add_argument("--status", action="store_true", help="with --state: print progress, exit")
+    g.add_argument("--force", action="store_true", help="resume a --state file with new args")
+    g.add_argument("--seeds", metavar="FILE", help="start URLs from a file, one per line")
+    g.add_argument(
+        "--max-queue",
+        type=COUNT,
+        metavar="N",
+        help="queued URLs kept in memory; the rest wait in SQLite (default with "
+        "--state/--seeds: 10000; else all in memory)",
+    )
+    if with_urls:
+        add_redis_options(g)
+
+
+def add_fetcher_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--fetcher",
         choices=FETCHERS,
         default="curl",
         help="HTTP backend (default curl). asks cannot be installed beside the current trio"
         " (it needs trio < 0.24 and anyio 3): see README, Fetchers, and `nox -s asks`",
     )
-    p.add_argument("--all-bodies", action="store_true", help="download non-HTML bodies too")
-    p.add_argument(
+    g.add_argument(
+        "--timeout",
+        type=DURATION,
+        default=30.0,
+        metavar="DURATION",
+        help="per request (default 30s)",
+    )
+    g.add_argument(
+        "--retries",
+        type=COUNT,
+        default=2,
+        metavar="K",
+        help="retries of transient failures: timeouts, refused connections, resets, 429, "
+        "502-504 (default 2)",
+    )
+    g.add_argument(
+        "--max-bytes",
+        type=SIZE,
+        default=10 * 1024 * 1024,
+        metavar="SIZE",
+        help="largest body read; a larger one is a too_large record (default 10M)",
+    )
+    g.add_argument(
+        "--all-bodies",
+        action="store_true",
+        help="download non-HTML bodies too (default: HTML only, others are recorded unread)",
+    )
+    g.add_argument(
         "--ca-bundle",
         metavar="FILE",
         help="verify https peers against the CAs in this PEM file (or hashed directory) "
         "instead of the system's (default: $SSL_CERT_FILE / $SSL_CERT_DIR if set)",
     )
-    p.add_argument(
+    g.add_argument(
         "--http2", action="store_true", help="offer HTTP/2 on https connections (default: 1.1)"
     )
-    add_identity_options(p)
-    p.add_argument(
-        "--handler",
-        metavar="MODULE:FUNCTION",
-        help="async handler for every page (yields items and Requests) instead of link-following",
-    )
-    p.add_argument(
-        "--items",
-        metavar="FILE",
-        help="write handlers' items here ('-' = stdout; .csv for CSV, else JSON Lines); "
-        "required with --handler",
-    )
-    p.add_argument(
-        "--fail-fast", action="store_true", help="stop at the first handler error (exit 1)"
-    )
-    p.add_argument(
-        "--state",
-        metavar="FILE",
-        help="keep the frontier in this SQLite file; run the same command again to resume",
-    )
-    p.add_argument("--status", action="store_true", help="with --state: print progress, exit")
-    p.add_argument("--force", action="store_true", help="resume a --state file with new args")
-    p.add_argument("--seeds", metavar="FILE", help="start URLs from a file, one per line")
-    p.add_argument(
-        "--max-queue",
-        type=int,
-        metavar="N",
-        help="queued URLs kept in memory; the rest wait in SQLite (default with "
-        "--state/--seeds: 10000)",
-    )
-    if with_urls:
-        add_redis_options(p)
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
-    p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
-    p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
-    return p
 
 
 def build_config(
@@ -186,6 +331,10 @@ def build_config(
     start_urls: Sequence[str],
     watch: HandlerWatch | None = None,
 ) -> CrawlConfig:
+    clash = output_clash(outputs_of(args))
+    if clash is not None:
+        raise UsageError(clash)
+    check_limits(args)
     options = {
         "start_urls": list(start_urls),
         "workers": args.workers,
@@ -204,6 +353,10 @@ def build_config(
         "no_parent": args.no_parent,
         "max_bytes": args.max_bytes,
         "max_retry_after": args.max_retry_after,
+        "max_time": args.max_time,
+        "random_wait": args.random_wait,
+        "accept": tuple(args.accept),
+        "reject": tuple(args.reject),
         "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
@@ -227,7 +380,19 @@ def build_config(
     try:
         return CrawlConfig(**options)
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(in_flags(exc)) from None
+
+
+def check_limits(args: argparse.Namespace) -> None:
+    """Values that parse but would do nothing useful (no silent no-ops)."""
+    if args.max_pages is not None and args.max_pages < 1:
+        raise UsageError(
+            f"--max-pages must be at least 1 (got {args.max_pages}); leave it out for no limit"
+        )
+    if args.random_wait and args.rate is None:
+        raise UsageError("--random-wait needs --rate R: it varies the interval --rate sets")
+    if args.random_wait and getattr(args, "redis", None):
+        raise UsageError("--random-wait does not work with --redis yet (Redis spaces requests)")
 
 
 def load_handler(spec: str) -> Handler:
@@ -325,8 +490,7 @@ def check_seeds(path: str, *, other_urls: bool) -> str | None:
     )
 
 
-def add_redis_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("shared crawls (Redis)")
+def add_redis_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--redis",
         metavar="URL",
@@ -340,17 +504,17 @@ def add_redis_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--processes",
-        type=int,
+        type=COUNT,
         metavar="N",
         help="with --redis: run N worker processes here (-o FILE becomes FILE.1 ... FILE.N)",
     )
     group.add_argument(
         "--lease",
-        type=float,
+        type=DURATION,
         default=DEFAULT_LEASE,
         metavar="SECONDS",
         help="with --redis: a worker silent this long is taken for dead and its "
-        f"pages are fetched again (default {DEFAULT_LEASE:g})",
+        f"pages are fetched again (default {DEFAULT_LEASE:g}s)",
     )
     group.add_argument(
         "--delete-crawl",

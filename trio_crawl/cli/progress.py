@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.stats import CrawlSummary
-from ..engine.crawler import Crawler, EngineStatistics
+from ..engine.crawler import Crawler
+from ..engine.statistics import EngineStatistics
 
 REFRESH_SECONDS = 0.25
 
@@ -118,3 +119,25 @@ def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = No
     if output is not None:
         hint = f"HTML report: trio-crawl report {shlex.quote(output)} -o report.html"
         console.print(hint, markup=False, soft_wrap=True)
+
+
+def time_limit_note(summary: CrawlSummary, max_time: float | None, *, state: bool) -> str | None:
+    """What to say when ``--max-time`` stopped the crawl (None if it did not)."""
+    if max_time is None or not summary.stopped or summary.elapsed < max_time:
+        return None
+    then = (
+        "run the same command again to resume"
+        if state
+        else "add --state FILE to make a stopped crawl resumable"
+    )
+    return f"stopped at --max-time {max_time:g}s: {summary.unfinished:,} URLs left; {then}"
+
+
+def complete_note(state: str, done: int, output: str) -> str:
+    """What a ``--state`` crawl that has nothing left to fetch says, instead
+    of crawling nothing and printing a summary of 0 pages."""
+    return (
+        f"the crawl in {state} is complete ({done:,} URLs done, their records in {output}): "
+        f"nothing left to fetch. Report on it: trio-crawl report {shlex.quote(output)} "
+        "-o report.html; to crawl again, remove or rename the state file"
+    )

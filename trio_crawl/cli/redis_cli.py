@@ -138,6 +138,8 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         args.include = filters.get("include", [])
         args.exclude = filters.get("exclude", [])
         args.no_parent = filters.get("no_parent", False)
+        args.accept = filters.get("accept", [])
+        args.reject = filters.get("reject", [])
     try:
         config = build_config(args, start_urls)
     except UsageError as exc:

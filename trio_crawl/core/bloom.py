@@ -205,3 +205,42 @@ class RecentSet:
             self._old = young
             self._young = young = set()
         young.add(key)
+
+
+class RecentDepths:
+    """An exact, bounded map from recently used URLs to their depth (two
+    generations of ``dict``, like ``RecentSet``): what the state file knows
+    of a URL's depth without asking the database. The caller keeps it exact
+    by writing every depth it stores or lowers; a URL it has forgotten is
+    simply looked up again. At most ``2 * size`` keys are held."""
+
+    __slots__ = ("_old", "_young", "size")
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError("size must be >= 0")
+        self.size = size
+        self._young: dict[str, int] = {}
+        self._old: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def get(self, key: str) -> int | None:
+        depth = self._young.get(key)
+        if depth is not None:
+            return depth
+        depth = self._old.pop(key, None)
+        if depth is not None:
+            self.set(key, depth)
+        return depth
+
+    def set(self, key: str, depth: int) -> None:
+        if self.size == 0:
+            return
+        young = self._young
+        if len(young) >= self.size and key not in young:
+            self._old = young
+            self._young = young = {}
+        young[key] = depth
+        self._old.pop(key, None)

@@ -1,4 +1,5 @@
-"""Which in-scope URLs a crawl follows: ``--include``, ``--exclude``, ``--no-parent``.
+"""Which in-scope URLs a crawl follows: ``--include``, ``--exclude``,
+``--no-parent``, ``--accept``, ``--reject``.
 
 Scope says which *hosts* a crawl may visit; these filters narrow it to the
 URLs the user wants there. They are judged on canonical URLs, once per link,
@@ -22,8 +23,22 @@ Rules (a URL is followed when all hold):
    ports counting as one site (the upgrade redirect stays inside); a site no
    start URL is on (an ``allow_domains`` subdomain) is not restricted.
 
+4. with ``accept`` (wget's ``-A``): its file name (below) ends with one of
+   the suffixes, or matches one of the shell patterns, of the list;
+5. with ``reject`` (wget's ``-R``): its file name ends with none of the
+   suffixes, and matches none of the patterns, of that list.
+
 Patterns are Python regular expressions, searched (``re.search``) anywhere in
 the canonical URL, case-sensitively (write ``(?i)`` to ignore case).
+
+Rules 4 and 5 are wget's: an entry with a shell wildcard (``*``, ``?``,
+``[``) is a pattern matched (``fnmatch``, case-sensitive) against the whole
+file name, any other entry a suffix (``pdf``, ``.tar.gz``). The file name
+is the URL path's last segment, percent-decoded, without the query string.
+As in wget, they do not apply where there is no file name (``/docs/``) nor
+to an ``.html`` or ``.htm`` file name: those pages are still fetched and
+read for links, so ``accept=["pdf"]`` walks the HTML pages to find the PDFs
+(wget then deletes them; here they are recorded, as every URL tried is).
 
 >>> f = UrlFilter(exclude=[r"\\?"], no_parent=True, start_urls=["http://h/a/b/"])
 >>> f.allows("http://h/a/b/c/d.html"), f.allows("http://h/a/"), f.allows("http://h/a/b/?x")
@@ -32,9 +47,11 @@ the canonical URL, case-sensitively (write ``(?i)`` to ignore case).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from ..errors import ConfigError
 from .url import Scope
@@ -46,8 +63,44 @@ def _compile(option: str, patterns: Iterable[str]) -> tuple[re.Pattern[str], ...
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
-            raise ConfigError(f"{option}: bad regular expression {pattern!r}: {exc}") from None
+            raise ConfigError(
+                f"{option}: bad regular expression {pattern!r}: {exc}", option
+            ) from None
     return tuple(compiled)
+
+
+#: File names that accept/reject never judge (wget's ``has_html_suffix_p``).
+HTML_SUFFIXES = (".html", ".htm")
+_WILDCARDS = frozenset("*?[")
+
+
+def suffix_list(entries: Iterable[str]) -> tuple[str, ...]:
+    """Entries of ``--accept``/``--reject``: each value split at commas (as
+    wget takes ``-A pdf,jpg``), blanks dropped, order kept, repeats once."""
+    split = (part.strip() for entry in entries for part in entry.split(","))
+    return tuple(dict.fromkeys(part for part in split if part))
+
+
+def file_name(url: str) -> str:
+    """The last segment of a canonical URL's path, percent-decoded, without
+    the query string: what wget's ``-A``/``-R`` judge.
+
+    >>> file_name("http://h/a/report%20v2.pdf?x=1"), file_name("http://h/a/")
+    ('report v2.pdf', '')
+    """
+    path = _site_and_path(url)[1]
+    return unquote(path[path.rfind("/") + 1 :])
+
+
+def matches_file_list(name: str, entries: Sequence[str]) -> bool:
+    """Whether ``name`` ends with a suffix, or matches a pattern, of ``entries``."""
+    for entry in entries:
+        if _WILDCARDS.isdisjoint(entry):
+            if name.endswith(entry):
+                return True
+        elif fnmatch.fnmatchcase(name, entry):
+            return True
+    return False
 
 
 def _site_and_path(url: str) -> tuple[str, str]:
@@ -86,9 +139,11 @@ class UrlFilter:
         "_exclude",
         "_include",
         "_roots",
+        "accept",
         "exclude",
         "include",
         "no_parent",
+        "reject",
         "start_urls",
     )
 
@@ -99,17 +154,21 @@ class UrlFilter:
         exclude: Sequence[str] = (),
         no_parent: bool = False,
         start_urls: Iterable[str] = (),
+        accept: Iterable[str] = (),
+        reject: Iterable[str] = (),
         cache_size: int = 65536,
     ) -> None:
         """Raises ``ConfigError`` (one line) for a pattern that does not compile."""
+        self.accept = suffix_list(accept)
+        self.reject = suffix_list(reject)
         start_urls = tuple(start_urls)
         #: Their redirects are spared the filters (``FilteredScope.judge_redirect``).
         self.start_urls = frozenset(start_urls)
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self.no_parent = no_parent
-        self._include = _compile("--include", self.include)
-        self._exclude = _compile("--exclude", self.exclude)
+        self._include = _compile("include=", self.include)
+        self._exclude = _compile("exclude=", self.exclude)
         self._roots: dict[str, set[str]] | None = None
         # --no-parent's answer per "scheme://site/directory/": a page's links
         # share a few directories (cleared when it grows past cache_size).
@@ -133,15 +192,26 @@ class UrlFilter:
     @property
     def active(self) -> bool:
         """Whether any URL can be refused."""
-        return bool(self._include or self._exclude or self._roots)
+        return bool(self._include or self._exclude or self._roots or self.accept or self.reject)
 
     def allows(self, url: str) -> bool:
-        """Whether the canonical ``url`` passes the filters (rules 1-3)."""
+        """Whether the canonical ``url`` passes the filters (rules 1-5)."""
         if self._exclude and any(p.search(url) for p in self._exclude):
             return False
         if self._include and not any(p.search(url) for p in self._include):
             return False
+        if (self.accept or self.reject) and not self._file_allowed(url):
+            return False
         return self._roots is None or self._below_a_root(url)
+
+    def _file_allowed(self, url: str) -> bool:
+        """Rules 4 and 5, which spare directories and HTML file names."""
+        name = file_name(url)
+        if not name or name.lower().endswith(HTML_SUFFIXES):
+            return True
+        if self.accept and not matches_file_list(name, self.accept):
+            return False
+        return not (self.reject and matches_file_list(name, self.reject))
 
     def _below_a_root(self, url: str) -> bool:
         query = url.find("?")
@@ -173,18 +243,25 @@ class UrlFilter:
         """The filters as crawl settings (``--state``/``--redis`` refuse to
         resume with others); None when there are none, as a crawl stored by a
         version without filters says."""
-        if not (self.include or self.exclude or self.no_parent):
+        if not (self.include or self.exclude or self.no_parent or self.accept or self.reject):
             return None
-        return {
+        identity: dict[str, Any] = {
             "include": sorted(set(self.include)),
             "exclude": sorted(set(self.exclude)),
             "no_parent": self.no_parent,
         }
+        # Only when given: a crawl stored before they existed still matches.
+        if self.accept:
+            identity["accept"] = sorted(self.accept)
+        if self.reject:
+            identity["reject"] = sorted(self.reject)
+        return identity
 
     def __repr__(self) -> str:
         return (
             f"UrlFilter(include={list(self.include)!r}, exclude={list(self.exclude)!r}, "
-            f"no_parent={self.no_parent!r})"
+            f"no_parent={self.no_parent!r}, accept={list(self.accept)!r}, "
+            f"reject={list(self.reject)!r})"
         )
 
 

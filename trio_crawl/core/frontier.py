@@ -62,8 +62,9 @@ Rules
    referrer is a page one link closer to a start URL (or, for a redirect
    target, the redirecting URL, at the same depth). Corrections are rare:
    they need a shallow page slower than a whole chain of deeper ones.
-   With ``remember_seen=False`` (the ``--state`` database dedups), depth is
-   the depth at first discovery and nothing is corrected.
+   With ``remember_seen=False`` the ``--state`` database dedups and lowers
+   depths itself (``frontiers/sqlite_state.py`` rule 7); ``lower`` applies
+   what it found to the entries in memory.
 """
 
 from __future__ import annotations
@@ -356,6 +357,15 @@ class Frontier:
         """Count in a URL that the caller has already deduplicated (the
         ``--state`` database did): a QUEUED entry, not put in ``seen``."""
         return self._admit(url, depth, referrer)
+
+    def lower(self, entry: Entry, depth: int, referrer: str | None) -> None:
+        """Give an adopted entry the shorter depth its store found (the
+        ``--state`` database decides depth with ``remember_seen=False``)."""
+        if entry.state in (EntryState.QUEUED, EntryState.FETCHING):
+            self._count_at(entry.depth, -1)
+            self._count_at(depth, +1)
+        entry.depth = depth
+        entry.referrer = referrer
 
     # -- life cycle --------------------------------------------------------
 

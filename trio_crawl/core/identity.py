@@ -18,7 +18,10 @@ Rules (``identity_headers``):
    carry credentials (``CREDENTIAL_HEADERS``: Authorization, Cookie,
    Proxy-Authorization), which obey rule 1 as curl treats them on redirects.
 3. A ``--header Authorization`` of the user wins over basic auth from
-   ``--user`` or netrc for the same origin (it was given explicitly).
+   ``--user`` or netrc for the same origin (it was given explicitly). A
+   crawl's configuration refuses the two together (``CrawlConfig``: one
+   would silently replace the other); the rule holds for a ``FetchConfig``
+   built by hand.
 4. Secrets are never shown: ``Credentials`` has a repr without them, and
    the messages of errors here name options and files, never values.
 

@@ -43,7 +43,7 @@ class FetchResult:
     ``body`` is the decoded (gunzipped, ...) body, or ``b""`` when the fetcher
     skipped it because the content type was not wanted (``body_skipped``).
     ``url`` is the URL that was requested: fetchers never follow redirects.
-    ``http_version`` is the protocol the answer came in (``"HTTP/1.1"``,
+    ``http_version`` is the protocol the answer came in (``"HTTP/1.0"``, ``"HTTP/1.1"``,
     ``"HTTP/2"``), ``None`` when the fetcher cannot tell.
     """
 

@@ -110,7 +110,10 @@ def make_record(
     """The record of ``entry``'s last attempt: its response (if any), the
     error ``(kind, message)`` (if any), what was followed from it, and ``t``,
     when it was written (seconds since the crawl started). A URL's userinfo
-    in the error message (a raw ``Location``, say) is masked."""
+    in the error message (a raw ``Location``, say) is masked. ``attempts``
+    is the entry's count of its requests, except for a ``connect`` record of
+    a URL that made none: its host refused the robots.txt request the URL
+    waited for, and that one connection attempt, made on its behalf, counts."""
     return CrawlRecord(
         url=entry.url,
         status=None if result is None else result.status,
@@ -121,7 +124,7 @@ def make_record(
         content_type=None if result is None else result.content_type,
         elapsed_ms=elapsed_ms,
         links=links,
-        attempts=entry.attempts,
+        attempts=entry.attempts or int(error is not None and error[0] == "connect"),
         t=t,
         protocol=None if result is None else result.http_version,
         size=None if result is None or result.body_skipped else len(result.body),

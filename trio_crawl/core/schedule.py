@@ -23,7 +23,14 @@ Rules
    *reserves* the host's slot for each; the engine puts them back in the
    crawlers' channel, and the crawler that takes one calls ``try_start``,
    which then succeeds for the reserved job even if others arrived since.
-6. ``next_deadline()`` is the earliest time ``pop_ready`` can return
+6. Random wait (``random_wait=True``, wget's ``--random-wait``, Scrapy's
+   ``RANDOMIZE_DOWNLOAD_DELAY``): each start spaces the host's next one by
+   the interval times a factor drawn uniformly from 0.5 to 1.5 (the
+   ``rng`` passed in), so the average rate is kept but the rhythm is not
+   machine-regular. A robots.txt Crawl-delay stays a floor: no gap is
+   drawn below it. Rule 1's "never more than R in a second" then holds
+   on average only.
+7. ``next_deadline()`` is the earliest time ``pop_ready`` can return
    something without any request finishing first; None if no such time
    (nothing parked, or everything waits for a request on its host to end,
    which the engine reports through ``release``).
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -48,9 +56,15 @@ J = TypeVar("J", bound=Hashable)
 RATE_SLACK = 0.05
 
 
+#: Rule 6: the range of the random factor on a host's interval.
+RANDOM_WAIT_RANGE = (0.5, 1.5)
+
+
 @dataclass(slots=True)
 class _Host(Generic[J]):
     interval: float
+    #: The shortest gap a random wait may draw (the Crawl-delay, with slack).
+    floor: float = 0.0
     in_flight: int = 0
     next_start: float = float("-inf")
     queue: deque[J] = field(default_factory=deque)
@@ -67,6 +81,8 @@ class PoliteSchedule(Generic[J]):
         *,
         rate: float | None = None,
         max_per_host: int | None = None,
+        random_wait: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         if rate is not None and rate <= 0:
             raise ValueError("rate must be > 0")
@@ -74,6 +90,7 @@ class PoliteSchedule(Generic[J]):
             raise ValueError("max_per_host must be >= 1")
         self._base_interval = 0.0 if rate is None else (1.0 / rate) * (1 + RATE_SLACK)
         self._max_per_host = max_per_host
+        self._rng = (rng or random.Random()) if random_wait else None
         self._hosts: dict[str, _Host[J]] = {}
         self._deferred: list[tuple[float, int, J, str]] = []
         self._seq = itertools.count()
@@ -87,8 +104,10 @@ class PoliteSchedule(Generic[J]):
         """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
         state = self._host(host)
         wanted = self._base_interval
+        state.floor = 0.0
         if delay is not None and delay > 0:
-            wanted = max(wanted, delay * (1 + RATE_SLACK))
+            state.floor = delay * (1 + RATE_SLACK)
+            wanted = max(wanted, state.floor)
         state.interval = wanted
 
     def interval(self, host: str) -> float:
@@ -243,7 +262,10 @@ class PoliteSchedule(Generic[J]):
 
     def _record_start(self, state: _Host[J], now: float) -> None:
         state.in_flight += 1
-        state.next_start = now + state.interval
+        gap = state.interval
+        if self._rng is not None and gap > 0:  # rule 6
+            gap = max(state.floor, gap * self._rng.uniform(*RANDOM_WAIT_RANGE))
+        state.next_start = now + gap
 
     def _eligible(self, state: _Host[J]) -> bool:
         """Has queued jobs that only time (not a finishing request) can free."""

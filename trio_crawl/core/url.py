@@ -73,6 +73,8 @@ from typing import Any, Final
 from ada_url import idna_to_ascii
 from ada_url._ada_wrapper import ffi, lib
 
+from ..errors import ConfigError
+
 __all__ = [
     "Scope",
     "canonicalize",
@@ -570,9 +572,10 @@ def parse_start_url(text: str) -> str:
     if url is None:
         raise ValueError(f"invalid start URL {mask_credentials(text)!r}")
     if _userinfo_end(href) >= 0:
-        raise ValueError(
+        raise ConfigError(
             f"start URL {mask_credentials(text)!r} holds a user name or password: "
-            "credentials in URLs are never sent; give them with --user and --password"
+            "credentials in URLs are never sent; give them with auth=",
+            "auth=",
         )
     return url
 

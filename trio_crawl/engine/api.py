@@ -9,7 +9,6 @@ A single error is raised bare, never wrapped in an ExceptionGroup.
 from __future__ import annotations
 
 import contextlib
-import functools
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
 from http.cookiejar import CookieJar
@@ -17,19 +16,19 @@ from typing import TypedDict, TypeVar, Unpack
 
 import trio
 
-from ..core.config import FETCHERS, CrawlConfig
-from ..core.http import FetchConfig
+from ..core.config import CrawlConfig
 from ..core.models import CrawlRecord
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
-from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
-from ..frontiers.sqlite import SqliteFrontier
-from ..outputs.archive import ArchiveLink, open_crawl_archive
-from .crawler import Crawler, EngineStatistics
-from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
+from .build import CrawlPlan, open_crawl
+from .crawler import Crawler
+from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
+from .fetchers import open_fetcher as open_fetcher  # re-exported: the library's face
+from .statistics import EngineStatistics
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 #: Seconds a crawl waits for an items() reader before it warns that nobody reads.
 UNREAD_ITEMS_WARNING = 10.0
@@ -58,10 +57,14 @@ class CrawlOptions(TypedDict, total=False):
     include: Sequence[str]
     exclude: Sequence[str]
     no_parent: bool
+    accept: Sequence[str]
+    reject: Sequence[str]
     user_agent: str
     max_bytes: int
     html_only: bool
     grace: float
+    max_time: float | None
+    random_wait: bool
     max_retry_after: float
     max_crawl_delay: float
     backend: str
@@ -85,44 +88,6 @@ def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
     return CrawlConfig(start_urls=list(start_urls), **options)
 
 
-@contextlib.asynccontextmanager
-async def open_fetcher(
-    config: CrawlConfig | FetchConfig, backend: str | None = None
-) -> AsyncIterator[Fetcher]:
-    """A fetcher owned by the block: ``backend`` ("curl", "httpx" or "asks";
-    default: ``config.backend`` for a CrawlConfig, else "curl"), configured by
-    ``config``. asks runs only on trio < 0.24 (README: ``nox -s asks``).
-
-    Example (no crawl, just fetching)::
-
-        async with trio_crawl.open_fetcher(trio_crawl.FetchConfig(max_connections=64)) as f:
-            result = await f.fetch("http://127.0.0.1:8000/")
-    """
-    if isinstance(config, CrawlConfig):
-        fetch_config = config.fetch_config()
-        backend = backend or config.backend
-    else:
-        fetch_config = config
-        backend = backend or "curl"
-    if backend not in FETCHERS:
-        raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
-    if backend == "curl":
-        from ..fetch.curl import open_curl_fetcher
-
-        async with open_curl_fetcher(fetch_config) as curl:
-            yield curl
-    elif backend == "asks":
-        from ..fetch.asks import open_asks_fetcher
-
-        async with open_asks_fetcher(fetch_config) as asks:
-            yield asks
-    else:
-        from ..fetch.httpx import open_httpx_fetcher
-
-        async with open_httpx_fetcher(fetch_config) as httpx_fetcher:
-            yield httpx_fetcher
-
-
 def _single(exc: BaseException) -> BaseException:
     """Unwrap ExceptionGroups that hold exactly one exception."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -141,68 +106,8 @@ async def _unwrapped() -> AsyncIterator[None]:
         raise single from None
 
 
-class _Archive:
-    """The ``warc=`` archive of one library crawl: a page's record waits for
-    its exchange to be on disk (``ArchiveTicket``), as with ``--warc``. If the
-    writer fails, the crawl is cancelled at once, so no record lists a page
-    the archive lacks, and ``raise_if_failed`` raises ``OutputError``."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.link: ArchiveLink | None = None
-        self.crawler: Crawler | None = None
-
-    def on_failure(self, error: OSError) -> None:
-        if self.crawler is not None:
-            self.crawler.abort()
-
-    def raise_if_failed(self) -> None:
-        if self.link is not None and self.link.error is not None:
-            raise OutputError(self.path, self.link.error)
-
-
-async def _crawler(
-    config: CrawlConfig,
-    stack: contextlib.AsyncExitStack,
-    fetcher: Fetcher | None,
-    on_record: RecordCallback | None,
-    on_item: ItemCallback | None,
-    state: str | None = None,
-    archive: _Archive | None = None,
-    on_depth_update: DepthUpdateCallback | None = None,
-) -> Crawler:
-    """A Crawler with the caller's fetcher, or one the ``stack`` owns; with
-    ``state``, on a ``SqliteFrontier`` in that file (created, or resumed);
-    with ``archive``, writing every exchange to its WARC file (appended to
-    when the state file resumes a crawl)."""
-    frontier: SqliteFrontier | None = None
-    if state is not None:
-        # Opening reads and may repair the file: blocking, so in a thread.
-        frontier = await trio.to_thread.run_sync(
-            functools.partial(SqliteFrontier.open, config, state)
-        )
-        stack.callback(frontier.close)
-    on_response: list[ResponseCallback] = []
-    if archive is not None:
-        resumed = frontier is not None and frontier.resumed
-        archive.link = await stack.enter_async_context(
-            open_crawl_archive(archive.path, config, append=resumed, on_failure=archive.on_failure)
-        )
-        on_response.append(archive.link.submit)
-    if fetcher is None:
-        fetcher = await stack.enter_async_context(open_fetcher(config))
-    crawler = Crawler(
-        config,
-        fetcher,
-        frontier=frontier,
-        on_record=[on_record] if on_record is not None else [],
-        on_item=[on_item] if on_item is not None else [],
-        on_response=on_response,
-        on_depth_update=[on_depth_update] if on_depth_update is not None else [],
-    )
-    if archive is not None:
-        archive.crawler = crawler
-    return crawler
+def _one(callback: C | None) -> tuple[C, ...]:
+    return () if callback is None else (callback,)
 
 
 async def run_crawl(
@@ -228,15 +133,18 @@ async def run_crawl(
     resumes it (see ``open_crawler``). ``warc`` names a WARC file that
     archives every exchange (see ``open_crawler``).
     """
-    config = crawl_config(start_urls, options)
-    archive = _Archive(warc) if warc is not None else None
-    async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(
-            config, stack, fetcher, on_record, on_item, state, archive, on_depth_update
-        )
-        summary = await crawler.run()
-    if archive is not None:  # after the writer has finished what it was sent
-        archive.raise_if_failed()
+    plan = CrawlPlan(
+        config=crawl_config(start_urls, options),
+        fetcher=fetcher,
+        state=state,
+        warc=warc,
+        on_record=_one(on_record),
+        on_item=_one(on_item),
+        on_depth_update=_one(on_depth_update),
+    )
+    async with _unwrapped(), open_crawl(plan) as built:
+        summary = await built.crawler.run()
+    built.raise_if_failed()  # after the writer has finished what it was sent
     return summary
 
 
@@ -431,12 +339,13 @@ async def open_crawler(
     ``on_depth_update`` is called for each later correction (``DepthUpdate``).
 
     ``state="crawl.db"`` keeps the frontier in that SQLite file (bounded
-    memory; depth is the depth at first discovery), and the same call again
+    memory; depths are corrected as in memory), and the same call again
     resumes it: what was done is not fetched again, what was queued or in
     flight is (records of in-flight URLs say ``"refetched": true``). A
     different crawl in the file raises ``StateUsageError``; a file another
-    crawl is using, ``StateLockedError``. Handlers cannot be combined with a
-    state file.
+    crawl is using, ``StateLockedError``. A handler or ``page_requisites=True``
+    cannot be combined with a state file: ``ConfigError``, before the file
+    is opened.
 
     ``warc="crawl.warc.gz"`` archives every request and response (WARC 1.1,
     written by a child process, as ``--warc`` does): a page's record is
@@ -446,12 +355,18 @@ async def open_crawler(
     fails mid-crawl (disk full, killed) cancels the crawl, and
     ``OutputError`` is raised when the block ends.
     """
-    config = crawl_config(start_urls, options)
-    archive = _Archive(warc) if warc is not None else None
-    async with _unwrapped(), contextlib.AsyncExitStack() as stack:
-        crawler = await _crawler(
-            config, stack, fetcher, on_record, on_item, state, archive, on_depth_update
-        )
+    plan = CrawlPlan(
+        config=crawl_config(start_urls, options),
+        fetcher=fetcher,
+        state=state,
+        warc=warc,
+        on_record=_one(on_record),
+        on_item=_one(on_item),
+        on_depth_update=_one(on_depth_update),
+    )
+    config = plan.config
+    async with _unwrapped(), open_crawl(plan) as built:
+        crawler = built.crawler
         keep_items = on_item is None and _may_yield_items(config)
         # With a state file, a record counts as delivered when the reader has
         # taken it (no buffer), so a reader that stops early loses nothing on
@@ -469,5 +384,4 @@ async def open_crawler(
                 # Readers that left must not block the crawl's last sends.
                 running._record_receive.close()
                 running._item_receive.close()
-    if archive is not None:  # after the writer has finished what it was sent
-        archive.raise_if_failed()
+    built.raise_if_failed()  # after the writer has finished what it was sent

@@ -30,73 +30,49 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
-from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.frontier import DepthCorrection, Entry, RedirectOutcome
-from ..core.models import CrawlRecord, DepthUpdate, FetchResult
+from ..core.frontier import DepthCorrection, Entry
+from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import Step, decide, make_record
-from ..core.requisites import REQUISITE
 from ..core.retry import RetryPolicy
-from ..core.schedule import PoliteSchedule
-from ..core.scrape import Handler, Request
 from ..core.stats import CrawlStats, CrawlSummary
-from ..core.url import host_port, resolve
+from ..core.url import host_port
 from ..errors import FetchError
 from ..fetch.base import Fetcher
-from ..frontiers.base import FrontierBackend, SharedPoliteness
-from ..frontiers.memory import MemoryFrontier
-from ..workpool import WorkPool
+from ..frontiers.base import FrontierBackend
+from .assembly import assemble, pool_helpers
 from .delivery import (
     Delivery,
     DepthUpdateCallback,
     ItemCallback,
     RecordCallback,
     ResponseCallback,
+    Responses,
 )
-from .host_gate import ROBOTS_RETRY_PERIOD, HostGate, Verdict
+from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
-from .politeness import ScheduleRoom
-from .robots_gate import RobotsCache
-from .shared_politeness import SharedScheduleRoom, robots_fetcher
-from .sitemaps import sitemap_page_urls
-
-_FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)
-
-
-@dataclass(frozen=True, slots=True)
-class EngineStatistics:
-    """A snapshot for progress displays (all counts are exact at the instant).
-
-    ``queued``: URLs ready for a crawler, in memory or waiting in the
-    frontier backend (its disk queue); ``active``: URLs a
-    crawler holds; ``waiting``: URLs parked in the politeness schedule.
-    """
-
-    records: int
-    failures: int
-    queued: int
-    active: int
-    waiting: int
-    seen: int
-    elapsed: float
+from .recording import Recorder
+from .requests import fetch_entry, handler_for
+from .statistics import EngineStatistics as EngineStatistics  # re-exported
+from .statistics import RunClock
 
 
 class Crawler:
-    """One crawl. Run it with ``await crawler.run()`` (or via ``open_crawler``).
+    """One crawl. Run it with ``await crawler.run()`` (or via ``open_crawler``;
+    ``engine.build.open_crawl`` wires the hooks, state and archive).
 
     ``frontier`` is where URLs live (in memory by default; a
     ``SqliteFrontier`` for a resumable crawl). ``on_record`` callbacks are
     called synchronously, in the crawler task, as each record is final.
-    ``on_depth_update`` callbacks are called the same way when a shorter
-    path lowers the depth of a URL whose record is already out (the memory
-    frontier only; the record said the depth known when it was written).
+    ``on_depth_update`` callbacks are called the same way when the frontier
+    corrects the depth of a URL whose record is already out (its ``correct``
+    hook); the record said the depth known when it was written.
     """
 
     def __init__(
@@ -113,72 +89,32 @@ class Crawler:
     ) -> None:
         self.config = config
         self._fetcher = fetcher
-        self._on_response = list(on_response)
-        #: What ``on_response`` callbacks returned for a page, awaited just
-        #: before its record (or retry): the page's parse overlaps the wait.
-        self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
         self._rng = rng or random.Random()
-        scope = self._scope = config.scope()
-        self.frontier: FrontierBackend = frontier or MemoryFrontier(
-            config.start_urls,
-            scope=scope,
-            max_depth=config.max_depth,
-            max_pages=config.max_pages,
-            late_starts=config.sitemaps,
-        )
-        self._pool = WorkPool[Entry](
-            config.workers, grace=config.grace, on_take=self.frontier.want_more
-        )
-        if isinstance(self.frontier, SharedPoliteness):  # Redis: the server spaces requests
-            self.schedule: ScheduleRoom = SharedScheduleRoom(self.frontier, self._publish)
-        else:
-            self.schedule = ScheduleRoom(
-                PoliteSchedule(rate=config.rate, max_per_host=config.per_host_concurrency),
-                self._publish,
-            )
-        self._pool.add_room(self.schedule)
-        self._pool.add_room(self.frontier)
-        self.frontier.attach(
-            self._publish, self._pool.check_idle, lambda: self._pool.queued, self._correct
-        )
-        robots = None
-        if not config.ignore_robots:
-            robots = RobotsCache(
-                robots_fetcher(fetcher, self.frontier),  # once per crawl with --redis
-                config.user_agent,
-                retry_period=ROBOTS_RETRY_PERIOD,
-            )
-        seed = self._seed_from_sitemaps if config.sitemaps else None
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.stats = CrawlStats()
-        self._gate = HostGate(
-            robots,
-            self.schedule,
-            seed,
-            max_crawl_delay=config.max_crawl_delay,
-            capped_delays=self.stats.capped_crawl_delays,
-        )
         self._delivery = Delivery(
             self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update
         )
-        if isinstance(self.frontier, MemoryFrontier):
-            self.frontier.on_correction = self._correct
-        self._pages = PageReader(self.frontier, self._delivery, scope, config)
-        self._started_at: float | None = None
-        self._finished_at: float | None = None
+        self._responses = Responses(on_response)
+        parts = assemble(config, fetcher, frontier, stats=self.stats, correct=self._correct)
+        self.frontier: FrontierBackend = parts.frontier
+        self.schedule = parts.schedule
+        self._pool = parts.pool
+        self._gate = parts.gate
+        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
+        self._clock = RunClock()
+        self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
 
     # -- public ------------------------------------------------------------
 
     async def run(self) -> CrawlSummary:
         """Crawl until no work is left (or ``stop()``); return the summary."""
-        if self._started_at is not None:
-            raise RuntimeError("a Crawler runs once")
-        self._started_at = trio.current_time()
+        self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=[self.schedule.serve, self.frontier.serve])
+            await self._pool.run(self._handle, helpers=pool_helpers(self))
         finally:
-            self._finished_at = trio.current_time()
+            self._clock.finish()
             await self.frontier.aclose()
         if not self._pool.stopping and self.frontier.unfinished != 0:
             raise RuntimeError(
@@ -214,9 +150,6 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        now = trio.current_time()
-        start = self._started_at if self._started_at is not None else now
-        end = self._finished_at if self._finished_at is not None else now
         pool = self._pool.statistics()
         return EngineStatistics(
             records=self.stats.records,
@@ -225,7 +158,7 @@ class Crawler:
             active=pool.active,
             waiting=self.schedule.waiting,
             seen=self.frontier.statistics().seen,
-            elapsed=end - start,
+            elapsed=self._clock.elapsed,
         )
 
     def summary(self) -> CrawlSummary:
@@ -238,23 +171,8 @@ class Crawler:
 
     # -- one URL -----------------------------------------------------------
 
-    def _publish(self, entry: Entry) -> None:
-        request = entry.payload
-        self._pool.publish(entry, request.priority if isinstance(request, Request) else 0)
-
     def _correct(self, correction: DepthCorrection) -> None:
-        update = DepthUpdate(
-            correction.url,
-            correction.depth,
-            correction.referrer,
-            correction.previous_depth,
-            t=self._elapsed(),
-        )
-        self._delivery.write_depth_update(update)
-
-    def _elapsed(self) -> float:
-        """Seconds since this run of the crawl started (a record's ``t``)."""
-        return round(trio.current_time() - (self._started_at or 0.0), 3)
+        self._delivery.write_correction(correction, self._clock.t())
 
     def _drop(self, entry: Entry, host: str) -> None:
         self.schedule.unreserve(entry, host)
@@ -272,8 +190,8 @@ class Crawler:
                 return self.schedule.defer(entry, host, ROBOTS_RETRY_PERIOD)
             if verdict is not Verdict.ALLOW:
                 self.schedule.unreserve(entry, host)
-                record = make_record(entry, (verdict.value, reason), t=self._elapsed())
-                return await self._finish(entry, record)
+                record = make_record(entry, (verdict.value, reason), t=self._clock.t())
+                return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
         if not self.schedule.try_start(entry, host):
@@ -289,17 +207,14 @@ class Crawler:
         result: FetchResult | None = None
         failure: FetchError | None = None
         try:
-            result = await self._fetch(entry)
+            result = await fetch_entry(self._fetcher, entry, self.config)
         except FetchError as exc:
             failure = exc
         finally:
             self.schedule.release(host)
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
-            for callback in self._on_response:
-                pending = callback(entry.url, result)
-                if pending is not None:  # awaited before the record: _finish
-                    self._unsettled.setdefault(entry, []).append(pending)
+            self._responses.heard(entry, result)  # settled before the record
         outcome = decide(
             attempts=entry.attempts,
             result=result,
@@ -310,37 +225,18 @@ class Crawler:
             now_epoch=time.time(),
         )
         if outcome.step is Step.RETRY:
-            await self._settle(entry)
+            await self._responses.settle(entry)
             return self.schedule.defer(entry, host, outcome.delay)
         if outcome.step is Step.RECORD:
-            record = make_record(entry, outcome.error, result, elapsed_ms, t=self._elapsed())
-            return await self._finish(entry, record)
+            record = make_record(entry, outcome.error, result, elapsed_ms, t=self._clock.t())
+            return await self._recorder.finish(entry, record)
         assert result is not None
         if outcome.step is Step.REDIRECT:
-            return await self._redirect(entry, result, elapsed_ms)
+            return await self._recorder.redirect(entry, result, elapsed_ms)
         await self._read_page(entry, result, elapsed_ms)
 
-    async def _settle(self, entry: Entry) -> None:
-        """Await what the response callbacks returned for ``entry`` (e.g. the
-        archive's "on disk"), so no record goes out before it."""
-        unsettled = self._unsettled.pop(entry, None) if self._unsettled else None
-        if unsettled:
-            for pending in unsettled:
-                await pending
-
-    async def _fetch(self, entry: Entry) -> FetchResult:
-        request = entry.payload
-        if request is REQUISITE:  # wanted whatever its type: an image, a script
-            return await self._fetcher.fetch(entry.url, any_body=True)
-        if isinstance(request, Request):
-            headers = dict(request.headers) if request.headers else None
-            return await self._fetcher.fetch(entry.url, headers, any_body=True)
-        if self.config.handler is not None:  # a handler may want JSON, PDFs...
-            return await self._fetcher.fetch(entry.url, any_body=True)
-        return await self._fetcher.fetch(entry.url)
-
     async def _read_page(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
-        page = await self._pages.read(entry, result, self._handler_for(entry))
+        page = await self._pages.read(entry, result, handler_for(entry, self.config))
         record = make_record(
             entry,
             page.error,
@@ -348,54 +244,6 @@ class Crawler:
             elapsed_ms,
             links=page.followed,
             tb=page.traceback,
-            t=self._elapsed(),
+            t=self._clock.t(),
         )
-        await self._finish(entry, record, page.links)
-
-    def _handler_for(self, entry: Entry) -> Handler | None:
-        request = entry.payload
-        if request is REQUISITE:
-            return None
-        if isinstance(request, Request) and request.handler is not None:
-            return request.handler
-        return self.config.handler
-
-    async def _redirect(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
-        location = result.headers.get("location")
-        target = resolve(location, entry.url) if location else None
-        error: tuple[str, str] | None = None
-        if target is None:
-            error = ("bad_redirect", f"unusable Location: {location!r}")
-        else:
-            outcome = await self.frontier.admit_redirect(entry, target)
-            if outcome in _FAILED_REDIRECTS:
-                error = (outcome.value, f"redirect to {target}")
-        record = make_record(entry, error, result, elapsed_ms, redirect=target, t=self._elapsed())
-        await self._finish(entry, record)
-
-    async def _seed_from_sitemaps(self, page_url: str, listed: list[str]) -> None:
-        """Admit the host's sitemap URLs as start URLs. Runs inside a crawler
-        holding its token, so the crawl cannot end while sitemaps are read."""
-        found = await sitemap_page_urls(self._fetcher, page_url, listed, self._scope)
-        for sitemap in dict.fromkeys(s for _, s in found):
-            await self.frontier.admit_seeds([u for u, s in found if s == sitemap], sitemap)
-
-    async def _finish(
-        self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None
-    ) -> None:
-        """Admit the children, deliver the record, then let the frontier store
-        the URL as done: all before the token is released (rule 2). Awaiting
-        a slow record reader is safe: the entry is still held."""
-        await self.frontier.finish(entry, links)
-        if self.frontier.was_refetched(entry):
-            record.extra["refetched"] = True
-        await self._settle(entry)
-        if record.depth != entry.depth or record.referrer != entry.referrer:
-            # A shorter path turned up while the record was being made.
-            record = dataclasses.replace(record, depth=entry.depth, referrer=entry.referrer)
-        self._delivery.write_record(record)
-        entry.written = True  # from now on, a shorter path writes an update
-        await self._delivery.send_record(record)
-        # Only now is the record out of our hands (a file sink has written it,
-        # a stream reader has taken it): a durable frontier may store it done.
-        self.frontier.recorded(entry)
+        await self._recorder.finish(entry, record, page.links)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
+from ..core.frontier import DepthCorrection, Entry
 from ..core.models import CrawlRecord, DepthUpdate, FetchResult
 from ..core.stats import CrawlStats
 
@@ -56,6 +57,14 @@ class Delivery:
         for callback in self._on_record:
             callback(record)
 
+    def write_correction(self, correction: DepthCorrection, t: float) -> None:
+        """A frontier's correction of a written record, as a ``DepthUpdate``
+        made at ``t`` seconds into the run. Not a checkpoint."""
+        update = DepthUpdate(
+            correction.url, correction.depth, correction.referrer, correction.previous_depth, t=t
+        )
+        self.write_depth_update(update)
+
     def write_depth_update(self, update: DepthUpdate) -> None:
         """Call the depth-update callbacks. Not a checkpoint."""
         self.stats.depth_updates += 1
@@ -82,3 +91,27 @@ class Delivery:
                 await self.item_channel.send(item)
             except trio.BrokenResourceError:
                 self.item_channel = None
+
+
+class Responses:
+    """The ``on_response`` callbacks, and what they returned for entries
+    still held (e.g. the archive's "on disk"): awaited just before the
+    entry's record (or retry), so the page is parsed meanwhile."""
+
+    def __init__(self, callbacks: Iterable[ResponseCallback]) -> None:
+        self._callbacks = list(callbacks)
+        self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
+
+    def heard(self, entry: Entry, result: FetchResult) -> None:
+        """Hand ``entry``'s response to the callbacks. Not a checkpoint."""
+        for callback in self._callbacks:
+            pending = callback(entry.url, result)
+            if pending is not None:
+                self._unsettled.setdefault(entry, []).append(pending)
+
+    async def settle(self, entry: Entry) -> None:
+        """Await what the callbacks returned for ``entry``, if anything."""
+        unsettled = self._unsettled.pop(entry, None) if self._unsettled else None
+        if unsettled:
+            for pending in unsettled:
+                await pending

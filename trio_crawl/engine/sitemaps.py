@@ -7,6 +7,7 @@ from ..core.sitemap import parse_sitemap
 from ..core.url import Scope, canonicalize, host_port
 from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
+from ..frontiers.base import FrontierBackend
 
 MAX_SITEMAPS_PER_HOST = 50
 
@@ -57,3 +58,19 @@ async def sitemap_page_urls(
                 found.append((canonical, sitemap))
         todo.extend(u for u in map(allowed, nested) if u is not None)
     return found
+
+
+class SitemapSeeder:
+    """Admits a host's sitemap URLs as start URLs (``--sitemaps``), called by
+    the host gate inside a crawler holding its token, so the crawl cannot
+    end while sitemaps are read."""
+
+    def __init__(self, fetcher: Fetcher, scope: Scope, frontier: FrontierBackend) -> None:
+        self._fetcher = fetcher
+        self._scope = scope
+        self._frontier = frontier
+
+    async def __call__(self, page_url: str, listed: list[str]) -> None:
+        found = await sitemap_page_urls(self._fetcher, page_url, listed, self._scope)
+        for sitemap in dict.fromkeys(s for _, s in found):
+            await self._frontier.admit_seeds([u for u, s in found if s == sitemap], sitemap)

@@ -27,25 +27,87 @@ Backends: ``MemoryFrontier`` (``memory``), ``SqliteFrontier`` (``sqlite``,
 the ``--state`` file, resumable) and ``RedisFrontier`` (``redis``, one crawl
 shared by many processes; ``serve`` is where it waits for their work, and
 it also speaks ``SharedPoliteness`` and ``SharedRobots`` below).
+
+Capabilities
+------------
+Some crawls ask more of a backend than the common face: a page's
+requisites (``page_requisites=True``) or handlers and their ``Request`` s
+(``handler=``). Each backend declares what it cannot serve in
+``cannot`` (a ``Need`` -> why), and the argument that chose it in
+``chosen_by``; ``refuse_unservable`` turns that into a ``ConfigError``
+naming library arguments, raised when the crawl is opened, before any
+fetch, never a ``RuntimeError`` mid-crawl.
+
+Depth corrections
+-----------------
+A backend whose depths can drop after a record is out (a shorter path
+found later) calls ``correct`` (given to ``attach``) synchronously, once
+per correction, always after the record it corrects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, runtime_checkable
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import ClassVar, Protocol, runtime_checkable
 
+from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, RedirectOutcome
 from ..core.models import FetchResult
+from ..errors import ConfigError
 
 #: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
 Publish = Callable[[Entry], None]
-#: Hears that a written record's depth was lowered by a shorter path; the
-#: backend calls it synchronously, after the record it corrects.
+#: Takes a correction of a URL whose record is already out (the engine
+#: writes it where the caller asked: ``on_depth_update``). Not a checkpoint.
 Correct = Callable[[DepthCorrection], None]
+
+
+class Need(enum.Enum):
+    """What a crawl may ask of its backend beyond the common face; the value
+    is the library argument that asks for it (named in refusals)."""
+
+    #: ``admit_requisites``: images, scripts and stylesheets of each page.
+    PAGE_REQUISITES = "page_requisites=True"
+    #: ``admit_request`` and payloads: a handler, or ``Request`` start URLs.
+    HANDLERS = "handler="
+    #: Random gaps between a host's requests, drawn by this process's schedule.
+    RANDOM_WAIT = "random_wait=True"
+
+
+def needs(config: CrawlConfig) -> frozenset[Need]:
+    """What ``config`` asks of its frontier backend."""
+    wanted: set[Need] = set()
+    if config.page_requisites:
+        wanted.add(Need.PAGE_REQUISITES)
+    if config.handler is not None or any(not isinstance(s, str) for s in config.start_urls):
+        wanted.add(Need.HANDLERS)
+    if config.random_wait:
+        wanted.add(Need.RANDOM_WAIT)
+    return frozenset(wanted)
+
+
+def refuse_unservable(config: CrawlConfig, cannot: Mapping[Need, str], chosen_by: str) -> None:
+    """Raise ``ConfigError`` if ``config`` needs what a backend ``cannot``
+    serve (its declaration; ``chosen_by``: the argument that chose it), e.g.
+    ``page_requisites=True cannot be combined with state= yet: ...``."""
+    for need in Need:  # a fixed order: the same crawl, the same message
+        if need in cannot and need in needs(config):
+            raise ConfigError(
+                f"{need.value} cannot be combined with {chosen_by}{cannot[need]}",
+                need.value,
+                chosen_by,
+            )
 
 
 class FrontierBackend(Protocol):
     """Where a crawl's URLs live between discovery and record."""
+
+    #: What this backend cannot serve, each with the rest of the refusal's
+    #: sentence (" yet: the file does not record..."); see ``refuse_unservable``.
+    cannot: ClassVar[Mapping[Need, str]]
+    #: The library argument that chooses this backend, for refusals ("state=").
+    chosen_by: ClassVar[str]
 
     def attach(
         self,
@@ -55,8 +117,10 @@ class FrontierBackend(Protocol):
         correct: Correct,
     ) -> None:
         """Give the backend the pool's ``publish``, ``check_idle``, the
-        count of URLs queued in its channel, and where depth corrections go;
-        called once, before anything else. Not a checkpoint."""
+        count of URLs queued in its channel, and where depth corrections
+        go (``correct``: called synchronously for each correction of a URL
+        whose record is already out, always after that record); called
+        once, before anything else. Not a checkpoint."""
         ...
 
     async def admit_start_urls(self) -> None:

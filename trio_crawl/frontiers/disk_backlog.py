@@ -34,7 +34,7 @@ from typing import TypeVar
 
 import trio
 
-from .sqlite_state import Admit, CrawlState, Op, Row
+from .sqlite_state import Admit, CrawlState, Offered, Op, Row
 
 T = TypeVar("T")
 
@@ -85,6 +85,51 @@ class DiskBacklog:
         keep, spilled = await self._run(work)
         self.queued_on_disk += spilled
         return keep
+
+    async def offer_links(
+        self,
+        parent: str,
+        links: Sequence[str],
+        *,
+        room: int,
+        max_depth: int | None,
+        settles: bool,
+    ) -> Offered:
+        """``CrawlState.offer_links`` in the worker thread (atomic, as ``admit``)."""
+
+        def work() -> Offered:
+            self._apply_pending()
+            return self.state.offer_links(
+                parent, links, room=room, max_depth=max_depth, settles=settles
+            )
+
+        return self._count(await self._run(work))
+
+    async def offer_seeds(self, urls: Sequence[str], referrer: str, *, room: int) -> Offered:
+        """``CrawlState.offer_seeds`` in the worker thread."""
+
+        def work() -> Offered:
+            self._apply_pending()
+            return self.state.offer_seeds(urls, referrer, room=room)
+
+        return self._count(await self._run(work))
+
+    async def offer_redirect(
+        self, parent: str, target: str, *, room: int, max_depth: int | None, settles: bool
+    ) -> Offered:
+        """``CrawlState.offer_redirect`` in the worker thread."""
+
+        def work() -> Offered:
+            self._apply_pending()
+            return self.state.offer_redirect(
+                parent, target, room=room, max_depth=max_depth, settles=settles
+            )
+
+        return self._count(await self._run(work))
+
+    def _count(self, offered: Offered) -> Offered:
+        self.queued_on_disk += offered.spilled
+        return offered
 
     async def take(self, limit: int) -> list[Row]:
         """Up to ``limit`` of the oldest disk-queued URLs, now in memory."""

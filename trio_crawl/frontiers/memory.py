@@ -5,7 +5,8 @@ URLs are handed to the crawlers as soon as they are admitted: nothing waits
 here (``waiting`` is always 0), so a slow page holds up nothing else. Depth
 is the shortest path in the end (``core/frontier.py`` rules 3 and 8): when
 a shorter path lowers a page whose record is already out, the correction
-goes to ``on_correction`` (the engine writes a ``depth_update`` line). A
+goes to the ``correct`` hook given to ``attach`` (the engine hands it to
+``on_depth_update``). A
 huge page's links come in chunks (``admit_links``) and are offered as they
 come; they are also kept until ``finish``, which hands the whole list to the
 core, since a page keeps its links while a shorter path could still lower it.
@@ -13,7 +14,8 @@ core, since a page keeps its links while a shorter path could still lower it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import ClassVar
 
 from ..core.frontier import (
     DepthCorrection,
@@ -25,7 +27,7 @@ from ..core.frontier import (
 from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
-from .base import Correct, Publish
+from .base import Correct, Need, Publish
 
 
 def _unattached(entry: Entry) -> None:
@@ -38,6 +40,9 @@ def _ignore(correction: DepthCorrection) -> None:
 
 class MemoryFrontier:
     """A ``FrontierBackend`` that keeps everything in memory."""
+
+    cannot: ClassVar[Mapping[Need, str]] = {}  # it serves every need
+    chosen_by: ClassVar[str] = "the memory frontier"
 
     def __init__(
         self,
@@ -59,7 +64,7 @@ class MemoryFrontier:
         )
         self._publish: Publish = _unattached
         #: Called, not a checkpoint, for each correction of a written record.
-        self.on_correction: Callable[[DepthCorrection], None] = _ignore
+        self._correct: Correct = _ignore
         #: A page's links streamed in (``admit_links``), for ``finish``: the
         #: core keeps them with the page while its depth may still drop.
         self._kept: dict[Entry, list[str]] = {}
@@ -72,13 +77,13 @@ class MemoryFrontier:
         correct: Correct,
     ) -> None:
         self._publish = publish
-        self.on_correction = correct
+        self._correct = correct
 
     def _hand_out(self, entries: Iterable[Entry]) -> None:
         for entry in entries:
             self._publish(entry)
         for correction in self.core.take_corrections():
-            self.on_correction(correction)
+            self._correct(correction)
 
     async def admit_start_urls(self) -> None:
         for start in self._start_urls:

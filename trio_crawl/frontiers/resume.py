@@ -105,6 +105,9 @@ def status_text(path: str) -> str:
     lines = [f"state file: {path}"]
     if settings.get("start_urls"):
         lines.append(f"start URLs: {' '.join(settings['start_urls'])}")
+    output = settings.get("output")
+    if isinstance(output, str) and os.path.exists(output):
+        progress = _with_records_in(path, progress, output)
     lines.append(
         "done {done:,}  queued {queued:,}  in flight at stop {fetching:,}  "
         "dropped {dropped:,}  total {total:,}".format(
@@ -116,6 +119,23 @@ def status_text(path: str) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _with_records_in(path: str, progress: dict[str, int], output: str) -> dict[str, int]:
+    """``progress`` with the URLs that ``output`` has records for counted as
+    done, as the next resume will count them (step 2 of the module docstring):
+    after a stop, the pages that finished in the grace period are recorded
+    there but not yet marked done in the state."""
+    state = open_state_file(path, create=False, lock=False)
+    try:
+        landed = state.unfinished_among(recorded_urls(output))
+    finally:
+        state.close()
+    progress = dict(progress)
+    for row_state, n in landed.items():
+        progress[row_state.name.lower()] -= n
+        progress["done"] += n
+    return progress
 
 
 def repair_output(path: str) -> int:
@@ -225,6 +245,8 @@ def _prepare(
             seed_urls = _noting_roots(seed_urls, url_filter)
         state.add_seeds(seed_urls)
     wanted["scope_origins"] = sorted(origins)
+    if output is not None and output != "-":  # for --status (not part of the identity)
+        wanted["output"] = os.path.abspath(output)
     state.save_settings(wanted)
     state.filter_unseen([])  # build the seen-filter now, not on the first page
     progress = state.progress()

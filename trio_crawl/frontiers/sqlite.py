@@ -15,23 +15,30 @@ Order of writes for one page (``disk_backlog`` has the details):
 
 A crash between 1 and 2 (or between two chunks) leaves children whose
 parent has no record (it is fetched again on resume); between 2 and 3 the
-output file, reconciled on resume, says the URL is done. Depth is the depth at first discovery.
+output file, reconciled on resume, says the URL is done.
+
+Depth is the shortest path, as in memory, and nothing waits for it: the state
+file lowers a known URL when a shorter path turns up (``sqlite_state`` rule 7)
+and says which rows it lowered. An entry the crawlers hold takes the new
+depth (its record will say it); a URL whose record is out gets a correction
+(``correct``, given by ``attach``), also when a previous run wrote the record.
+The lowered depths are in the file, so a resumed crawl goes on from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.frontier import Entry, Frontier, FrontierStatistics, RedirectOutcome
+from ..core.frontier import DepthCorrection, Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
-from ..errors import StateUsageError
-from .base import Correct, Publish
+from .base import Correct, Need, Publish, refuse_unservable
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
 from .resume import PreparedState, prepare_state
-from .sqlite_state import Finish, Start
+from .sqlite_state import Finish, Lowered, Offered, Start, State
 
 #: Queued URLs held in memory by default; the rest wait on disk.
 DEFAULT_WINDOW = 10_000
@@ -41,8 +48,18 @@ def _unattached(entry: Entry) -> None:
     raise RuntimeError("frontier used before attach()")
 
 
+def _no_correction(correction: DepthCorrection) -> None:
+    return None
+
+
 class SqliteFrontier:
     """A ``FrontierBackend`` on a ``CrawlState`` file."""
+
+    cannot: ClassVar[Mapping[Need, str]] = {
+        Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
+        Need.HANDLERS: ": handlers and their requests carry Python functions",
+    }
+    chosen_by: ClassVar[str] = "state="
 
     def __init__(
         self,
@@ -55,10 +72,13 @@ class SqliteFrontier:
         already_started: int = 0,
         refetched: Sequence[str] = (),
         prepared: PreparedState | None = None,
+        late_starts: bool = False,
     ) -> None:
         """``backlog`` holds the start URLs and seeds already (see ``open``).
         ``already_started`` counts pages a previous run fetched (the page
-        budget); URLs in ``refetched`` were in flight when it stopped."""
+        budget); URLs in ``refetched`` were in flight when it stopped.
+        ``late_starts``: sitemap seeds may come mid-crawl at depth 0, so with a
+        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7)."""
         if window < 1:
             raise ValueError("window must be at least 1")
         self._backlog = backlog
@@ -76,6 +96,11 @@ class SqliteFrontier:
         self._queued: Callable[[], int] = lambda: 0
         self._feed_wanted = trio.Event()
         self._stopping = False
+        self._settles = not (late_starts and max_depth is not None)
+        self._correct: Correct = _no_correction
+        #: Entries handed to the crawlers and not recorded or dropped yet, by URL:
+        #: a lowered row of theirs lowers them (at most the window, plus retries).
+        self._live: dict[str, Entry] = {}
 
     @classmethod
     def open(
@@ -92,20 +117,11 @@ class SqliteFrontier:
         one) for this crawl, resuming what it holds: the same settings are
         required unless ``force``; ``output``, if it exists, is reconciled
         (a torn last line cut, recorded URLs marked done). Raises
-        ``StateUsageError`` with a one-line message. Blocking (SQLite): call
-        it before the crawl starts, or in a thread."""
-        if config.handler is not None or any(
-            not isinstance(url, str) for url in config.start_urls
-        ):
-            raise StateUsageError(
-                "handlers cannot be combined with a state file: their requests "
-                "carry Python functions"
-            )
-        if config.page_requisites:
-            raise StateUsageError(
-                "--page-requisites cannot be combined with a state file yet: "
-                "the file does not record which URLs are requisites"
-            )
+        ``StateUsageError`` with a one-line message, and ``ConfigError`` for
+        a crawl this backend cannot serve (``cannot``), before the file is
+        touched. Blocking (SQLite): call it before the crawl starts, or in a
+        thread."""
+        refuse_unservable(config, cls.cannot, cls.chosen_by)
         prepared = prepare_state(config, state_path=path, seeds=seeds, output=output, force=force)
         return cls(
             prepared.backlog,
@@ -116,12 +132,30 @@ class SqliteFrontier:
             already_started=prepared.already_started,
             refetched=prepared.refetched,
             prepared=prepared,
+            late_starts=config.sitemaps,
         )
 
     @property
     def notes(self) -> list[str]:
         """What opening the state did (a torn line cut, URLs marked done)."""
         return [] if self._prepared is None else self._prepared.notes
+
+    @property
+    def durable(self) -> bool:
+        """Kept in a file the user named (``--state``), not a temporary one:
+        a stopped crawl can be resumed from it."""
+        return self._prepared is not None and self._prepared.temporary_dir is None
+
+    @property
+    def complete(self) -> bool:
+        """A resumed crawl with nothing left to fetch (nothing queued, or
+        its page budget spent): running it again would fetch nothing."""
+        return self.resumed and (self._backlog.queued_on_disk == 0 or self.core.budget_spent)
+
+    @property
+    def done(self) -> int:
+        """URLs the state file has as done (their records are in the output)."""
+        return self._backlog.state.progress()["done"]
 
     @property
     def resumed(self) -> bool:
@@ -146,6 +180,7 @@ class SqliteFrontier:
         self._publish = publish
         self._check_idle = check_idle
         self._queued = queued
+        self._correct = correct
 
     async def admit_start_urls(self) -> None:
         self._want_feed()  # they are on disk already: feed the first window
@@ -161,27 +196,39 @@ class SqliteFrontier:
 
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         in_scope = [url for url in urls if self._scope.allows(url)]
-        await self._admit(in_scope, 0, referrer)
+        if in_scope:
+            self._take(await self._backlog.offer_seeds(in_scope, referrer, room=self._room()))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        raise RuntimeError("--page-requisites cannot be combined with a state file")
+        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
 
     def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
-        raise RuntimeError("handlers cannot be combined with a state file")
+        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
         judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)
         outcome, admitted = self.core.redirect(entry, target, in_scope=judge)
-        if outcome is RedirectOutcome.FOLLOW and not await self._backlog.admit(
-            [target], entry.depth, entry.url, room=1
-        ):
-            # The state file is the seen set, and it knows the target. (A new
-            # target stays in memory, with its redirect chain.)
-            for child in admitted:
-                self.core.abandon(child)
-            return RedirectOutcome.SEEN
-        for child in admitted:
+        if outcome is not RedirectOutcome.FOLLOW:
+            return outcome
+        (child,) = admitted
+        offered = await self._backlog.offer_redirect(
+            entry.url,
+            target,
+            room=max(self._room(), 1),
+            max_depth=self._max_depth,
+            settles=self._settles,
+        )
+        kept = offered.kept
+        if kept and kept[0].url == target:
+            # A new target stays in memory, with its redirect chain.
+            self._live[target] = child
             self._publish(child)
+            kept = kept[1:]
+        else:
+            # The state file is the seen set, and it knows the target.
+            self.core.abandon(child)
+            outcome = RedirectOutcome.SEEN
+        self._take(Offered(kept, 0, offered.lowered))
         return outcome
 
     def start(self, entry: Entry) -> bool:
@@ -191,10 +238,22 @@ class SqliteFrontier:
         return started
 
     async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:
-        child_depth = parent.depth + 1
-        if self._max_depth is None or child_depth <= self._max_depth:
-            in_scope = [url for url in links if self._scope.allows(url)]
-            await self._admit(in_scope, child_depth, parent.url)
+        """The state file decides what is new, at the depth it holds for the page
+        (a shorter path may have lowered it meanwhile); as many new URLs as the
+        memory window has room for are handed out, the rest wait on disk. With
+        the page budget spent they still go to disk: a resumed run with a
+        larger budget (--force) must find them. Links ``max_depth`` cuts off
+        are kept with the page while a shorter path to it may still come."""
+        in_scope = [url for url in links if self._scope.allows(url)]
+        if in_scope:
+            offered = await self._backlog.offer_links(
+                parent.url,
+                in_scope,
+                room=self._room(),
+                max_depth=self._max_depth,
+                settles=self._settles,
+            )
+            self._take(offered)
 
     async def finish(self, entry: Entry, links: Sequence[str] | None) -> None:
         if links:
@@ -206,10 +265,12 @@ class SqliteFrontier:
         # because the output could not be written (disk full), and a URL
         # marked done without its record would never be fetched again. The
         # output file, reconciled on resume, says which records did land.
+        self._live.pop(entry.url, None)
         if not self._stopping:
             self._backlog.note(Finish(entry.url))
 
     def abandon(self, entry: Entry) -> None:
+        self._live.pop(entry.url, None)
         self.core.abandon(entry)
 
     def stop(self) -> None:
@@ -249,16 +310,38 @@ class SqliteFrontier:
 
     # -- internals ---------------------------------------------------------
 
-    async def _admit(self, urls: list[str], depth: int, referrer: str) -> None:
-        """The state file decides what is new; as many new URLs as the memory
-        window has room for are handed out, the rest wait on disk. With the
-        page budget spent they still go to disk: a resumed run with a larger
-        budget (--force) must find them."""
-        if not urls:
+    def _room(self) -> int:
+        """How many new URLs the memory window takes now (none once the
+        budget is spent: they wait on disk for a resume)."""
+        return 0 if self.core.budget_spent else self._window - self._queued()
+
+    def _adopt(self, url: str, depth: int, referrer: str | None) -> None:
+        entry = self.core.adopt(url, depth, referrer)
+        self._live[url] = entry
+        self._publish(entry)
+
+    def _take(self, offered: Offered) -> None:
+        """Hand out what an offer kept in memory; apply what it lowered."""
+        for row in offered.kept:
+            self._adopt(row.url, row.depth, row.referrer)
+        for lowered in offered.lowered:
+            self._lower(lowered)
+
+    def _lower(self, lowered: Lowered) -> None:
+        """A shorter path to ``lowered.url``: an entry held and not written yet
+        takes the depth (its record will say it); a written record is corrected."""
+        entry = self._live.get(lowered.url)
+        if entry is not None and not entry.written:
+            self.core.lower(entry, lowered.depth, lowered.referrer)
             return
-        room = 0 if self.core.budget_spent else self._window - self._queued()
-        for url in await self._backlog.admit(urls, depth, referrer, room):
-            self._publish(self.core.adopt(url, depth, referrer))
+        if entry is not None or lowered.state is State.DONE:
+            if entry is not None:
+                self.core.lower(entry, lowered.depth, lowered.referrer)
+            self._correct(
+                DepthCorrection(
+                    lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
+                )
+            )
 
     def _want_feed(self) -> None:
         if self._backlog.queued_on_disk:
@@ -280,7 +363,7 @@ class SqliteFrontier:
                 for row in rows:
                     if row.attempts:
                         self._refetched.add(row.url)
-                    self._publish(self.core.adopt(row.url, row.depth, row.referrer))
+                    self._adopt(row.url, row.depth, row.referrer)
             self._check_idle()
 
     async def _flush_periodically(self) -> None:

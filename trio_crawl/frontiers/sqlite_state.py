@@ -29,8 +29,8 @@ Rules
    one take. A crash loses at most the transaction being written, never half of it.
 3. Start or Finish of a row that is not QUEUED_MEM or FETCHING (unknown, still on
    disk, done) is the caller's bug: the whole batch is rolled back and RuntimeError
-   raised. Admit of a known URL is ignored (INSERT OR IGNORE): its depth stays the
-   depth at which it was first found.
+   raised. Admit of a known URL is ignored (INSERT OR IGNORE); only the ``offer_*``
+   calls of rule 7 lower a known URL's depth.
 4. The number of rows in each state is kept in the ``counts`` table, written in the
    same transactions as the rows, so ``progress()`` is O(1) and exact after a crash.
 5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
@@ -41,6 +41,19 @@ Rules
    filter's "no" says "unseen", and only its "maybe" is checked in the database, in
    one query per 256 "maybe"s. The Bloom filter is built from the table on first use
    (16 bits per URL) and fed by every Admit and seed.
+7. Depth is the shortest path, as in memory (``core/frontier.py`` rules 3, 7, 8),
+   and nothing waits for it. ``offer_links``, ``offer_seeds`` and ``offer_redirect``
+   admit what is new and *lower* a known row whose stored depth is greater than the
+   offered one (a link costs 1, a redirect hop 0), passing the decrease on through
+   the ``out_links`` the row stored when its own links were offered, so links that
+   ``max_depth`` cut off before are admitted when a shorter path brings them within
+   reach. A page stores its links only while a shorter path to it can still be
+   found: while its depth is above the lowest depth of any unfinished row (the
+   ``urls_unfinished_depth`` index finds that at once); they are deleted as the
+   crawl moves past them. Known URLs are looked up for their depth only when some
+   row is deeper than the offered depth, which in a breadth-first crawl without a
+   slow shallow page is never. Each lowered row is reported (``Lowered``): the
+   engine corrects a record already written, or the entry it holds.
 
 How the engine uses it
 ----------------------
@@ -96,6 +109,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import heapq
 import io
 import itertools
 import json
@@ -108,7 +122,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.bloom import GrowingBloom, RecentSet
+from ..core.bloom import GrowingBloom, RecentDepths, RecentSet
 from ..errors import StateInUseError, StateWriteError
 
 if sys.platform != "win32":
@@ -132,6 +146,20 @@ CREATE TABLE urls (
     attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX urls_disk_queue ON urls (id) WHERE state = 0;
+"""
+#: What exact depth needs (rule 7), made when first needed, so files of earlier
+#: versions gain them on their first offer and stay schema version 1: the links
+#: of pages that a shorter path could still bring closer, and an index that finds
+#: the lowest depth of an unfinished row at once.
+_DEPTH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS out_links (
+    id INTEGER PRIMARY KEY,
+    depth INTEGER NOT NULL,
+    links TEXT NOT NULL DEFAULT '',
+    redirect TEXT
+);
+CREATE INDEX IF NOT EXISTS out_links_depth ON out_links (depth);
+CREATE INDEX IF NOT EXISTS urls_unfinished_depth ON urls (depth) WHERE state < 3
 """
 # Files made before issue #9 have one more column, ``urls.not_before REAL``, that no
 # version ever read or wrote. Every statement names its columns, so those files open
@@ -194,6 +222,28 @@ class Row(NamedTuple):
     depth: int
     referrer: str | None
     attempts: int
+
+
+class Lowered(NamedTuple):
+    """A known row whose depth a shorter path lowered (rule 7). ``state`` is the
+    row's state when it was lowered: DONE means its record is out."""
+
+    url: str
+    depth: int
+    referrer: str | None
+    previous_depth: int
+    state: State
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """What an ``offer_*`` call did: the new URLs kept in memory (QUEUED_MEM, to be
+    handed to the crawlers), how many new ones were queued on disk, and the known
+    rows it lowered, shallowest first."""
+
+    kept: list[Row]
+    spilled: int
+    lowered: list[Lowered]
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +370,11 @@ class CrawlState:
         self._db_checks = 0
         self._db_queries = 0
         self._false_positives = 0
+        #: The greatest depth of any row (rule 7), read on the first offer.
+        self._deepest: int | None = None
+        #: The depths of URLs offered lately, exact (rule 7): a page's known links
+        #: are looked up only when one of them could be deeper than offered.
+        self._depths = RecentDepths(recent_urls)
 
     @classmethod
     def open(
@@ -464,30 +519,34 @@ class CrawlState:
         one database query if any URL was a Bloom "maybe" not in the recent set.
         """
         with self._using() as conn:
-            bloom = self._load_prefilter(conn)
-            recent = self._recent
-            unseen: list[str] = []
-            maybe: list[str] = []
-            this_call: set[str] = set()
-            for url in urls:
-                if url in this_call:
-                    continue
-                this_call.add(url)
-                if recent.check(url):
-                    continue
-                if bloom.might_contain(url):
-                    maybe.append(url)
-                unseen.append(url)
-            if not maybe:
-                return unseen
-            known = self._lookup(conn, maybe)
-            self._db_checks += len(maybe)
-            self._false_positives += len(maybe) - len(known)
-            if not known:
-                return unseen
-            for url in known:
-                recent.add(url)
-            return [url for url in unseen if url not in known]
+            return self._unseen(conn, urls)
+
+    def _unseen(self, conn: sqlite3.Connection, urls: Sequence[str]) -> list[str]:
+        """``filter_unseen`` for a caller that holds the connection."""
+        bloom = self._load_prefilter(conn)
+        recent = self._recent
+        unseen: list[str] = []
+        maybe: list[str] = []
+        this_call: set[str] = set()
+        for url in urls:
+            if url in this_call:
+                continue
+            this_call.add(url)
+            if recent.check(url):
+                continue
+            if bloom.might_contain(url):
+                maybe.append(url)
+            unseen.append(url)
+        if not maybe:
+            return unseen
+        known = self._lookup(conn, maybe)
+        self._db_checks += len(maybe)
+        self._false_positives += len(maybe) - len(known)
+        if not known:
+            return unseen
+        for url in known:
+            recent.add(url)
+        return [url for url in unseen if url not in known]
 
     # -- changes ------------------------------------------------------------------
 
@@ -512,6 +571,9 @@ class CrawlState:
                         admitted.extend(op.url for op in run)
                 self._write_counts(conn, delta)
             self._commit_counts(delta)
+            if self._deepest is not None:
+                depths = [op.depth for op in ops if isinstance(op, Admit)]
+                self._deepest = max([self._deepest, *depths])
             if self._bloom is not None:
                 self._bloom.update(admitted)
             recent = self._recent
@@ -581,6 +643,19 @@ class CrawlState:
                 changed += delta[_DN]
             return changed
 
+    def unfinished_among(self, urls: Iterable[str]) -> dict[State, int]:
+        """How many of ``urls`` have a row that is not DONE, by state: read
+        only, so ``--status`` can count as done the records an output file
+        already has (a stopping crawl writes no Finish marks; the output,
+        reconciled on resume, is what says which records landed)."""
+        counts = dict.fromkeys((State.QUEUED_DISK, State.QUEUED_MEM, State.FETCHING), 0)
+        with self._using() as conn:
+            for url in urls:
+                row = conn.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()
+                if row is not None and row[0] in (_QD, _QM, _FE):
+                    counts[State(row[0])] += 1
+        return counts
+
     def recover(self) -> list[str]:
         """Return every QUEUED_MEM and FETCHING row to QUEUED_DISK (call on resume).
 
@@ -640,6 +715,104 @@ class CrawlState:
                     self._bloom.update(chunk)
                 added += delta[_QD]
             return added
+
+    # -- exact depth (rule 7) ---------------------------------------------------------
+
+    def offer_links(
+        self,
+        parent: str,
+        links: Sequence[str],
+        *,
+        room: int,
+        max_depth: int | None,
+        settles: bool = True,
+    ) -> Offered:
+        """Offer ``parent``'s in-scope ``links`` (or one chunk of them) one link below
+        its stored depth, in one transaction (rule 7); the first ``room`` new URLs stay
+        in memory. The page keeps its links while a shorter path to it can still be
+        found; ``settles=False`` (seeds may still come at depth 0, with a
+        ``max_depth``) keeps them for the whole crawl."""
+        with self._using() as conn:
+            self._require_recovered()
+            with _transaction(conn):
+                step = _Offering(self, conn, room, max_depth)
+                page_id, depth = step.row_of(parent)
+                step.offer(links, depth + 1, parent)
+                step.lower_all()
+                low = step.lowest_unfinished()
+                if links and (not settles or (low is not None and depth > low)):
+                    conn.execute(
+                        "INSERT INTO out_links (id, depth, links) VALUES (?, ?, ?)"
+                        " ON CONFLICT (id) DO UPDATE"
+                        " SET links = links || char(10) || excluded.links",
+                        (page_id, depth, "\n".join(links)),
+                    )
+                if settles:
+                    step.settle(low)
+                offered = step.finish()
+            return self._adopt_offer(step, offered)
+
+    def offer_seeds(self, urls: Sequence[str], referrer: str, *, room: int) -> Offered:
+        """Offer seeds found mid-crawl (a sitemap's URLs) at depth 0 (rule 7)."""
+        with self._using() as conn:
+            self._require_recovered()
+            with _transaction(conn):
+                step = _Offering(self, conn, room, None)
+                step.offer(urls, 0, referrer)
+                step.lower_all()
+                offered = step.finish()
+            return self._adopt_offer(step, offered)
+
+    def offer_redirect(
+        self,
+        parent: str,
+        target: str,
+        *,
+        room: int,
+        max_depth: int | None,
+        settles: bool = True,
+    ) -> Offered:
+        """Offer the target of ``parent``'s redirect at ``parent``'s depth (a hop
+        costs nothing), and remember it with the page's links, so that a shorter
+        path to ``parent`` lowers the target too (rule 7). ``room`` should be at
+        least 1: a new target is offered first, and stays in memory."""
+        with self._using() as conn:
+            self._require_recovered()
+            with _transaction(conn):
+                step = _Offering(self, conn, room, max_depth)
+                page_id, depth = step.row_of(parent)
+                step.offer([target], depth, parent)
+                step.lower_all()
+                if not settles or step.may_be_lowered(depth):
+                    conn.execute(
+                        "INSERT INTO out_links (id, depth, redirect) VALUES (?, ?, ?)"
+                        " ON CONFLICT (id) DO UPDATE SET redirect = excluded.redirect",
+                        (page_id, depth, target),
+                    )
+                offered = step.finish()
+            return self._adopt_offer(step, offered)
+
+    def stored_out_links(self) -> int:
+        """Pages whose links are kept for a shorter path still to come (rule 7)."""
+        with self._using() as conn:
+            _ensure_depth_schema(conn)
+            return int(conn.execute("SELECT count(*) FROM out_links").fetchone()[0])
+
+    def _adopt_offer(self, step: _Offering, offered: Offered) -> Offered:
+        """After the commit: the counts, and the memory of what was admitted."""
+        self._commit_counts(step.delta)
+        if step.admitted:
+            if self._bloom is not None:
+                self._bloom.update(step.admitted)
+            for url in step.admitted:
+                self._recent.add(url)
+        return offered
+
+    def _deepest_row(self, conn: sqlite3.Connection) -> int:
+        if self._deepest is None:
+            (deepest,) = conn.execute("SELECT max(depth) FROM urls").fetchone()
+            self._deepest = -1 if deepest is None else int(deepest)
+        return self._deepest
 
     # -- internals ------------------------------------------------------------------
 
@@ -704,6 +877,150 @@ class CrawlState:
     def _commit_counts(self, delta: list[int]) -> None:
         for s, d in enumerate(delta):
             self._counts[s] += d
+
+
+# -- one offer (rule 7) ------------------------------------------------------------
+
+
+class _Offering:
+    """One ``offer_*`` transaction: admits what is new, lowers what a shorter path
+    reaches (shallowest first, each row once), and keeps the tallies that the
+    ``CrawlState`` takes over after the commit."""
+
+    def __init__(
+        self, state: CrawlState, conn: sqlite3.Connection, room: int, max_depth: int | None
+    ) -> None:
+        _ensure_depth_schema(conn)
+        self._state = state
+        self._conn = conn
+        self._room = max(room, 0)
+        self._max_depth = max_depth
+        self._heap: list[tuple[int, int, str, str | None]] = []
+        self._pushed = 0
+        self._new: set[str] = set()
+        self.kept: list[Row] = []
+        self.spilled = 0
+        self.lowered: list[Lowered] = []
+        self.admitted: list[str] = []
+        self.delta = [0] * len(State)
+
+    def row_of(self, url: str) -> tuple[int, int]:
+        """The id and depth of a page the engine holds (a bug if it has no row)."""
+        row = self._conn.execute("SELECT id, depth FROM urls WHERE url = ?", (url,)).fetchone()
+        if row is None:
+            raise RuntimeError(f"crawl state invariant broken: offer from unknown page {url!r}")
+        return int(row[0]), int(row[1])
+
+    def offer(self, urls: Sequence[str], depth: int, referrer: str | None) -> None:
+        """Admit the new ``urls`` at ``depth``; queue the known ones found deeper."""
+        if self._max_depth is not None and depth > self._max_depth:
+            return
+        conn, state = self._conn, self._state
+        new = [u for u in state._unseen(conn, urls) if u not in self._new]
+        if new:
+            keep = new[: self._room]
+            self._room -= len(keep)
+            spill = new[len(keep) :]
+            rows = [(u, depth, referrer, _QM) for u in keep]
+            rows.extend((u, depth, referrer, _QD) for u in spill)
+            conn.executemany(
+                "INSERT INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)", rows
+            )
+            self.delta[_QM] += len(keep)
+            self.delta[_QD] += len(spill)
+            self.kept.extend(Row(u, depth, referrer, 0) for u in keep)
+            self.spilled += len(spill)
+            self._new.update(new)
+            self.admitted.extend(new)
+            depths = state._depths
+            for u in new:
+                depths.set(u, depth)
+            state._deepest = max(state._deepest_row(conn), depth)
+        if state._deepest_row(conn) <= depth:
+            return  # no row is deeper: nothing known can be lowered
+        depths = state._depths
+        unsure: list[str] = []
+        for u in dict.fromkeys(urls):
+            if u in self._new:
+                continue
+            known_depth = depths.get(u)
+            if known_depth is None:
+                unsure.append(u)
+            elif known_depth > depth:
+                self._push(depth, u, referrer)
+        for start in range(0, len(unsure), _LOOKUP_CHUNK):
+            chunk = unsure[start : start + _LOOKUP_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for u, row_depth in conn.execute(
+                f"SELECT url, depth FROM urls WHERE url IN ({marks})", chunk
+            ):
+                depths.set(u, row_depth)
+                if row_depth > depth:
+                    self._push(depth, u, referrer)
+
+    def _push(self, depth: int, url: str, via: str | None) -> None:
+        self._pushed += 1
+        heapq.heappush(self._heap, (depth, self._pushed, url, via))
+
+    def lower_all(self) -> None:
+        """Lower every queued row, and what its stored links and redirect reach."""
+        conn = self._conn
+        while self._heap:
+            depth, _, url, via = heapq.heappop(self._heap)
+            row = conn.execute(
+                "SELECT id, depth, state FROM urls WHERE url = ?", (url,)
+            ).fetchone()
+            if row is None or depth >= row[1]:
+                continue
+            row_id, previous, row_state = row
+            conn.execute(
+                "UPDATE urls SET depth = ?, referrer = ? WHERE id = ?", (depth, via, row_id)
+            )
+            self._state._depths.set(url, depth)
+            self.lowered.append(Lowered(url, depth, via, previous, State(row_state)))
+            stored = conn.execute(
+                "SELECT links, redirect FROM out_links WHERE id = ?", (row_id,)
+            ).fetchone()
+            if stored is None:
+                continue  # not fetched yet: its links will be offered at the new depth
+            conn.execute("UPDATE out_links SET depth = ? WHERE id = ?", (depth, row_id))
+            links, redirect = stored
+            if redirect:
+                self._push(depth, redirect, url)
+            if links:
+                self.offer([link for link in links.split("\n") if link], depth + 1, url)
+
+    def may_be_lowered(self, depth: int) -> bool:
+        """Whether a page at ``depth`` can still be reached by a shorter path:
+        every path still to be found starts at an unfinished row."""
+        low = self.lowest_unfinished()
+        return low is not None and depth > low
+
+    def lowest_unfinished(self) -> int | None:
+        (low,) = self._conn.execute(
+            "SELECT min(depth) FROM urls INDEXED BY urls_unfinished_depth WHERE state < 3"
+        ).fetchone()
+        return None if low is None else int(low)
+
+    def settle(self, low: int | None) -> None:
+        """Forget the links of pages no path still to be found can bring closer:
+        every such path starts at an unfinished row, at depth ``low`` or more
+        (the lowest now; None: there is none)."""
+        if low is None:
+            self._conn.execute("DELETE FROM out_links")
+        else:
+            self._conn.execute("DELETE FROM out_links WHERE depth <= ?", (low,))
+
+    def finish(self) -> Offered:
+        self._state._write_counts(self._conn, self.delta)
+        return Offered(self.kept, self.spilled, self.lowered)
+
+
+def _ensure_depth_schema(conn: sqlite3.Connection) -> None:
+    """Make rule 7's table and indexes if this file has none yet."""
+    for statement in _DEPTH_SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 # -- helpers --------------------------------------------------------------------

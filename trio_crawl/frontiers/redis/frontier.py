@@ -57,8 +57,8 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
 
@@ -74,7 +74,7 @@ from ...core.frontier import (
 from ...core.models import FetchResult
 from ...core.scrape import Request
 from ...errors import ConfigError, CrawlMismatch, RedisLost
-from ..base import Correct, Publish
+from ..base import Correct, Need, Publish
 from . import wire
 from .calls import Calls
 from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction
@@ -82,7 +82,7 @@ from .liveness import Signals, heartbeat, listen
 from .outbox import BATCH_DELAY, Batch, Lease, put_back
 from .payloads import decode_payload, encode_payload
 from .robots import fetch_robots_once
-from .support import unsupported
+from .support import CANNOT, CHOSEN_BY, refuse_unsupported, unsupported
 
 if TYPE_CHECKING:
     import coredis
@@ -247,6 +247,9 @@ class RedisFrontier:
         self._alive_until = max(self._alive_until, sent_at + self.lease)
 
     # -- the face --------------------------------------------------------------
+
+    cannot: ClassVar[Mapping[Need, str]] = CANNOT
+    chosen_by: ClassVar[str] = CHOSEN_BY
 
     def attach(
         self,
@@ -632,9 +635,7 @@ async def open_redis_frontier(
         async with open_redis_frontier("redis://127.0.0.1:6379/0", "docs", config) as frontier:
             summary = await Crawler(config, fetcher, frontier=frontier).run()
     """
-    problem = unsupported(config)
-    if problem is not None:
-        raise ConfigError(problem)
+    refuse_unsupported(config)
     async with open_client(url) as client:
         frontier = RedisFrontier(
             client,

@@ -1,0 +1,121 @@
+"""What the docs claim, held to the code (issue #25, item 6): every command
+line option is in the README, every library option and keyword in the API
+reference, ``protocol`` can be ``"HTTP/1.0"``, ``items()`` keeps what came
+before it and ``records()`` does not, and the unread-items warning's delay
+is the one the docs give."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import socket
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+import trio_crawl
+from trio_crawl import CrawlConfig
+from trio_crawl.cli.options import build_parser
+from trio_crawl.engine import api
+
+from cli_helpers import records_in, run_cli
+from fakes import FakeFetcher, FakePage
+from hostile_server import serve_hostile
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+REFERENCE = (ROOT / "docs" / "reference.md").read_text()
+TUTORIAL = (ROOT / "docs" / "tutorial" / "first-scraper.md").read_text()
+
+
+def test_every_option_of_the_crawl_is_in_the_readme() -> None:
+    flags = [
+        flag
+        for action in build_parser()._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag not in ("--help", "--version")
+    ]
+    missing = [flag for flag in flags if not re.search(re.escape(flag) + r"\b", README)]
+    assert not missing
+
+
+def test_every_library_option_is_in_the_reference_table() -> None:
+    fields = [f.name for f in CrawlConfig.__dataclass_fields__.values()]
+    missing = [name for name in fields if f"| `{name}` |" not in REFERENCE]
+    assert not missing
+
+
+@pytest.mark.parametrize("function", [api.open_crawler, api.run_crawl])
+def test_every_keyword_of_the_crawl_functions_is_in_the_reference(function: object) -> None:
+    keywords = [
+        name
+        for name, p in inspect.signature(function).parameters.items()  # type: ignore[arg-type]
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert "on_item" in keywords and "on_depth_update" in keywords
+    assert [k for k in keywords if f"`{k}=`" not in REFERENCE] == []
+
+
+def test_the_unread_items_delay_is_the_documented_one() -> None:
+    seconds = f"{api.UNREAD_ITEMS_WARNING:g}"
+    assert "after 10 s more without a reader" in README and seconds == "10"
+    assert f"{seconds} seconds later" in REFERENCE and f"{seconds} seconds later" in TUTORIAL
+
+
+def http10_answer(sock: socket.socket, stop: threading.Event) -> bool:
+    body = b"<html><body>old server</body></html>"
+    head = f"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n\r\n"
+    sock.sendall(head.encode() + body)
+    return False
+
+
+@pytest.mark.parametrize("fetcher", ["curl", "httpx"])
+def test_protocol_can_be_http_1_0(fetcher: str) -> None:
+    with serve_hostile({"/": http10_answer}) as server:
+        result = run_cli(server.url("/"), "-o", "-", "-q", "--ignore-robots", "--fetcher", fetcher)
+    assert result.returncode == 0, result.stderr
+    (record,) = records_in(result.stdout)
+    assert record["status"] == 200 and record["protocol"] == "HTTP/1.0"
+    assert '`"HTTP/1.0"`' in README
+
+
+async def url_item(page: trio_crawl.Page) -> AsyncIterator[object]:
+    yield {"url": page.url}
+    if page.url == "http://a.test/":
+        for path in ("/a", "/b", "/slow"):
+            yield trio_crawl.Request("http://a.test" + path)
+
+
+async def test_items_are_kept_from_the_start_and_records_are_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The README and the tutorial: a late ``items()`` gets every item, a late
+    ``records()`` only the records made after it (with a warning). Three
+    pages are done at once; /slow takes 100 s of virtual time."""
+    pages = {
+        "http://a.test/": FakePage(),
+        "http://a.test/a": FakePage(),
+        "http://a.test/b": FakePage(),
+        "http://a.test/slow": FakePage(delay=100),
+    }
+    async with trio_crawl.open_crawler(
+        "http://a.test/", fetcher=FakeFetcher(pages), handler=url_item, ignore_robots=True
+    ) as crawl:
+        await trio.sleep(5)  # the crawl runs; nobody reads
+        assert crawl.statistics().records == 3
+        with pytest.warns(RuntimeWarning, match=r"^3 records were made before records\(\)"):
+            records = crawl.records()
+        late_records: list[str] = []
+
+        async def read_records() -> None:
+            late_records.extend([r.url async for r in records])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_records)
+            got = [item async for item in crawl.items()]
+    assert late_records == ["http://a.test/slow"]
+    assert sorted(i["url"] for i in got) == sorted(pages)  # type: ignore[index]

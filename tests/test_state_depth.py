@@ -1,0 +1,280 @@
+"""Exact depth with a state file (``--state``), as in memory (issue #24 item 1).
+
+The state file used to keep the depth at which a URL was first found, so a
+slow shallow page left its URLs too deep, and ``max_depth`` cut off pages a
+shorter path brings within reach. Now the file lowers known rows, passes the
+decrease on through the links a page keeps while it may still be lowered
+(``sqlite_state`` rule 7), and the engine corrects records already written.
+The first tests drive ``CrawlState`` directly (synchronous, no trio); the
+property test crawls random sites, whose pages answer after random delays,
+through the whole engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_frontier import shortest
+
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl.core.bloom import RecentDepths
+from trio_crawl.core.url import Scope
+from trio_crawl.frontiers.disk_backlog import DiskBacklog
+from trio_crawl.frontiers.sqlite import SqliteFrontier
+from trio_crawl.frontiers.sqlite_state import CrawlState, Finish, Start, State
+
+from fakes import FakeFetcher, FakePage
+
+SITE = "http://depth.test"
+
+
+def url(n: int | str) -> str:
+    return f"{SITE}/{n}"
+
+
+def depth_of(state: CrawlState, page: str) -> tuple[int, str | None]:
+    conn = state._conn
+    assert conn is not None
+    row = conn.execute("SELECT depth, referrer FROM urls WHERE url = ?", (page,)).fetchone()
+    return int(row[0]), row[1]
+
+
+def fetch(state: CrawlState, *pages: str) -> None:
+    state.apply([Start(p) for p in pages])
+
+
+def test_a_shorter_path_lowers_a_done_page_and_what_it_links(tmp_path: Path) -> None:
+    """0 -> a -> b -> c -> d is found first, while 0's slow child s runs;
+    then s links c: c (done) moves from 3 to 2, and d, through the links c
+    kept, from 4 to 3; each lowered row says what it was."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        offered = state.offer_links(url(0), [url("a"), url("s")], room=9, max_depth=None)
+        assert [(r.url, r.depth) for r in offered.kept] == [(url("a"), 1), (url("s"), 1)]
+        fetch(state, url("a"), url("s"))
+        state.offer_links(url("a"), [url("b")], room=9, max_depth=None)
+        fetch(state, url("b"))
+        state.offer_links(url("b"), [url("c")], room=9, max_depth=None)
+        fetch(state, url("c"))
+        state.offer_links(url("c"), [url("d")], room=9, max_depth=None)
+        state.apply([Finish(url(0)), Finish(url("a")), Finish(url("b")), Finish(url("c"))])
+        offered = state.offer_links(url("s"), [url("c")], room=9, max_depth=None)
+        assert [
+            (low.url, low.depth, low.referrer, low.previous_depth, low.state)
+            for low in offered.lowered
+        ] == [
+            (url("c"), 2, url("s"), 3, State.DONE),
+            (url("d"), 3, url("c"), 4, State.QUEUED_MEM),
+        ]
+        assert offered.kept == []
+        assert depth_of(state, url("c")) == (2, url("s"))
+        assert depth_of(state, url("d")) == (3, url("c"))
+
+
+def test_lowering_reaches_through_stored_links_and_admits_what_was_cut_off(
+    tmp_path: Path,
+) -> None:
+    """max_depth 2: 0 -> a -> b -> c -> d, with b's links cut off at depth 3.
+    When 0's slow page s turns out to link c directly, c moves from 3 to 2...
+    but c was never admitted (cut off); b links c; so when 0 links b directly,
+    b goes to 1, c is admitted at 2, and its link d stays cut off."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("s")], room=9, max_depth=2)
+        fetch(state, url("a"), url("s"))
+        state.offer_links(url("a"), [url("b")], room=9, max_depth=2)
+        fetch(state, url("b"))
+        offered = state.offer_links(url("b"), [url("c")], room=9, max_depth=2)
+        assert offered.kept == [] and offered.spilled == 0  # c would be at depth 3
+        state.apply([Finish(url("a")), Finish(url("b"))])
+        offered = state.offer_links(url("s"), [url("b")], room=9, max_depth=2)
+        # s is at depth 1 like a: b stays at 2.
+        assert offered.lowered == []
+        offered = state.offer_links(url(0), [url("b")], room=9, max_depth=2)
+        assert [(low.url, low.depth, low.previous_depth) for low in offered.lowered] == [
+            (url("b"), 1, 2)
+        ]
+        assert [(r.url, r.depth, r.referrer) for r in offered.kept] == [(url("c"), 2, url("b"))]
+        assert depth_of(state, url("b")) == (1, url(0))
+
+
+def test_a_redirect_target_moves_with_its_redirecting_page(tmp_path: Path) -> None:
+    """A hop costs nothing: r (depth 2) redirects to x; when r is lowered to
+    1, x follows it to 1, its referrer still r."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("slow")], room=9, max_depth=None)
+        fetch(state, url("a"), url("slow"))
+        state.offer_links(url("a"), [url("r")], room=9, max_depth=None)
+        fetch(state, url("r"))
+        offered = state.offer_redirect(url("r"), url("x"), room=1, max_depth=None)
+        assert [(r.url, r.depth, r.referrer) for r in offered.kept] == [(url("x"), 2, url("r"))]
+        state.apply([Finish(url("a")), Finish(url("r"))])
+        offered = state.offer_links(url(0), [url("r")], room=9, max_depth=None)
+        assert [(low.url, low.depth) for low in offered.lowered] == [(url("r"), 1), (url("x"), 1)]
+        assert depth_of(state, url("x")) == (1, url("r"))
+
+
+def test_links_are_forgotten_once_no_shorter_path_can_come(tmp_path: Path) -> None:
+    """A page keeps its links only while an unfinished row is shallower (a
+    redirect from it costs nothing); they are deleted as the crawl moves past."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("b")], room=9, max_depth=None)
+        assert state.stored_out_links() == 0  # nothing is shallower than 0
+        fetch(state, url("a"), url("b"))
+        state.offer_links(url("a"), [url("c")], room=9, max_depth=None)
+        assert state.stored_out_links() == 1  # 0 is unfinished, a at depth 1
+        state.apply([Finish(url(0)), Finish(url("a"))])
+        fetch(state, url("c"))
+        state.offer_links(url("c"), [url("d")], room=9, max_depth=None)
+        # b is unfinished at depth 1: a's links go, c's (depth 2) are kept.
+        assert state.stored_out_links() == 1
+        state.apply([Finish(url("b")), Finish(url("c"))])
+        fetch(state, url("d"))
+        state.offer_links(url("d"), [url("e")], room=9, max_depth=None)
+        # d, at depth 3, is the shallowest unfinished row now.
+        assert state.stored_out_links() == 0
+
+
+def test_lowered_depths_survive_a_resume(tmp_path: Path) -> None:
+    """The lowered depth is in the file: a resumed crawl hands the row out
+    at it, and a kill before its commit loses only the uncommitted offer."""
+    db = tmp_path / "s.db"
+    with CrawlState.open(db) as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("s")], room=9, max_depth=None)
+        fetch(state, url("a"), url("s"))
+        state.offer_links(url("a"), [url("b")], room=0, max_depth=None)  # b on disk
+        state.offer_links(url("s"), [url("b")], room=0, max_depth=None)
+        state.offer_links(url(0), [url("b")], room=0, max_depth=None)
+    with CrawlState.open(db) as state:
+        state.recover()
+        rows = {row.url: row for row in state.take_queued(10)}
+        assert (rows[url("b")].depth, rows[url("b")].referrer) == (1, url(0))
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 9)), max_size=200))
+def test_recent_depths_is_exact_for_what_it_holds_and_bounded(
+    writes: list[tuple[int, int]],
+) -> None:
+    """The depth map never answers a stale depth: a key it holds has the last
+    depth written for it, and it holds at most twice its size."""
+    depths = RecentDepths(4)
+    last: dict[str, int] = {}
+    for key, depth in writes:
+        depths.set(str(key), depth)
+        last[str(key)] = depth
+        assert len(depths) <= 8
+        for k, d in last.items():
+            assert depths.get(k) in (None, d)
+    assert writes == [] or depths.get(str(writes[-1][0])) == writes[-1][1]
+
+
+# -- the whole engine ------------------------------------------------------------
+
+_databases = itertools.count()
+
+sites = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.lists(st.integers(0, n - 1), max_size=5), min_size=n, max_size=n),
+        st.lists(st.sampled_from([0.0, 0.0, 0.001, 0.005, 0.02]), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    site=sites,
+    redirect_to=st.lists(st.integers(0, 24), max_size=25),
+    max_depth=st.one_of(st.none(), st.integers(0, 4)),
+    window=st.integers(1, 6),
+    workers=st.sampled_from([1, 4, 16]),
+)
+def test_any_site_any_timing_fetches_the_shortest_path_ball_with_a_state_file(
+    tmp_path: Path,
+    site: tuple[list[list[int]], list[float]],
+    redirect_to: list[int],
+    max_depth: int | None,
+    window: int,
+    workers: int,
+) -> None:
+    """Whatever the pages' delays, a ``--state`` crawl fetches exactly the pages
+    within ``max_depth`` links, each once, and its records corrected by their
+    depth updates say the shortest depth (a redirect hop costing nothing)."""
+    links, delays = site
+    n = len(links)
+    redirects = {
+        i: t % n for i, t in enumerate(redirect_to[:n]) if i and t % 3 == 0 and t % n != i
+    }
+    pages: dict[str, FakePage] = {}
+    for i in range(n):
+        if i in redirects:
+            target = url(redirects[i])
+            pages[url(i)] = FakePage(status=301, headers={"location": target}, delay=delays[i])
+        else:
+            pages[url(i)] = FakePage(links=[url(t) for t in links[i]], delay=delays[i])
+    graph = dict(enumerate(links))
+    expected = shortest(graph, redirects, max_depth)
+    db = tmp_path / f"d{next(_databases)}.db"  # tmp_path is shared by all examples
+    # A real clock: the state file works in a thread, and MockClock's time would
+    # run ahead of it. The delays only shuffle the order in which pages finish;
+    # the assertions hold for every order.
+    records, updates, fetched = trio.run(
+        lambda: crawl_with_state(pages, db, window=window, workers=workers, max_depth=max_depth)
+    )
+    assert sorted(fetched) == sorted(url(i) for i in expected)
+    assert len(fetched) == len(set(fetched))
+    final = {r.url: r.depth for r in records}
+    for update in updates:
+        assert final[update.url] == update.previous_depth > update.depth, update
+        final[update.url] = update.depth
+    assert final == {url(i): d for i, d in expected.items()}
+
+
+async def crawl_with_state(
+    pages: dict[str, FakePage], db: Path, *, window: int, workers: int, max_depth: int | None
+) -> tuple[list[CrawlRecord], list[DepthUpdate], list[str]]:
+    state = CrawlState.open(db)
+    try:
+        state.recover()
+        state.add_seeds([url(0)])
+        config = CrawlConfig(
+            start_urls=[url(0)], ignore_robots=True, workers=workers, max_depth=max_depth
+        )
+        fetcher = FakeFetcher(pages)
+        records: list[CrawlRecord] = []
+        updates: list[DepthUpdate] = []
+        frontier = SqliteFrontier(
+            DiskBacklog(state), scope=Scope([url(0)]), max_depth=max_depth, window=window
+        )
+        crawler = Crawler(
+            config,
+            fetcher,
+            frontier=frontier,
+            on_record=[records.append],
+            on_depth_update=[updates.append],
+            rng=random.Random(0),
+        )
+        with trio.fail_after(30):
+            await crawler.run()
+        return records, updates, fetcher.urls
+    finally:
+        state.close()

@@ -1,0 +1,175 @@
+"""The one place a crawl is put together, for the library and the CLI alike.
+
+A ``CrawlPlan`` says what to build (keyword-only, frozen): the config, the
+frontier (one already open, or a ``state=`` file to open), the archive
+(``warc=``), and every hook: records, items, responses, depth updates.
+``open_crawl(plan)`` checks that the frontier can serve the crawl
+(``frontiers.base.refuse_unservable``: a ``ConfigError`` before anything is
+opened or fetched), opens what the plan names, wires every hook once, and
+yields a ``BuiltCrawl``; leaving the block closes the archive (after it has
+written what it was sent), the fetcher and the state file, in that order.
+
+``run_crawl`` and ``open_crawler`` add the library's streams; the command
+line adds only signals, progress and exit codes. A new hook is added here,
+and both get it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass
+
+import trio
+
+from ..core.config import CrawlConfig
+from ..core.models import FetchResult
+from ..errors import ConfigError, OutputError
+from ..fetch.base import Fetcher
+from ..frontiers.base import FrontierBackend, refuse_unservable
+from ..frontiers.sqlite import SqliteFrontier
+from ..outputs.archive import ArchiveLink, open_crawl_archive
+from .crawler import Crawler
+from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
+from .fetchers import open_fetcher
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrawlPlan:
+    """What to build: one crawl, its frontier, its archive and its hooks.
+
+    Example::
+
+        plan = CrawlPlan(config=config, state="crawl.db", on_record=(records.append,))
+        async with open_crawl(plan) as built:
+            summary = await built.crawler.run()
+        built.raise_if_failed()
+    """
+
+    config: CrawlConfig
+    #: The caller's fetcher (kept open by the caller); None: one the crawl owns.
+    fetcher: Fetcher | None = None
+    #: A frontier the caller opened (and closes): ``--state`` / ``--redis``.
+    frontier: FrontierBackend | None = None
+    #: A SQLite file for the frontier, opened (created or resumed) and closed here.
+    state: str | None = None
+    #: A WARC file archiving every exchange; a page's record waits for its
+    #: exchange to be on disk. Appended to with ``append`` or a resumed state.
+    warc: str | None = None
+    append: bool = False
+    #: The WARC file keeps its old content until the first record (``--warc``
+    #: of a crawl that may reach no start URL: exit 4 leaves it as it was).
+    hold_warc: bool = False
+    on_record: Sequence[RecordCallback] = ()
+    on_item: Sequence[ItemCallback] = ()
+    on_response: Sequence[ResponseCallback] = ()
+    on_depth_update: Sequence[DepthUpdateCallback] = ()
+    rng: random.Random | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None and self.frontier is not None:
+            raise ConfigError("state= and a frontier cannot be combined", "state=")
+
+
+class BuiltCrawl:
+    """A crawl ready to ``run``, and the first failure of an output it
+    writes (the archive's here; a caller's own with ``output_failed``)."""
+
+    def __init__(self, plan: CrawlPlan) -> None:
+        self.plan = plan
+        self.archive: ArchiveLink | None = None
+        self._crawler: Crawler | None = None
+        self._failure: OutputError | None = None
+
+    @property
+    def crawler(self) -> Crawler:
+        assert self._crawler is not None, "BuiltCrawl used outside open_crawl"
+        return self._crawler
+
+    @property
+    def failure(self) -> OutputError | None:
+        """The first output that failed, if any (the archive's failure is
+        final only once ``open_crawl``'s block has ended)."""
+        if self._failure is None and self.archive is not None and self.archive.error is not None:
+            return OutputError(str(self.plan.warc), self.archive.error)
+        return self._failure
+
+    def raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def output_failed(self, error: OutputError) -> None:
+        """An output cannot be written: the first such error is kept, and the
+        crawl stops gracefully (what is in flight may still be recorded)."""
+        if self._failure is None:
+            self._failure = error
+            if not self.crawler.stopping:  # a second stop() would cancel at once
+                self.crawler.stop()
+
+    def _archive_failed(self, error: OSError) -> None:
+        # Cancel now: a page whose exchange is not in the WARC gets no record
+        # (with a state file it stays unfinished, for the resume).
+        if self._failure is None:
+            self._failure = OutputError(str(self.plan.warc), error)
+        if self._crawler is not None:
+            self._crawler.abort()
+
+    def _to_archive(self, url: str, result: FetchResult) -> Awaitable[None] | None:
+        return None if self.archive is None else self.archive.submit(url, result)
+
+
+async def _open_state(config: CrawlConfig, path: str) -> SqliteFrontier:
+    # Opening reads and may repair the file: blocking, so in a thread.
+    return await trio.to_thread.run_sync(functools.partial(SqliteFrontier.open, config, path))
+
+
+@contextlib.asynccontextmanager
+async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
+    """Open what ``plan`` names and yield the ``BuiltCrawl`` (see the module
+    docstring). Raises ``ConfigError`` for a crawl the frontier cannot serve,
+    ``StateUsageError`` / ``StateLockedError`` for a state file, and
+    ``OutputError`` for an archive that cannot be opened, all before any
+    fetch."""
+    config = plan.config
+    # Before anything is opened (``Crawler`` checks again, for direct use).
+    if plan.frontier is not None:
+        refuse_unservable(config, plan.frontier.cannot, plan.frontier.chosen_by)
+    elif plan.state is not None:
+        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
+    built = BuiltCrawl(plan)
+    async with contextlib.AsyncExitStack() as stack:
+        frontier = plan.frontier
+        if plan.state is not None:
+            opened = await _open_state(config, plan.state)
+            stack.callback(opened.close)
+            frontier = opened
+        fetcher = plan.fetcher
+        if fetcher is None:
+            fetcher = await stack.enter_async_context(open_fetcher(config))
+        on_response = list(plan.on_response)
+        if plan.warc is not None:
+            on_response.append(built._to_archive)
+        built._crawler = Crawler(
+            config,
+            fetcher,
+            frontier=frontier,
+            on_record=plan.on_record,
+            on_item=plan.on_item,
+            on_response=on_response,
+            on_depth_update=plan.on_depth_update,
+            rng=plan.rng,
+        )
+        if plan.warc is not None:
+            resumed = isinstance(frontier, SqliteFrontier) and frontier.resumed
+            built.archive = await stack.enter_async_context(
+                open_crawl_archive(
+                    plan.warc,
+                    config,
+                    append=plan.append or resumed,
+                    on_failure=built._archive_failed,
+                    defer_start=plan.hold_warc,
+                )
+            )
+        yield built
