@@ -51,7 +51,8 @@ Theory of operation:
 
 Usage: python benchmarks/realsite.py [--tools trio-crawl,wget,scrapy] [--workers 16]
        [--doc-dir DIR] [--server auto|nginx|python] [--keep-output DIR]
-       [--trio-crawl-args "..."] [--profile]
+       [--trio-crawl-args "..."] [--profile] [--rounds N]
+       [--tools ...,trio-crawl-base --base-cmd "env PYTHONPATH=OLD python -m trio_crawl"]
 
 ``--profile`` adds a run of trio-crawl under cProfile (not timed) and prints its CPU
 time per page by layer.
@@ -69,6 +70,7 @@ import pstats
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,6 +96,9 @@ HERE = Path(__file__).resolve().parent
 DOC_DIR = Path("/usr/share/doc/python3.11/html")
 DOC_PACKAGE = "python3.11-doc"
 TOOLS = ("trio-crawl", "wget", "scrapy")
+#: Not run by default: trio-crawl started by ``--base-cmd`` (an older checkout, say),
+#: to compare a change side by side with the commit before it.
+BASE_TOOL = "trio-crawl-base"
 
 
 def loud(message: str) -> None:
@@ -258,11 +263,11 @@ def read_jsonl_answers(path: Path) -> list[tuple[str, int]]:
 
 
 def command_for(tool: str, args: Any, server: Server, out: Path) -> list[str]:
-    if tool == "trio-crawl":
+    if tool in ("trio-crawl", BASE_TOOL):
         return [
-            *trio_crawl_command(args.trio_crawl_cmd),
+            *trio_crawl_command(args.base_cmd if tool == BASE_TOOL else args.trio_crawl_cmd),
             server.base_url,
-            *("-w", str(args.workers), "-o", str(out / "trio-crawl.jsonl"), "-q"),
+            *("-w", str(args.workers), "-o", str(out / f"{tool}.jsonl"), "-q"),
             *shlex.split(args.trio_crawl_args),
         ]
     if tool == "wget":
@@ -375,6 +380,8 @@ def run_sampled(command: list[str], *, timeout: float, log_path: Path) -> Measur
 
 def tool_available(tool: str, args: Any) -> str | None:
     """Why ``tool`` cannot run here, or None."""
+    if tool == BASE_TOOL and not args.base_cmd:
+        return "--base-cmd is not given"
     if tool == "wget" and shutil.which("wget") is None:
         return "wget is not installed (apt-get install -y wget)"
     if tool == "scrapy":
@@ -482,14 +489,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per crawl")
     parser.add_argument("--trio-crawl-args", default="", help="extra trio-crawl arguments")
     parser.add_argument("--trio-crawl-cmd", default=None, help="command that starts trio-crawl")
+    parser.add_argument(
+        "--base-cmd",
+        default=None,
+        help=f"command that starts the trio-crawl of the {BASE_TOOL} tool (e.g. "
+        '"env PYTHONPATH=/tmp/base python -m trio_crawl"; run from a directory '
+        "that holds no trio_crawl: python -m puts the current one first)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs of each tool, the order alternating"
+    )
     parser.add_argument("--scrapy-python", default=sys.executable)
     parser.add_argument("--keep-output", type=Path, default=None, help="keep outputs here")
     parser.add_argument("--profile", action="store_true", help="also profile trio-crawl")
     args = parser.parse_args(argv)
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = sorted(set(args.tools) - set(TOOLS))
+    unknown = sorted(set(args.tools) - {*TOOLS, BASE_TOOL})
     if unknown or not args.tools:
-        parser.error(f"--tools: unknown {unknown}; choose from {', '.join(TOOLS)}")
+        parser.error(f"--tools: unknown {unknown}; choose from {', '.join(TOOLS)}, {BASE_TOOL}")
     return args
 
 
@@ -536,6 +553,17 @@ def format_table(runs: list[Run], expected: dict[str, int]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), note])
 
 
+def medians_table(runs: list[Run]) -> str:
+    """Median wall and CPU seconds of each tool over its rounds."""
+    lines = ["medians:  tool             wall s  CPU s  rounds"]
+    for tool in dict.fromkeys(r.tool for r in runs):
+        mine = [r.measured for r in runs if r.tool == tool]
+        wall = statistics.median(m.wall_s for m in mine)
+        cpu = statistics.median(m.cpu_s for m in mine)
+        lines.append(f"          {tool:15} {wall:7.2f} {cpu:6.2f}  {len(mine)}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not ensure_docs(args.doc_dir):
@@ -574,18 +602,26 @@ def main(argv: list[str] | None = None) -> int:
             f"({'cached, ' if cached else ''}{time.perf_counter() - t0:.1f} s)"
         )
         origin = server.base_url.rstrip("/")
+        tools = []
         for tool in args.tools:
             why_not = tool_available(tool, args)
             if why_not:
                 print(f"  {tool}: SKIPPED: {why_not}")
-                continue
-            command = command_for(tool, args, server, out)
-            print(f"  {tool} ...", end=" ", flush=True)
-            measured = run_sampled(command, timeout=args.timeout, log_path=out / f"{tool}.log")
-            run = Run(tool, command, measured, verify(answers_of(tool, out), expected, origin))
-            runs.append(run)
-            print(f"{measured.wall_s:.2f} s: {shlex.join(command)}", flush=True)
-            shutil.rmtree(out / "wget-files", ignore_errors=True)
+            else:
+                tools.append(tool)
+        for rnd in range(args.rounds):
+            for tool in tools if rnd % 2 == 0 else reversed(tools):
+                command = command_for(tool, args, server, out)
+                print(f"  {tool} ...", end=" ", flush=True)
+                measured = run_sampled(command, timeout=args.timeout, log_path=out / f"{tool}.log")
+                run = Run(tool, command, measured, verify(answers_of(tool, out), expected, origin))
+                runs.append(run)
+                print(
+                    f"{measured.wall_s:.2f} s, load {os.getloadavg()[0]:.2f}: "
+                    f"{shlex.join(command)}",
+                    flush=True,
+                )
+                shutil.rmtree(out / "wget-files", ignore_errors=True)
         print()
         print(format_table(runs, expected))
         for run in runs:
@@ -598,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 if items:
                     print(f"  {run.tool} {label} ({len(items)}): {', '.join(items[:5])}")
+        if args.rounds > 1:
+            print(medians_table(runs))
         by_tool = {r.tool: r for r in runs}
         if "trio-crawl" in by_tool and "wget" in by_tool:
             mine, theirs = by_tool["trio-crawl"].verdict.keys, by_tool["wget"].verdict.keys

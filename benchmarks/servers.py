@@ -67,6 +67,13 @@ http {{
         text/html html;
         text/plain txt;
         application/json json;
+        text/css css;
+        application/javascript js;
+        image/png png;
+        image/svg+xml svg;
+        image/gif gif;
+        image/jpeg jpg jpeg;
+        image/x-icon ico;
     }}
 {http_settings}    server {{
         listen {host}:{port};

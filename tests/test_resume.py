@@ -102,18 +102,18 @@ def interrupt_and_resume(base: str, workdir: Path, seed: int) -> tuple[list[str]
     proc.wait(timeout=TIMEOUT)
     written = len(out.read_text().splitlines()) if out.exists() else 0
     landed = int(0 < written < PAGES)  # killed mid-crawl, with part of the output written
-    for _ in range(3):
-        result = subprocess.run(
-            crawl_command(base, state, out), timeout=TIMEOUT, capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stderr
+    # One resume must finish the crawl: nothing interrupts it.
+    result = subprocess.run(
+        crawl_command(base, state, out), timeout=TIMEOUT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
     with CrawlState.open(state, create=False) as stored:
         progress = stored.progress()
     assert progress["done"] == PAGES and progress["total"] == PAGES, progress
     return [str(r["url"]) for r in records(out)], landed, sig.name
 
 
-@pytest.mark.timeout(600)  # about 60 s on an idle 2-core machine; more when it is busy
+@pytest.mark.timeout(600)  # about 30 s on an idle 2-core machine; more when it is busy
 def test_interrupted_crawls_resume_exactly(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     expected = sorted(f"{server.base_url}/p/{i}" for i in range(PAGES))
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -29,7 +29,7 @@ from trio_crawl.core.robots import (
     product_token,
     robots_url,
 )
-from trio_crawl.core.robots_txt import RobotsTxt
+from trio_crawl.core.robots_txt import RobotsTxt, path_params_query
 from trio_crawl.engine.robots_gate import RobotsCache
 from trio_crawl.errors import FetchError
 
@@ -615,3 +615,26 @@ def test_cache_rejects_bad_configuration() -> None:
         RobotsCache(FakeFetcher({}), "")
     with pytest.raises(ValueError, match=r"must be >= 0$"):
         RobotsCache(FakeFetcher({}), UA, retry_period=-1.0)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from(["/", "/a", "/a*", "/a$", "*", "/index.html", ""]), max_size=4),
+    st.lists(st.sampled_from(["", "/", "/a", "/a*b", "/a$", "/*.php$", "/b/"]), max_size=4),
+    st.text(st.sampled_from("/ab.indexhtmlp?=$*"), max_size=12),
+)
+def test_rules_answer_as_their_longest_match(
+    allows: list[str], disallows: list[str], path: str
+) -> None:
+    """Whatever the rules (those with no Disallow are answered without
+    matching), the answer is the first matching rule's in rank order (longest
+    first, Allow first on a tie), yes when none matches: a model that asks
+    every rule."""
+    lines = [f"Allow: {a}" for a in allows] + [f"Disallow: {d}" for d in disallows]
+    rules = RobotsTxt.parse("User-agent: *\n" + "\n".join(lines) + "\n").rules_for("bot")
+    url = "http://h.example/" + path.lstrip("/")
+    ranked = sorted(rules._rules, key=lambda rule: rule.rank)
+    matching = [rule.allow for rule in ranked if rule.matches(path_params_query(url))]
+    assert rules.allows(url) == (matching[0] if matching else True)
+    if not any(disallows):
+        assert rules.allows(url)

@@ -23,7 +23,6 @@ from ..core.models import CrawlRecord
 from ..core.stats import latency_bound_hint
 from ..core.url import host_port
 from ..engine.build import BuiltCrawl, CrawlPlan, open_crawl
-from ..engine.crawler import Crawler
 from ..errors import (
     ConfigError,
     OutputError,
@@ -34,6 +33,7 @@ from ..errors import (
 from ..frontiers.base import FrontierBackend, refuse_unservable
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
+from ..outputs.mirror import report_mirror
 from .common import (
     EXIT_HANDLER,
     EXIT_OK,
@@ -200,6 +200,7 @@ class Sinks:
             on_record=(self.records.write, self.on_record),
             on_depth_update=(self.records.write,),
             on_item=(self.on_item,) if self.items is not None else (),
+            on_mirror_warning=say,
         )
 
     def on_record(self, record: CrawlRecord) -> None:
@@ -230,19 +231,28 @@ class SignalWatch:
 
     def __init__(self, console: Console | None, grace: float) -> None:
         self.code = EXIT_OK
+        #: Set once the crawl's run has returned (its outputs are closing).
+        self.crawl_ended = False
         self._console = console
         self._grace = grace
 
-    async def serve(self, signals: AsyncIterator[int], crawler: Crawler) -> None:
+    async def serve(self, signals: AsyncIterator[int], built: BuiltCrawl) -> None:
+        """Serves for the whole crawl, its outputs' closing included: once
+        the crawl has ended, a signal stops the mirror's link conversion."""
         async for signum in signals:
+            ended = self.crawl_ended
             if self.code == EXIT_OK:
                 self.code = SIGNAL_EXIT.get(signal.Signals(signum), 130)
-                if self._console is not None:
+                if self._console is not None and not ended:
                     self._console.print(
                         "[yellow]stopping: finishing in-flight pages "
                         f"(up to {self._grace:g}s); signal again to quit now[/]"
                     )
-            crawler.stop()
+            if ended:
+                if built.mirror is not None:
+                    built.mirror.stop_converting()
+            else:
+                built.crawler.stop()
 
 
 async def crawl_with_ui(
@@ -261,16 +271,19 @@ async def crawl_with_ui(
     sinks = Sinks(outputs)
     signals = SignalWatch(None if quiet else console, config.grace)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async with open_crawl(sinks.plan(config, frontier, warc)) as built:
-            sinks.built = built
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(signals.serve, received, built.crawler)
-                outputs.begin()  # the crawl starts: only now are outputs emptied
-                if show:
-                    nursery.start_soon(show_progress, built.crawler, console)
-                cpu_at_start = time.process_time()
-                summary = await built.crawler.run()
-                nursery.cancel_scope.cancel()
+        async with trio.open_nursery() as watching:
+            async with open_crawl(sinks.plan(config, frontier, warc)) as built:
+                sinks.built = built
+                watching.start_soon(signals.serve, received, built)
+                async with trio.open_nursery() as nursery:
+                    outputs.begin()  # the crawl starts: only now are outputs emptied
+                    if show:
+                        nursery.start_soon(show_progress, built.crawler, console)
+                    cpu_at_start = time.process_time()
+                    summary = await built.crawler.run()
+                    signals.crawl_ended = True
+                    nursery.cancel_scope.cancel()
+            watching.cancel_scope.cancel()
     failed = built.failure  # the archive's is final now: its writer has ended
     starts = sinks.starts
     unreachable = failed is None and signals.code == EXIT_OK
@@ -290,6 +303,8 @@ async def crawl_with_ui(
         )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
+        if built.mirror is not None:
+            print(report_mirror(built.mirror), file=sys.stderr)
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:

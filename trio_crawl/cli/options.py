@@ -234,6 +234,25 @@ def add_output_options(g: argparse._ArgumentGroup, default_output: str | None) -
         "extra needed); appended to when a --state crawl resumes",
     )
     g.add_argument(
+        "--mirror",
+        metavar="DIR",
+        help="save every fetched body under DIR/host[:port]/path, an offline copy like "
+        "wget -m (implies --all-bodies); with -k and --page-requisites a browsable one",
+    )
+    g.add_argument(
+        "-k",
+        "--convert-links",
+        action="store_true",
+        help="with --mirror: when the crawl ends, links to saved files become relative "
+        "paths, other links absolute URLs (like wget -k)",
+    )
+    g.add_argument(
+        "-E",
+        "--adjust-extension",
+        action="store_true",
+        help="with --mirror: add .html / .css to saved names that lack them (like wget -E)",
+    )
+    g.add_argument(
         "--handler",
         metavar="MODULE:FUNCTION",
         help="async handler for every page (yields items and Requests) instead of link-following",
@@ -360,7 +379,10 @@ def build_config(
         "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
-        "html_only": not args.all_bodies,
+        "html_only": not (args.all_bodies or args.mirror),
+        "mirror": args.mirror,
+        "convert_links": args.convert_links,
+        "adjust_extension": args.adjust_extension,
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
         "debug": args.debug,

@@ -100,6 +100,14 @@ class CrawlConfig:
     cookies: CookieJar | None = field(default=None, repr=False, compare=False)
     #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
     proxy: str | None = field(default=None, repr=False)
+    #: Save every 2xx body under this directory, as ``host[:port]/path``
+    #: (``core/mirror_layout.py``): an offline copy, like ``wget -m``.
+    mirror: str | None = None
+    #: With ``mirror``: at the end, links to saved files become relative
+    #: paths, the others absolute URLs (wget's ``-k``).
+    convert_links: bool = False
+    #: With ``mirror``: add ``.html`` / ``.css`` to names that lack them (wget's ``-E``).
+    adjust_extension: bool = False
 
     def __post_init__(self) -> None:
         # Messages name library arguments ("workers="); the CLI words them
@@ -164,6 +172,7 @@ class CrawlConfig:
                 separator = ": " if problem.startswith("no such") else " "
                 raise ConfigError(f"{argument}{separator}{problem}", argument)
         self._check_identity()
+        self._check_mirror()
         canonical: list[str | Request] = []
         for start in self.start_urls:
             text = start.url if isinstance(start, Request) else start
@@ -232,6 +241,19 @@ class CrawlConfig:
                 start_credentials([], netrc_file=self.netrc_file)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+
+    def _check_mirror(self) -> None:
+        if self.mirror is not None:
+            object.__setattr__(self, "mirror", os.fspath(self.mirror))
+            if not self.mirror:
+                raise ConfigError("mirror= must name a directory (got an empty path)", "mirror=")
+        for name in ("convert_links", "adjust_extension"):
+            if getattr(self, name) and self.mirror is None:
+                raise ConfigError(
+                    f"{name}=True needs mirror= (a directory to save the site in)",
+                    f"{name}=True",
+                    "mirror=",
+                )
 
     @property
     def start_url_strings(self) -> list[str]:

@@ -83,6 +83,11 @@ class EntryState(enum.Enum):
     DONE = "done"
     DROPPED = "dropped"
 
+    #: Members are singletons compared by identity: the identity hash is
+    #: right, and C-fast (``Enum.__hash__`` is Python code, run by every
+    #: state change through ``Frontier._counts``).
+    __hash__ = object.__hash__
+
 
 class Entry:
     """One admitted URL. Mutable, but only the frontier changes ``depth``,

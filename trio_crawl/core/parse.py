@@ -83,8 +83,9 @@ worker threads.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from html.parser import HTMLParser as _Tokenizer
 from typing import Final, Literal
 
@@ -133,8 +134,10 @@ _META_CHARSET: Final = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([^\s"'/
 _META_SCAN: Final = 4096
 
 
+@functools.lru_cache(maxsize=256)
 def _codec(label: str) -> str | None:
-    """The Python codec a browser would use for an encoding label, or None."""
+    """The Python codec a browser would use for an encoding label, or None.
+    Cached: every page of a site names the same charset."""
     try:
         info = codecs.lookup(label.strip())
     except (LookupError, ValueError):  # ValueError: embedded NUL
@@ -301,13 +304,61 @@ def _cut_fragment(href: str) -> str:
     """Rule 1: ``href`` without its fragment, when that cannot change what it
     resolves to: not when C0 controls or spaces precede the ``#`` (``"a #"``
     is ``a%20``, but ``"a "`` would lose the space to stripping). Inlined in
-    the hot loops."""
+    the link loop (``_read_elements``)."""
     cut = href.find("#")
     if cut == 0:
         return ""
     if cut > 0 and href[cut - 1] > " ":
         return href[:cut]
     return href
+
+
+def _read_elements(
+    elements: Iterable[etree._Element],
+    hrefs: list[str],
+    refs: list[str] | None = None,
+    base: str | None = None,
+    *,
+    style_text: bool = True,
+) -> str | None:
+    """The one link loop, over elements in document order: the ``href`` of
+    each ``<a>`` and ``<area>`` goes to ``hrefs``, its fragment cut (rule 1,
+    ``_cut_fragment`` inlined: this runs for every link), and the first
+    ``<base href>`` is returned (``base`` when one came before: rule 2).
+    With ``refs``, each element's raw requisites go there too
+    (``requisites.py``); ``style_text=False``: a ``<style>``'s text is not
+    complete yet (the push parser reads it at the element's end)."""
+    link_tags = _LINK_TAGS
+    requisite_tags = REQUISITE_TAGS
+    for element in elements:
+        tag = element.tag
+        get = element.get
+        if tag in link_tags:
+            href = get("href")
+            if href is not None:
+                if tag != "base":
+                    cut = href.find("#")
+                    if cut == 0:
+                        href = ""
+                    elif cut > 0 and href[cut - 1] > " ":
+                        href = href[:cut]
+                    hrefs.append(href)
+                elif base is None:
+                    base = href
+            if refs is None:
+                continue
+        elif refs is None:
+            continue
+        elif tag in requisite_tags:
+            if tag != "style":
+                element_refs(tag, get, None, refs)
+            elif style_text:
+                element_refs(tag, get, element.text, refs)
+            continue
+        style = get("style")  # a url() in any element's style attribute
+        if style and "(" in style:
+            refs.extend(css_refs(style))
+    return base
 
 
 def _frozen_base(href: str, document_url: str) -> str:
@@ -382,39 +433,30 @@ class _PushParse:
         """The hrefs and raw requisites of the events parsed so far."""
         hrefs: list[str] = []
         refs: list[str] = []
-        requisites = self._requisites
-        link_tags = _LINK_TAGS
-        for event, element in parser.read_events():
+        self.base = _read_elements(
+            self._started(parser.read_events(), refs),
+            hrefs,
+            refs if self._requisites else None,
+            self.base,
+            style_text=False,
+        )
+        return hrefs, refs
+
+    def _started(
+        self, events: Iterator[tuple[str, object]], refs: list[str]
+    ) -> Iterator[etree._Element]:
+        """The elements of the start events; the end event of a ``<style>``
+        (asked for with requisites only) gives its text's requisites."""
+        for event, element in events:
             if not isinstance(element, etree._Element):
                 continue  # not with these events; for the type checker
-            tag = element.tag
-            get = element.get
             if event == "end":
-                if tag == "style":
-                    element_refs(tag, get, element.text, refs)
+                if element.tag == "style":
+                    element_refs("style", element.get, element.text, refs)
                 continue
             if self._root is None:
                 self._root = element.getroottree().getroot()
-            if tag in link_tags:
-                href = get("href")
-                if href is not None:
-                    if tag != "base":
-                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
-                        if cut == 0:
-                            href = ""
-                        elif cut > 0 and href[cut - 1] > " ":
-                            href = href[:cut]
-                        hrefs.append(href)
-                    elif self.base is None:
-                        self.base = href
-            if requisites and tag != "style":
-                if tag in REQUISITE_TAGS:
-                    element_refs(tag, get, None, refs)
-                else:
-                    style = get("style")
-                    if style and "(" in style:
-                        refs.extend(css_refs(style))
-        return hrefs, refs
+            yield element
 
     def _prune(self) -> int:
         """Delete every element before the last one inserted, on its path
@@ -468,19 +510,7 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     if not complete:
         base, hrefs = _tokenize_links(data)
     elif root is not None:
-        for element in root.iter("a", "area", "base"):
-            href = element.get("href")
-            if href is None:
-                continue
-            if element.tag != "base":
-                cut = href.find("#")  # rule 1: _cut_fragment, inlined
-                if cut == 0:
-                    href = ""
-                elif cut > 0 and href[cut - 1] > " ":
-                    href = href[:cut]
-                hrefs.append(href)
-            elif base is None:
-                base = href
+        base = _read_elements(root.iter("a", "area", "base"), hrefs)
     if not hrefs:
         return []
     return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
@@ -577,32 +607,8 @@ def extract_links_and_requisites(
         # Every element when a style attribute may hold a url(); else only the
         # tags that matter, which is ~6x cheaper (proxies for 5 % of the nodes).
         styled = bool(_STYLE_WITH_PAREN(root))
-        link_tags = _LINK_TAGS
-        for element in root.iter(etree.Element) if styled else root.iter(*_WALK_TAGS):
-            tag = element.tag
-            get = element.get
-            if tag in link_tags:
-                href = get("href")
-                if href is not None:
-                    if tag != "base":
-                        cut = href.find("#")  # rule 1: _cut_fragment, inlined
-                        if cut == 0:
-                            href = ""
-                        elif cut > 0 and href[cut - 1] > " ":
-                            href = href[:cut]
-                        hrefs.append(href)
-                    elif base is None:
-                        base = href
-                if styled:
-                    style = get("style")
-                    if style and "(" in style:
-                        refs.extend(css_refs(style))
-            elif tag in REQUISITE_TAGS:
-                element_refs(tag, get, element.text if tag == "style" else None, refs)
-            else:
-                style = get("style")
-                if style and "(" in style:
-                    refs.extend(css_refs(style))
+        elements = root.iter(etree.Element) if styled else root.iter(*_WALK_TAGS)
+        base = _read_elements(elements, hrefs, refs)
     if not hrefs and not refs:
         return [], []
     base_url = url if base is None else _frozen_base(base, url)

@@ -107,11 +107,14 @@ def _is_loopback(host: str) -> bool:
 class ProxyChooser:
     """The proxy of each request (module rules); pure, no I/O after creation."""
 
-    __slots__ = ("_explicit", "_proxies")
+    __slots__ = ("_direct", "_explicit", "_proxies")
 
     def __init__(self, explicit: str | None, environ: Mapping[str, str]) -> None:
         self._explicit = explicit
         self._proxies = environment_proxies(environ)
+        #: No request can go through a proxy: ``proxy_for`` need not parse
+        #: the URL (it runs for every request).
+        self._direct = not self.may_proxy
 
     @property
     def may_proxy(self) -> bool:
@@ -122,7 +125,7 @@ class ProxyChooser:
 
     def proxy_for(self, url: str) -> str | None:
         """The proxy URL for ``url``, or ``None`` for a direct connection."""
-        if self._explicit == "":
+        if self._direct:
             return None
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()

@@ -252,7 +252,7 @@ class _Rule:
 class RobotsRules:
     """The rules of the group that applies to one product token: ``allows(url)``."""
 
-    __slots__ = ("_plain", "_rules", "_special")
+    __slots__ = ("_allow_all", "_plain", "_rules", "_special")
 
     def __init__(self, rules: list[tuple[bool, str]]) -> None:
         compiled: list[_Rule] = []
@@ -279,10 +279,13 @@ class RobotsRules:
         # the other rules: one startswith() call rules out all of them.
         self._plain = tuple(r.head for r in compiled if not r.wild and not r.anchored)
         self._special = [r for r in compiled if r.wild or r.anchored]
+        #: No Disallow rule (none at all, or ``Allow: /``): whichever rule
+        #: matches, the answer is yes, so no URL needs matching.
+        self._allow_all = all(rule.allow for rule in compiled)
 
     def allows(self, url: str) -> bool:
         """True unless the longest rule matching ``url`` (absolute, or a path) disallows it."""
-        if not self._rules:
+        if self._allow_all:
             return True
         path = path_params_query(url)
         if path == "/robots.txt":

@@ -79,6 +79,9 @@ class CrawlOptions(TypedDict, total=False):
     netrc_file: str | None
     cookies: CookieJar | None
     proxy: str | None
+    mirror: str | None
+    convert_links: bool
+    adjust_extension: bool
 
 
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -31,6 +31,7 @@ from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, refuse_unservable
 from ..frontiers.sqlite import SqliteFrontier
 from ..outputs.archive import ArchiveLink, open_crawl_archive
+from ..outputs.mirror import MirrorLink, open_mirror
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 from .fetchers import open_fetcher
@@ -66,6 +67,9 @@ class CrawlPlan:
     on_item: Sequence[ItemCallback] = ()
     on_response: Sequence[ResponseCallback] = ()
     on_depth_update: Sequence[DepthUpdateCallback] = ()
+    #: With ``config.mirror``: told each file that could not be saved (one
+    #: line); None: the ``trio_crawl.mirror`` logger.
+    on_mirror_warning: Callable[[str], None] | None = None
     rng: random.Random | None = None
 
     def __post_init__(self) -> None:
@@ -80,6 +84,7 @@ class BuiltCrawl:
     def __init__(self, plan: CrawlPlan) -> None:
         self.plan = plan
         self.archive: ArchiveLink | None = None
+        self.mirror: MirrorLink | None = None
         self._crawler: Crawler | None = None
         self._failure: OutputError | None = None
 
@@ -94,6 +99,8 @@ class BuiltCrawl:
         final only once ``open_crawl``'s block has ended)."""
         if self._failure is None and self.archive is not None and self.archive.error is not None:
             return OutputError(str(self.plan.warc), self.archive.error)
+        if self._failure is None and self.mirror is not None and self.mirror.error is not None:
+            return OutputError(str(self.plan.config.mirror), self.mirror.error)
         return self._failure
 
     def raise_if_failed(self) -> None:
@@ -118,6 +125,16 @@ class BuiltCrawl:
 
     def _to_archive(self, url: str, result: FetchResult) -> Awaitable[None] | None:
         return None if self.archive is None else self.archive.submit(url, result)
+
+    def _mirror_failed(self, error: OSError) -> None:
+        # As for the archive: a page whose body is not on disk gets no record.
+        if self._failure is None:
+            self._failure = OutputError(str(self.plan.config.mirror), error)
+        if self._crawler is not None:
+            self._crawler.abort()
+
+    def _to_mirror(self, url: str, result: FetchResult) -> Awaitable[None] | None:
+        return None if self.mirror is None else self.mirror.submit(url, result)
 
 
 async def _open_state(config: CrawlConfig, path: str) -> SqliteFrontier:
@@ -151,6 +168,8 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
         on_response = list(plan.on_response)
         if plan.warc is not None:
             on_response.append(built._to_archive)
+        if config.mirror is not None:
+            on_response.append(built._to_mirror)
         built._crawler = Crawler(
             config,
             fetcher,
@@ -171,5 +190,9 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
                     on_failure=built._archive_failed,
                     defer_start=plan.hold_warc,
                 )
+            )
+        if config.mirror is not None:  # converts the links when the block ends
+            built.mirror = await stack.enter_async_context(
+                open_mirror(config, on_failure=built._mirror_failed, warn=plan.on_mirror_warning)
             )
         yield built

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..core.models import CrawlRecord, DepthUpdate
 from ..errors import OutputError
+from .record_line import record_line
 
 
 class OutputFile:
@@ -204,8 +205,7 @@ class JsonLinesWriter:
 
     def write(self, record: CrawlRecord | DepthUpdate) -> None:
         """One line: a record, or a correction of an earlier one's depth."""
-        line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":"))
-        if self.output.write(_encode(line)):
+        if self.output.write(_encode(record_line(record))):
             self.written += 1
 
 

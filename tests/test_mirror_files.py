@@ -1,0 +1,117 @@
+"""``--mirror``'s writes on a real directory (``outputs/mirror_files.py``):
+symlinks already inside the mirror are never followed, a file and a
+directory wanting one name are both kept, and errors are sorted into "skip
+this file" and "the mirror failed"."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from trio_crawl.core.mirror_layout import MirrorLayout
+from trio_crawl.outputs.mirror_files import MirrorFiles, MirrorSkip
+
+LAYOUT = MirrorLayout()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def test_a_file_and_a_directory_wanting_one_name_are_both_kept(tmp_path: Path) -> None:
+    files = MirrorFiles(str(tmp_path))
+    assert files.save(LAYOUT.path("http://h/a"), b"A") == ("h", "a")
+    assert files.save(LAYOUT.path("http://h/a/b"), b"B") == ("h", "a", "b")
+    # The other order: the directory is there first.
+    files.save(LAYOUT.path("http://h/c/d"), b"D")
+    assert files.save(LAYOUT.path("http://h/c"), b"C") == ("h", "c", "index.html")
+    assert tree(tmp_path) == {
+        "h/a/index.html": b"A",
+        "h/a/b": b"B",
+        "h/c/d": b"D",
+        "h/c/index.html": b"C",
+    }
+    # The link converter finds both through the candidates.
+    for url, where in (
+        ("http://h/a", ("h", "a", "index.html")),
+        ("http://h/c", ("h", "c", "index.html")),
+    ):
+        assert next(c for c in LAYOUT.candidates(url) if files.is_file(c)) == where
+    assert not files.is_file(("h", "a"))  # a directory is not a saved page
+
+
+def test_a_symlinked_directory_inside_the_mirror_is_never_followed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "mirror", tmp_path / "outside"
+    outside.mkdir()
+    (root / "h").mkdir(parents=True)
+    (root / "h" / "docs").symlink_to(outside)
+    (root / "evil").symlink_to(outside)  # a host directory that is a symlink
+    files = MirrorFiles(str(root))
+    with pytest.raises(MirrorSkip, match=r"^h/docs is a symlink: not followed$"):
+        files.save(LAYOUT.path("http://h/docs/x.html"), b"X")
+    with pytest.raises(MirrorSkip, match="symlink"):
+        files.save(("evil", "x"), b"X")
+    assert list(outside.iterdir()) == []
+    assert (root / "h" / "docs").is_symlink()  # left as it was
+    assert not files.is_file(("h", "docs", "x.html"))
+    assert list(files.walk()) == []  # the converter's walk does not enter it either
+
+
+def test_a_symlink_in_place_of_the_file_is_replaced_not_written_through(tmp_path: Path) -> None:
+    root, target = tmp_path / "mirror", tmp_path / "precious.txt"
+    target.write_bytes(b"precious")
+    (root / "h").mkdir(parents=True)
+    (root / "h" / "index.html").symlink_to(target)
+    files = MirrorFiles(str(root))
+    assert not files.is_file(("h", "index.html"))  # a symlink is not a saved file
+    files.save(LAYOUT.path("http://h/"), b"page")
+    assert target.read_bytes() == b"precious"
+    assert not (root / "h" / "index.html").is_symlink()
+    assert (root / "h" / "index.html").read_bytes() == b"page"
+
+
+def test_the_mirror_root_may_itself_be_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    MirrorFiles(str(tmp_path / "link")).save(("h", "x"), b"X")
+    assert (real / "h" / "x").read_bytes() == b"X"
+
+
+def test_a_name_the_file_system_refuses_skips_that_file(tmp_path: Path) -> None:
+    files = MirrorFiles(str(tmp_path))
+    with pytest.raises(MirrorSkip, match="File name too long"):
+        files.save(("h", "x" * 300), b"X")  # not from the layout, which cuts names
+    files.save(("h", "ok"), b"ok")  # the mirror still works
+    assert tree(tmp_path) == {"h/ok": b"ok"}
+
+
+def test_a_full_disk_is_the_mirror_failing_and_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = MirrorFiles(str(tmp_path))
+    files.save(("h", "a"), b"old")
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError) as caught:
+        files.save(("h", "a"), b"new")
+    assert caught.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert tree(tmp_path) == {"h/a": b"old"}  # no temporary file left, the old copy kept
+    assert sorted(os.listdir(tmp_path / "h")) == ["a"]
+
+
+def test_case_probe_reports_this_file_system(tmp_path: Path) -> None:
+    files = MirrorFiles(str(tmp_path))
+    assert files.case_insensitive() is False  # ext4/tmpfs/overlay: case-sensitive
+    assert os.listdir(tmp_path) == []  # the probe cleans up

@@ -1,0 +1,139 @@
+"""``--convert-links`` on one page or stylesheet (``core/mirror_links.py``):
+which values change, to what, and that every other byte stays as it was.
+The saved files are given as a set; no disk."""
+
+from __future__ import annotations
+
+from trio_crawl.core.mirror_layout import MirrorLayout
+from trio_crawl.core.mirror_links import LinkConverter
+from trio_crawl.outputs.mirror_convert import file_kind
+
+LAYOUT = MirrorLayout()
+SAVED = {
+    ("h", "index.html"),
+    ("h", "docs", "index.html"),
+    ("h", "docs", "intro.html"),
+    ("h", "css", "site.css"),
+    ("h", "img", "a.png"),
+    ("h", "img", "a-2x.png"),
+    ("h", "img", "bg.png"),
+    ("h", "page?x=1"),
+    ("h", "a", "index.html"),
+}
+
+
+def lookup(url: str) -> tuple[str, ...] | None:
+    return next((c for c in LAYOUT.candidates(url) if c in SAVED), None)
+
+
+def convert(page: tuple[str, ...], html: str) -> str | None:
+    converter = LinkConverter(page, "http://h/" + "/".join(page[1:]), lookup)
+    out = converter.page_html(html.encode())
+    return None if out is None else out.decode()
+
+
+def test_links_to_saved_files_become_relative_the_rest_absolute() -> None:
+    page = (
+        "<!DOCTYPE html>\n<!-- keep   me -->\n<html><head>"
+        "<link rel=stylesheet href='/css/site.css' >\n"
+        '<title>T &amp; t</title></head><BODY  class="x">'
+        '<a href="docs/#top">d</a> <A HREF=docs/intro.html>i</A> <a href="/missing?q=1#f">m</a>'
+        ' <a href="page?x=1">q</a> <a href="/a">a</a> <a href="mailto:x@y">@</a>'
+        ' <a href="#s">s</a>'
+        ' <a href="http://other.test/z">o</a>'
+        '<img src="/img/a.png" srcset="/img/a.png 1x, /img/a-2x.png 2x">'
+        '<div style="background: url(/img/bg.png)"></div>'
+        "<style>p { background: url('img/bg.png') }</style></BODY></html>"
+    )
+    out = convert(("h", "index.html"), page)
+    assert out == (
+        "<!DOCTYPE html>\n<!-- keep   me -->\n<html><head>"
+        "<link rel=stylesheet href='css/site.css' >\n"
+        '<title>T &amp; t</title></head><BODY  class="x">'
+        '<a href="docs/index.html#top">d</a> <A HREF=docs/intro.html>i</A>'
+        ' <a href="http://h/missing?q=1#f">m</a>'
+        ' <a href="page%3Fx=1">q</a> <a href="a/index.html">a</a> <a href="mailto:x@y">@</a>'
+        ' <a href="#s">s</a> <a href="http://other.test/z">o</a>'
+        '<img src="img/a.png" srcset="img/a.png 1x, img/a-2x.png 2x">'
+        '<div style="background: url(img/bg.png)"></div>'
+        "<style>p { background: url('img/bg.png') }</style></BODY></html>"
+    )
+
+
+def test_links_are_relative_to_the_saved_file_and_a_base_no_longer_applies() -> None:
+    page = '<head><base href="/docs/"></head><a href="intro.html">i</a><a href="../">up</a>'
+    out = convert(("h", "page?x=1"), page)
+    assert out == (
+        '<head><base data-trio-crawl-base-href="/docs/"></head>'
+        '<a href="docs/intro.html">i</a><a href="index.html">up</a>'
+    )
+    # Converting again (a resumed crawl) changes nothing more.
+    assert convert(("h", "page?x=1"), out) is None
+
+
+def test_a_converted_page_converts_to_itself_and_unchanged_pages_are_not_rewritten() -> None:
+    once = convert(("h", "docs", "index.html"), '<a href="/">home</a><a href="/nope">n</a>')
+    assert once == '<a href="../index.html">home</a><a href="http://h/nope">n</a>'
+    assert convert(("h", "docs", "index.html"), once) is None
+    assert convert(("h", "docs", "index.html"), "<p>no links</p>") is None
+
+
+def test_values_are_escaped_for_their_quoting() -> None:
+    out = convert(("h", "index.html"), "<a href=/missing?a=1&amp;b=2>x</a>")
+    assert out == '<a href="http://h/missing?a=1&amp;b=2">x</a>'
+
+
+def test_non_utf8_bytes_outside_links_are_kept() -> None:
+    raw = b'<meta charset="windows-1252"><p>caf\xe9</p><a href="/docs/">d</a>'
+    converter = LinkConverter(("h", "index.html"), "http://h/index.html", lookup)
+    assert converter.page_html(raw) == raw.replace(b'"/docs/"', b'"docs/index.html"')
+
+
+def test_stylesheets_convert_url_and_import_in_place() -> None:
+    css = (
+        b'@import "/css/site.css";\n@import url(missing.css);\n'
+        b"/* url(/img/a.png) */ a { background: URL( '../img/bg.png' ) }\n"
+        b'b { background: url("data:image/png;base64,AA==") }'
+    )
+    converter = LinkConverter(("h", "css", "site.css"), "http://h/css/site.css", lookup)
+    assert converter.stylesheet(css) == (
+        b'@import "site.css";\n@import url(http://h/css/missing.css);\n'
+        b"/* url(../img/a.png) */ a { background: URL( '../img/bg.png' ) }\n"
+        b'b { background: url("data:image/png;base64,AA==") }'
+    )
+
+
+def test_which_saved_files_are_pages_and_stylesheets() -> None:
+    assert file_kind("a.html", b"") == "html"
+    assert file_kind("page?x=1", b"  <!DOCTYPE html><html>") == "html"
+    assert file_kind("page?x=1", b'<a href="/">') == "html"
+    assert file_kind("s.css?v=3", b"body{}") == "css"
+    assert file_kind("x.png", b"\x89PNG") is None
+    assert file_kind("data.json", b'{"a": "<html>"}') is None
+
+
+def test_the_shared_memo_changes_no_result() -> None:
+    """One memo across pages of different directories, with and without a
+    <base>, gives the same bytes as converting each page on its own."""
+    pages = [
+        (("h", "index.html"), '<a href="docs/">d</a><a href="?x=1">q</a><a href="a">a</a>'),
+        (
+            ("h", "docs", "index.html"),
+            '<a href="docs/">d</a><a href="../a">a</a><a href="a">a</a>',
+        ),
+        (("h", "docs", "intro.html"), '<base href="/"><a href="docs/">d</a><a href="a">a</a>'),
+        (("h", "page?x=1"), '<a href="docs/">d</a><a href="#t">t</a><a href=" a">a</a>'),
+    ]
+    memo: dict[tuple[str, tuple[str, ...], str], str] = {}
+    for _ in range(2):
+        for page, text in pages:
+            url = "http://h/" + "/".join(page[1:])
+            alone = LinkConverter(page, url, lookup).page_html(text.encode())
+            shared = LinkConverter(page, url, lookup, memo).page_html(text.encode())
+            assert shared == alone, page
+    assert memo  # it was used
+
+
+def test_files_named_as_images_scripts_or_media_are_not_pages() -> None:
+    for name in ("a.png", "app.js", "f.woff2", "doc.pdf", "logo.svg?v=2", "data.json"):
+        assert file_kind(name, b"<html><a href=x>") is None, name

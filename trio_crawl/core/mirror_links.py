@@ -1,0 +1,240 @@
+"""Pure ``--convert-links``: rewrite the links of one saved page or stylesheet
+for offline reading. No I/O, no trio: where a link's target was saved comes
+from the ``lookup`` the caller gives (``outputs/mirror_convert.py`` asks the
+mirror directory).
+
+Rules:
+
+1. A link whose target was saved becomes the relative path from this file to
+   that file (``relative_href``), its ``#fragment`` kept. Any other http(s)
+   link becomes the absolute URL it resolves to (so a relative link to a page
+   that was not fetched still works online). ``mailto:``, ``javascript:``,
+   ``data:``, fragment-only and invalid values are left as they are.
+2. HTML links are those of ``requisites.py`` rule 1 plus ``<a>``/``<area>``
+   ``href`` and every ``<link href>``: ``href``, ``src``, ``srcset``,
+   ``imagesrcset``, ``poster``, ``data``, ``background`` of the elements that
+   have them, and the URLs in ``style`` attributes and ``<style>`` elements.
+   lxml parses the page and says which attribute values are links (resolved
+   against ``<base href>`` when there is one); the bytes are then rewritten
+   in place, attribute value by attribute value: everything else (spacing,
+   quoting, entities, comments, the doctype, bytes lxml would repair) stays
+   byte for byte. The trade-off against re-serializing lxml's tree: a value
+   rewritten is found by its attribute name and exact value, so the same
+   ``name="value"`` text inside a comment or script is rewritten too (to the
+   same target, so it still means the same thing).
+3. ``<base href>`` is renamed ``data-trio-crawl-base-href``: the rewritten
+   relative links are relative to the saved file, so a base must not apply.
+   This also makes a second conversion (a resumed crawl) give the same bytes
+   for links whose targets did not change.
+4. CSS (stylesheets, ``style`` attributes, ``<style>``): the values of
+   ``url(...)`` (quoted or not) and ``@import "..."``, rewritten in place.
+5. The page's bytes are read as UTF-8 with undecodable bytes kept as they
+   are (``surrogateescape``), so any ASCII-compatible encoding round-trips; a
+   UTF-16 page is left unconverted.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import lxml.html
+from lxml import etree
+
+from .mirror_layout import relative_href
+from .url import join, resolve
+
+#: A canonical URL -> the saved file's path components, or None if not saved.
+Lookup = Callable[[str], tuple[str, ...] | None]
+
+_ASCII_WS: Final = "\t\n\f\r "
+#: First characters after which a value may depend on more of the base than
+#: its directory (``url.resolve_many``'s rule): not memoized.
+_WHOLE_BASE_FIRST: Final = frozenset([chr(i) for i in range(33)] + ["?", "#", "\\"])
+_BACKGROUND: Final = ("body", "table", "thead", "tbody", "tfoot", "tr", "td", "th")
+_LINK_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
+    "a": ("href",),
+    "area": ("href",),
+    "link": ("href", "imagesrcset"),
+    "img": ("src", "srcset"),
+    "source": ("src", "srcset"),
+    "script": ("src",),
+    "iframe": ("src",),
+    "frame": ("src",),
+    "embed": ("src",),
+    "track": ("src",),
+    "audio": ("src",),
+    "input": ("src",),
+    "video": ("src", "poster"),
+    "object": ("data",),
+    **{tag: ("background",) for tag in _BACKGROUND},
+}
+_ATTRIBUTE: Final = re.compile(
+    r"""(?<=[\s"'/])(href|src|srcset|imagesrcset|poster|data|background|style)(\s*=\s*)"""
+    r"""("[^"]*"|'[^']*'|[^\s"'<>`]+)""",
+    re.I,
+)
+_STYLE_ELEMENT: Final = re.compile(r"(<style\b[^>]*>)(.*?)(</style\s*>)", re.I | re.S)
+_BASE_HREF: Final = re.compile(r"(<base\b[^>]*?[\s\"'/])(href)(?=\s*=)", re.I)
+_CSS_URL: Final = re.compile(
+    r"""(url\(\s*)(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'()\\]*))(\s*\))"""
+    r"""|(@import\s+)(?:"([^"\n]*)"|'([^'\n]*)')""",
+    re.I,
+)
+_SRCSET_URL: Final = re.compile(r"(^|,)(\s*)([^\s,]+)")
+
+
+class LinkConverter:
+    """Converts the links of one saved file, ``page`` (its path components),
+    whose URL (or one in the same directory: ``url_of_path``) is ``url``."""
+
+    def __init__(
+        self,
+        page: Sequence[str],
+        url: str,
+        lookup: Lookup,
+        memo: dict[tuple[str, tuple[str, ...], str], str] | None = None,
+    ) -> None:
+        self.page = tuple(page)
+        self.url = url
+        self.lookup = lookup
+        self.changed = 0
+        #: Shared by the pages of one conversion: (base directory, this
+        #: file's directory, raw value) -> new value, for values whose
+        #: resolution depends on the base's directory only (``resolve_many``'s
+        #: rule). Cleared by its owner when it grows too large.
+        self.memo = memo
+
+    def href(self, raw: str, base: str) -> str:
+        """Rule 1 for one raw link value (memoized when ``memo`` is given)."""
+        if self.memo is None or not raw or raw[0] in _WHOLE_BASE_FIRST:
+            return self._href(raw, base)
+        cut = len(base)
+        for stop in "?#":
+            found = base.find(stop)
+            if 0 <= found < cut:
+                cut = found
+        key = (base[: base.rfind("/", 0, cut) + 1], self.page[:-1], raw)
+        new = self.memo.get(key)
+        if new is None:
+            new = self.memo[key] = self._href(raw, base)
+        return new
+
+    def _href(self, raw: str, base: str) -> str:
+        value = raw.strip(_ASCII_WS)
+        if not value or value.startswith("#"):
+            return raw
+        resolved = resolve(value, base)
+        if resolved is None:
+            return raw
+        target = self.lookup(resolved)
+        if target is not None:
+            cut = value.find("#")
+            new = relative_href(self.page, target, value[cut + 1 :] if cut >= 0 else "")
+        else:
+            new = join(value, base) or raw
+        return new if new != value else raw
+
+    def srcset(self, raw: str, base: str) -> str:
+        return _SRCSET_URL.sub(
+            lambda m: m.group(1) + m.group(2) + self.href(m.group(3), base), raw
+        )
+
+    def css(self, text: str, base: str | None = None) -> str:
+        """Rule 4 on CSS text."""
+        base = base or self.url
+
+        def one(match: re.Match[str]) -> str:
+            if match.group(1) is not None:
+                index = next(i for i in (2, 3, 4) if match.group(i) is not None)
+                quote = '"' if index == 2 else "'" if index == 3 else ""
+                new = self.href(match.group(index), base)
+                return f"{match.group(1)}{quote}{new}{quote}{match.group(5)}"
+            index = 7 if match.group(7) is not None else 8
+            quote = '"' if index == 7 else "'"
+            return f"{match.group(6)}{quote}{self.href(match.group(index), base)}{quote}"
+
+        return _CSS_URL.sub(one, text)
+
+    def stylesheet(self, data: bytes) -> bytes | None:
+        """A stylesheet's bytes with its links converted; None if unchanged."""
+        text = data.decode("utf-8", "surrogateescape")
+        new = self.css(text)
+        return None if new == text else new.encode("utf-8", "surrogateescape")
+
+    def page_html(self, data: bytes) -> bytes | None:
+        """An HTML page's bytes with its links converted (rules 1-3); None
+        if nothing changed or the page cannot be read."""
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return None  # UTF-16: not ASCII-compatible (rule 5)
+        try:
+            root = lxml.html.document_fromstring(
+                data, parser=lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
+            )
+        except (etree.ParserError, ValueError):
+            return None
+        base = self.url
+        has_base = False
+        for element in root.iter("base"):
+            href = element.get("href")
+            if href is not None:
+                base = join(href, self.url) or self.url
+                has_base = True
+                break
+        has_style = any("(" in (element.text or "") for element in root.iter("style"))
+        changes: dict[tuple[str, str], str] = {}
+        for element in root.iter():
+            tag = element.tag
+            if not isinstance(tag, str):
+                continue  # a comment or processing instruction
+            for name in _LINK_ATTRIBUTES.get(tag.lower(), ()):
+                value = element.get(name)
+                if value and (name, value) not in changes:
+                    if name.endswith("srcset"):
+                        new = self.srcset(value, base)
+                    else:
+                        new = self.href(value, base)
+                    if new != value:
+                        changes[(name, value)] = new
+            style = element.get("style")
+            if style and "(" in style and ("style", style) not in changes:
+                new = self.css(style, base)
+                if new != style:
+                    changes[("style", style)] = new
+        text = data.decode("utf-8", "surrogateescape")
+
+        def attribute(match: re.Match[str]) -> str:
+            name = match.group(1).lower()
+            raw = match.group(3)
+            quote = raw[0] if raw[0] in "\"'" else ""
+            value = html.unescape(raw[1:-1] if quote else raw)
+            new = changes.get((name, value))
+            if new is None:
+                return match.group()
+            self.changed += 1
+            return match.group(1) + match.group(2) + _quoted(new, quote)
+
+        new_text = _ATTRIBUTE.sub(attribute, text) if changes else text
+        if has_style:
+            new_text = _STYLE_ELEMENT.sub(
+                lambda m: m.group(1) + self.css(m.group(2), base) + m.group(3), new_text
+            )
+        if has_base:
+            new_text = _BASE_HREF.sub(r"\1data-trio-crawl-base-href", new_text)
+        if new_text == text:
+            return None
+        return new_text.encode("utf-8", "surrogateescape")
+
+
+def _quoted(value: str, quote: str) -> str:
+    """``value`` as an attribute value with the original quoting."""
+    value = value.replace("&", "&amp;")
+    if quote == '"':
+        return '"' + value.replace('"', "&quot;") + '"'
+    if quote == "'":
+        return "'" + value.replace("'", "&#39;") + "'"
+    if any(c in value for c in "\t\n\f\r \"'=<>`"):
+        return '"' + value.replace('"', "&quot;") + '"'
+    return value

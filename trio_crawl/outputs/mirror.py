@@ -1,0 +1,193 @@
+"""``--mirror DIR`` / ``mirror=``: the trio side of the offline copy.
+
+A response callback (``MirrorLink.submit``) hands each successful (2xx)
+body to the disk side (``outputs/mirror_files.py``) in a worker thread, one
+write at a time; the crawler awaits the returned ``MirrorSave`` just before
+the page's record goes out, so no record lists a page the mirror lacks.
+
+Failures, as the other outputs have them:
+
+- one file that cannot be saved (a symlink in the way, a name the file
+  system refuses): one warning line, the crawl goes on;
+- the mirror as a whole failing (disk full, read-only, I/O error):
+  ``on_failure`` is told once (the CLI and the library cancel the crawl, as
+  for a failing ``--warc``), and the page waits for that cancellation, so
+  its record is never written: with ``--state`` it stays unfinished and a
+  resume fetches it again. Nothing already saved is touched.
+
+When the crawl ends (normally, or by a graceful stop), ``--convert-links``
+rewrites the links of the whole directory (``outputs/mirror_convert.py``),
+a batch of files per worker-thread call, so a cancel is seen between batches.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import trio
+
+from ..core.config import CrawlConfig
+from ..core.mirror_layout import MirrorLayout
+from ..core.models import FetchResult
+from ..errors import OutputError
+from .mirror_convert import ConvertRun, ConvertStatistics
+from .mirror_files import MirrorFiles, MirrorSkip
+
+_LOG: Final = logging.getLogger("trio_crawl.mirror")
+#: Files converted per worker-thread call at the end of the crawl.
+CONVERT_BATCH: Final = 64
+
+
+def _log_warning(message: str) -> None:
+    _LOG.warning("%s", message)
+
+
+@dataclass
+class MirrorStatistics:
+    saved: int = 0
+    skipped: int = 0
+    converted: ConvertStatistics | None = None
+    #: The conversion was stopped (``stop_converting``) before it was done.
+    interrupted: bool = False
+
+
+class MirrorSave:
+    """Awaitable: done when the body is on disk (or could not be saved). An
+    object, not a coroutine, so one never awaited is no warning."""
+
+    __slots__ = ("_link", "_result", "_url")
+
+    def __init__(self, link: MirrorLink, url: str, result: FetchResult) -> None:
+        self._link = link
+        self._url = url
+        self._result = result
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._link.save(self._url, self._result).__await__()
+
+
+class MirrorLink:
+    """Bodies in, files out: ``submit`` is an ``on_response`` callback."""
+
+    def __init__(
+        self,
+        files: MirrorFiles,
+        layout: MirrorLayout,
+        on_failure: Callable[[OSError], None],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.files = files
+        self.layout = layout
+        self.error: OSError | None = None
+        self.statistics = MirrorStatistics()
+        self._on_failure = on_failure
+        self._warn = warn
+        self._limiter = trio.CapacityLimiter(1)
+        self._converting = trio.CancelScope()
+
+    def stop_converting(self) -> None:
+        """Stop the link conversion at the next batch (Ctrl-C after the crawl
+        ended): every file is replaced whole, so what is done stays done and
+        running the same crawl again converts the rest. Not a checkpoint."""
+        self._converting.cancel()
+
+    def submit(self, url: str, result: FetchResult) -> MirrorSave | None:
+        """Save a 2xx body (not a skipped one); await the result before the
+        page's record is written."""
+        if not 200 <= result.status < 300 or result.body_skipped:
+            return None
+        return MirrorSave(self, url, result)
+
+    async def save(self, url: str, result: FetchResult) -> None:
+        if self.error is None:
+            parts = self.layout.path(url, result.content_type)
+            try:
+                await trio.to_thread.run_sync(
+                    self.files.save, parts, result.body, limiter=self._limiter
+                )
+            except MirrorSkip as exc:
+                self.statistics.skipped += 1
+                self._warn(f"--mirror: cannot save {url}: {exc}")
+                return
+            except OSError as exc:
+                if self.error is None:
+                    self.error = exc
+                    self._on_failure(exc)
+            else:
+                self.statistics.saved += 1
+                return
+        await trio.sleep_forever()  # the crawl is being cancelled: no record
+
+    async def convert_links(self, schemes: dict[str, str]) -> ConvertStatistics:
+        """Convert the links of every saved page and stylesheet."""
+        run = ConvertRun(self.files, self.layout, schemes, self._warn)
+        step = functools.partial(run.step, CONVERT_BATCH)
+        with self._converting:
+            while await trio.to_thread.run_sync(step, limiter=self._limiter):
+                pass
+        self.statistics.interrupted = self._converting.cancelled_caught
+        return run.statistics
+
+
+def _host_schemes(config: CrawlConfig, layout: MirrorLayout) -> dict[str, str]:
+    """Host directory -> the scheme its start URLs use (https wins)."""
+    schemes: dict[str, str] = {}
+    for url in config.start_url_strings:
+        host = layout.path(url)[0]
+        if schemes.get(host) != "https":
+            schemes[host] = url.split(":", 1)[0]
+    return schemes
+
+
+@asynccontextmanager
+async def open_mirror(
+    config: CrawlConfig,
+    *,
+    on_failure: Callable[[OSError], None],
+    warn: Callable[[str], None] | None = None,
+) -> AsyncIterator[MirrorLink]:
+    """The mirror directory ``config.mirror`` for one crawl: created if
+    needed (an ``OutputError`` if it cannot be), and, on a normal exit with
+    ``config.convert_links``, its links converted. If the mirror failed
+    (``link.error``, which the caller reports), nothing is converted. ``warn``
+    is told each file that could not be saved (default: the
+    ``trio_crawl.mirror`` logger)."""
+    assert config.mirror is not None
+    root = config.mirror
+    try:
+        files = await trio.to_thread.run_sync(MirrorFiles, root)
+        folds = await trio.to_thread.run_sync(files.case_insensitive)
+    except OSError as exc:
+        raise OutputError(root, exc) from None
+    layout = MirrorLayout(adjust_extension=config.adjust_extension, case_insensitive=folds)
+    link = MirrorLink(files, layout, on_failure, warn or _log_warning)
+    try:
+        yield link
+        if config.convert_links and link.error is None:
+            try:
+                link.statistics.converted = await link.convert_links(_host_schemes(config, layout))
+            except OSError as exc:
+                link.error = exc
+                raise OutputError(root, exc) from None
+    finally:
+        files.close()
+
+
+def report_mirror(link: MirrorLink) -> str:
+    """One line for the CLI's summary: what the mirror holds now."""
+    stats = link.statistics
+    line = f"mirror: {stats.saved} files saved under {link.files.root}"
+    if stats.skipped:
+        line += f", {stats.skipped} not saved (see the warnings)"
+    if stats.converted is not None:
+        line += (
+            f"; links converted in {stats.converted.converted} of {stats.converted.files} files"
+        )
+        if stats.interrupted:
+            line += " (interrupted: run the same command again to convert the rest)"
+    return line
