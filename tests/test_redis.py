@@ -155,7 +155,7 @@ async def test_several_crawlers_equal_the_single_crawl(
         pages = pages_of(graph, rng)
         max_depth = rng.choice([None, None, 2, 4])
         name = f"exact-{workers}-{seed}-{rng.random()}"
-        parts, ends = await crawl_shared(redis_server, name, pages, workers, max_depth=max_depth)
+        parts, _ = await crawl_shared(redis_server, name, pages, workers, max_depth=max_depth)
         check_exact([r for part in parts for r in part], graph, max_depth)
 
 
@@ -175,7 +175,7 @@ async def test_the_page_budget_is_one_count_for_all_workers(redis_server: RedisS
     pages = {url(n): FakePage(links=[url(c) for c in children]) for n, children in graph.items()}
     for budget in (0, 1, 7, 40):
         name = f"budget-{budget}-{rng.random()}"
-        parts, ends = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
+        parts, _ = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
         fetched = [r for part in parts for r in part if r.attempts]
         assert len(fetched) == min(budget, 200)
         assert len({r.url for r in fetched}) == len(fetched)
