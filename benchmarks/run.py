@@ -286,8 +286,7 @@ def crawl(tool: str, rnd: int, server: Server, expected: list[str], args: Any, o
         command = [
             *trio_crawl_command(args.trio_crawl_cmd),
             server.base_url,
-            "-w",
-            str(args.workers),
+            *(["-w", str(args.workers)] if args.workers else []),
             "-o",
             str(output),
             "-q",
@@ -302,7 +301,7 @@ def crawl(tool: str, rnd: int, server: Server, expected: list[str], args: Any, o
             str(HERE / "scrapy_crawl.py"),
             server.base_url,
             "--workers",
-            str(args.workers),
+            str(args.workers or 16),
             "--output",
             str(output),
             "--stats",
@@ -333,8 +332,7 @@ def crawl_redis(
     base = [
         *trio_crawl_command(args.trio_crawl_cmd),
         server.base_url,
-        "-w",
-        str(args.workers),
+        *(["-w", str(args.workers)] if args.workers else []),
         "-q",
         *shlex.split(args.trio_crawl_args),
     ]
@@ -480,7 +478,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--pages", type=int, default=20_000, help="HTML pages in the site")
-    parser.add_argument("--workers", type=int, default=16, help="concurrency of both tools")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=16,
+        help="concurrency of both tools; 0: trio-crawl sizes its pool itself (Scrapy 16)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="runs of each tool")
     parser.add_argument(
         "--tools",
@@ -511,8 +514,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown or not tools:
         parser.error(f"--tools: unknown {unknown}; choose from {', '.join(TOOLS)}")
     args.tools = tools
-    if args.rounds < 1 or args.workers < 1:
-        parser.error("--rounds and --workers must be >= 1")
+    if args.rounds < 1 or args.workers < 0:
+        parser.error("--rounds must be >= 1 and --workers >= 0")
     return args
 
 

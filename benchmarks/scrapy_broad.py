@@ -62,8 +62,18 @@ class BroadSpider(BenchSpider):
         CrawlSpider.__init__(self, **kwargs)  # not BenchSpider's: it takes one start URL
 
 
-def settings_for(concurrency: int, per_host: int, output: str) -> dict[str, Any]:
-    """The Broad Crawls page's settings (see the module docstring)."""
+def settings_for(
+    concurrency: int,
+    per_host: int,
+    output: str,
+    *,
+    follow_redirects: bool = False,
+    timeout: float = 15,
+) -> dict[str, Any]:
+    """The Broad Crawls page's settings (see the module docstring); the
+    discovery world (discovery.py) follows redirects, as the page allows
+    ("unless you are interested in following them"): its hosts are found
+    through them too."""
     return {
         "CONCURRENT_REQUESTS": concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": per_host,
@@ -71,8 +81,8 @@ def settings_for(concurrency: int, per_host: int, output: str) -> dict[str, Any]
         "LOG_LEVEL": "INFO",
         "COOKIES_ENABLED": False,
         "RETRY_ENABLED": False,
-        "DOWNLOAD_TIMEOUT": 15,
-        "REDIRECT_ENABLED": False,
+        "DOWNLOAD_TIMEOUT": timeout,
+        "REDIRECT_ENABLED": follow_redirects,
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
@@ -92,9 +102,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--per-host", type=int, default=8)
     parser.add_argument("--stats", help="write Scrapy's crawl stats here as JSON")
+    parser.add_argument("--follow-redirects", action="store_true")
+    parser.add_argument("--timeout", type=float, default=15, help="DOWNLOAD_TIMEOUT")
     args = parser.parse_args(argv)
     seeds = [line.strip() for line in Path(args.seeds).read_text().splitlines() if line.strip()]
-    process = CrawlerProcess(settings=settings_for(args.concurrency, args.per_host, args.output))
+    settings = settings_for(
+        args.concurrency,
+        args.per_host,
+        args.output,
+        follow_redirects=args.follow_redirects,
+        timeout=args.timeout,
+    )
+    process = CrawlerProcess(settings=settings)
     crawler = process.create_crawler(BroadSpider)
     process.crawl(crawler, seeds=seeds)
     process.start()

@@ -49,7 +49,7 @@ class FakeFetcher:
         self,
         pages: dict[str, FakePage],
         *,
-        robots: str | Sequence[tuple[int, str]] | None = None,
+        robots: str | Sequence[tuple[int | str, str]] | None = None,
         on_fetch: Callable[[str], None] | None = None,
     ) -> None:
         self.pages = pages
@@ -76,6 +76,9 @@ class FakeFetcher:
             if not answers:
                 return FetchResult(url, 404, {}, b"", 0.0)
             status, text = answers[min(len(self.robots_calls), len(answers)) - 1]
+            if isinstance(status, str):  # a FetchError kind; "timeout" after 30 s
+                await trio.sleep(30 if status == "timeout" else 0)
+                raise FetchError(status, "injected")
             return FetchResult(url, status, {"content-type": "text/plain"}, text.encode(), 0.0)
         call = Call(url, trio.current_time())
         self.calls.append(call)

@@ -2,7 +2,8 @@
 
 A slow page must delay nothing else: nothing is held back for the sake of a
 record's depth. A record says the depth known when it is written; a later,
-shorter path writes a ``depth_update`` line. What is finally true (the
+shorter path writes a ``depth_update`` (to ``--depth-updates``, never into
+the output). What is finally true (the
 record, corrected by its updates) is the shortest path, where a redirect
 hop costs nothing. Engine tests run under ``MockClock``; the last ones
 crawl a real server on 127.0.0.1 from the command line.
@@ -24,7 +25,7 @@ import trio.testing
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, run_crawl
 from trio_crawl.testing import Response, Site, page, redirect, serve_site
 
-from cli_helpers import run_cli
+from cli_helpers import fold_depth_updates, records_in, run_cli
 from fakes import FakeFetcher, FakePage
 
 SITE = "http://site.test"
@@ -267,8 +268,7 @@ def test_cli_a_hanging_page_holds_up_nothing_and_updates_follow(tmp_path: Path) 
         )  # fmt: skip
         took = time.monotonic() - started
     assert result.returncode == 0, result.stderr
-    got = lines(out)
-    records = [r for r in got if not r.get("depth_update")]
+    records = records_in(out.read_text())  # no depth_update line in the output
     assert len(records) == 203
     by_url = {r["url"]: r for r in records}
     hang = by_url[server.url("/hang")]
@@ -276,7 +276,7 @@ def test_cli_a_hanging_page_holds_up_nothing_and_updates_follow(tmp_path: Path) 
     # The chain was all written before /hang timed out twice (6 s and more).
     assert by_url[server.url("/c200")]["t"] < hang["t"], by_url[server.url("/c200")]
     # /hang failed: it has no links, so nothing is corrected.
-    assert [r for r in got if r.get("depth_update")] == []
+    assert "depth updates" not in result.stderr
     assert took < 30
 
 
@@ -284,32 +284,32 @@ def test_cli_a_hanging_page_holds_up_nothing_and_updates_follow(tmp_path: Path) 
 def test_cli_depth_update_lines_correct_earlier_records(tmp_path: Path, backend: str) -> None:
     """The hanging page answers (after 3 s, within --timeout): its link to c3
     is a shorter path, and c3... c200 get depth_update lines after their
-    records, which the crawl report folds into its depth chart. The same
-    with a state file (issue #24: one depth contract on every backend)."""
-    out = tmp_path / "out.jsonl"
+    records, in the --depth-updates file (the output keeps one line per
+    URL), which the crawl report folds into its depth chart. The same with a
+    state file (issue #24: one depth contract on every backend)."""
+    out, updates_file = tmp_path / "out.jsonl", tmp_path / "updates.jsonl"
     state = ["--state", str(tmp_path / "crawl.db")] if backend == "state" else []
     with serve_site(chain_routes(hang=3.0)) as server:
         result = run_cli(
             server.url("/"), "--timeout", "10", "--ignore-robots", "-o", str(out), *state,
-            timeout=60,
+            "--depth-updates", str(updates_file), timeout=60,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "depth updates" in result.stderr  # the end-of-crawl summary counts them
-    got = lines(out)
-    seen: dict[str, dict[str, Any]] = {}
+    records = records_in(out.read_text())
+    assert len(records) == len({r["url"] for r in records}) == 203
+    got = lines(updates_file)
+    seen = {r["url"]: dict(r) for r in records}
     for line in got:
-        if line.get("depth_update"):
-            earlier = seen[line["url"]]  # an update comes after its record
-            assert earlier["depth"] == line["previous_depth"] > line["depth"]
-            earlier.update(depth=line["depth"], referrer=line["referrer"])
-        else:
-            seen[line["url"]] = dict(line)
-    assert len(seen) == 203
+        assert line["depth_update"] is True
+        earlier = seen[line["url"]]  # an update corrects a record that is out
+        assert earlier["depth"] == line["previous_depth"] > line["depth"]
+        earlier.update(depth=line["depth"], referrer=line["referrer"])
     assert seen[server.url("/c3")]["depth"] == 2
     assert seen[server.url("/c3")]["referrer"] == server.url("/hang")
     assert seen[server.url("/c200")]["depth"] == 199
     # How far the chain got in 3 s decides how many records needed an update.
-    updates = [line for line in got if line.get("depth_update")]
+    updates = got
     assert updates
     assert set(updates[0]) == {"url", "depth", "referrer", "depth_update", "previous_depth", "t"}
 
@@ -333,18 +333,15 @@ def test_cli_a_redirect_target_is_at_the_redirecting_urls_depth(tmp_path: Path) 
     )
     for extra in ((), ("--max-depth", "1")):
         out = tmp_path / f"out{len(extra)}.jsonl"
+        updates = tmp_path / f"updates{len(extra)}.jsonl"
         with serve_site(site) as server:
             result = run_cli(
-                server.url("/"), "--ignore-robots", "-q", "-o", str(out), *extra, timeout=60
-            )
+                server.url("/"), "--ignore-robots", "-q", "-o", str(out),
+                "--depth-updates", str(updates), *extra, timeout=60,
+            )  # fmt: skip
             counts = {t: server.count(t) for t in ("/x", "/y")}
         assert result.returncode == 0, result.stderr
-        final: dict[str, dict[str, Any]] = {}
-        for line in lines(out):
-            if line.get("depth_update"):
-                final[line["url"]].update(depth=line["depth"], referrer=line["referrer"])
-            else:
-                final[line["url"]] = line
+        final = fold_depth_updates(records_in(out.read_text()), lines(updates))
         x = final[server.url("/x")]
         assert (x["depth"], x["referrer"]) == (1, server.url("/r/x")), x
         if extra:

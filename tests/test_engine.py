@@ -101,7 +101,9 @@ async def test_records_shape_and_fields(autojump_clock: object) -> None:
         "attempts": 1,
         "t": 0.0,
         "size": len(pages[url(0)].body()),
+        "workers": 16,  # a sized pool's count: on the first record, then on changes
     }
+    assert "workers" not in failed.to_json()
     assert (failed.url, failed.status, failed.referrer, failed.attempts) == (
         url(1),
         500,
@@ -442,6 +444,23 @@ async def test_robots_that_stays_unreachable_disallows(autojump_clock: object) -
     assert fetcher.calls == []
     assert records[0].error is not None and records[0].error.kind == "robots"
     assert trio.current_time() == 10.0
+
+
+async def test_a_host_that_never_answers_robots_fails_after_one_timeout(
+    autojump_clock: object,
+) -> None:
+    """A black hole (accepts, never answers): its pages are recorded as
+    timeouts when robots.txt times out, never requested, with no wait for a
+    second robots.txt timeout (that was a 30 + 10 + 30 s tail)."""
+    pages = {url(0): FakePage(links=[url(1)]), url(1): FakePage()}
+    fetcher = FakeFetcher(pages, robots=[("timeout", "")])
+    _, records = await crawl(fetcher, ignore_robots=False, start=[url(0), url(1)])
+    assert fetcher.calls == [] and len(fetcher.robots_calls) == 1
+    assert [(r.url, r.error and r.error.kind) for r in records] == [
+        (url(0), "timeout"),
+        (url(1), "timeout"),
+    ]
+    assert trio.current_time() == 30.0
 
 
 async def test_sitemaps_seed_the_crawl(autojump_clock: object) -> None:

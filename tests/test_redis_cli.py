@@ -64,8 +64,9 @@ def wait_all(processes: Sequence[subprocess.Popen[str]]) -> tuple[list[int], lis
     return [p.returncode for p in processes], ends
 
 
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    """The lines of an output file (a torn last line, left by a kill, skipped)."""
+def records(path: Path) -> list[dict[str, Any]]:
+    """The records of an output file (a torn last line, left by a kill, skipped).
+    An output holds records only: depth corrections go to --depth-updates."""
     out = []
     if not path.exists():
         return out
@@ -74,33 +75,29 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
             out.append(json.loads(line))
         except ValueError:
             continue
+        assert "depth_update" not in out[-1], f"a depth_update line in {path}: {out[-1]}"
     return out
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    """The records of an output file, without its ``depth_update`` lines."""
-    return [line for line in lines_of(path) if not line.get("depth_update")]
-
-
-def corrected(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """The records of several workers' outputs, each at the depth its
-    ``depth_update`` lines (written by any worker) lowered it to."""
-    lines = [line for path in paths for line in lines_of(path)]
+def with_final_depths(
+    records: list[dict[str, Any]], update_files: Sequence[Path]
+) -> list[dict[str, Any]]:
+    """The records with the corrections of the workers' --depth-updates files
+    folded in (the lowest depth wins: the files come in any order)."""
     lowest: dict[str, dict[str, Any]] = {}
-    for line in lines:
-        if line.get("depth_update"):
-            known = lowest.get(line["url"])
-            if known is None or line["depth"] < known["depth"]:
-                lowest[line["url"]] = line
-    out = []
-    for line in lines:
-        if line.get("depth_update"):
-            continue
-        update = lowest.get(line["url"])
-        if update is not None and update["depth"] < line["depth"]:
-            line = {**line, "depth": update["depth"], "referrer": update["referrer"]}
-        out.append(line)
-    return out
+    for path in update_files:
+        for update in (json.loads(line) for line in path.read_text().splitlines()):
+            assert update["depth_update"] is True, update
+            if update["url"] not in lowest or update["depth"] < lowest[update["url"]]["depth"]:
+                lowest[update["url"]] = update
+    recorded = {r["url"] for r in records}
+    assert set(lowest) <= recorded, set(lowest) - recorded  # each corrects a record
+    return [
+        dict(r, depth=lowest[r["url"]]["depth"], referrer=lowest[r["url"]]["referrer"])
+        if r["url"] in lowest and lowest[r["url"]]["depth"] < r["depth"]
+        else r
+        for r in records
+    ]
 
 
 def key(record: dict[str, Any]) -> tuple[object, ...]:
@@ -176,10 +173,11 @@ def gated_site() -> Iterator[tuple[Any, threading.Event, list[Callable[[], bool]
 
 
 def single_crawl(url: str, tmp_path: Path, *extra: str) -> list[dict[str, Any]]:
-    out = tmp_path / "single.jsonl"
-    result = cli(url, "-o", str(out), "-q", *extra)
+    """A crawl in one process, in memory: its records with their final depths."""
+    out, updates = tmp_path / "single.jsonl", tmp_path / "single.updates.jsonl"
+    result = cli(url, "-o", str(out), "--depth-updates", str(updates), "-q", *extra)
     assert result.returncode == 0, result.stderr
-    return corrected([out])
+    return with_final_depths(records(out), [updates])
 
 
 def test_unreachable_redis_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -200,6 +198,25 @@ def test_unreachable_redis_is_one_line_and_exit_2(tmp_path: Path) -> None:
         (["--redis", "redis://127.0.0.1:1/0"], "--redis needs --crawl-id NAME"),
         (["--crawl-id", "x"], "--processes and --crawl-id need --redis URL"),
         (["--redis", "redis://127.0.0.1:1/0", "--crawl-id", "x", "--state", "s.db"], "--state"),
+        (
+            [
+                "--redis",
+                "redis://127.0.0.1:1/0",
+                "--crawl-id",
+                "x",
+                "--processes",
+                "2",
+                "-o",
+                "o.jsonl",
+                "--depth-updates",
+                "-",
+            ],
+            "--processes needs --depth-updates FILE, not -: each worker writes its own",
+        ),
+        (
+            ["--redis", "redis://127.0.0.1:1/0", "--crawl-id", "x", "--depth-updates", "-"],
+            "--depth-updates - and the records (-o -) would both write to stdout",
+        ),
     ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:
@@ -220,13 +237,15 @@ def test_workers_together_equal_the_single_process_crawl(
     gate_on.set()
     before = len(site.log)
     outputs = [tmp_path / f"w{i}.jsonl" for i in range(workers)]
+    updates = [out.with_suffix(".updates.jsonl") for out in outputs]
+    common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
     processes = [
-        start_worker(url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out))
-        for out in outputs
+        start_worker(url, *common, "-o", str(out), "--depth-updates", str(corrections))
+        for out, corrections in zip(outputs, updates, strict=True)
     ]
     codes, ends = wait_all(processes)
     assert codes == [0] * workers, [p.stderr.read() for p in processes]  # type: ignore[union-attr]
-    got = corrected(outputs)
+    got = with_final_depths([r for out in outputs for r in records(out)], updates)
     assert sorted(map(key, got)) == sorted(map(key, expected))
     # They end together: none before the crawl's last request (the server's clock).
     assert min(ends) >= max(r.time for r in site.log[before:]), ends
@@ -269,12 +288,14 @@ def test_processes_option_starts_n_workers(
     out = tmp_path / "out.jsonl"
     result = cli(
         url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--processes", "3",
-        "-o", str(out),
+        "-o", str(out), "--depth-updates", str(tmp_path / "updates.jsonl"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     parts = [tmp_path / f"out.{i}.jsonl" for i in (1, 2, 3)]
-    assert all(p.exists() for p in parts)
-    got = corrected(parts)
+    updates = [tmp_path / f"updates.{i}.jsonl" for i in (1, 2, 3)]  # one per worker, like -o
+    assert all(p.exists() for p in parts + updates)
+    assert not (tmp_path / "updates.jsonl").exists()
+    got = with_final_depths([r for p in parts for r in records(p)], updates)
     assert sorted(map(key, got)) == sorted(map(key, expected))
     assert_consistent(redis_server, crawl_id)
 

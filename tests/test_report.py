@@ -107,6 +107,59 @@ def test_depth_updates_move_a_url_in_the_depth_chart_and_are_not_records() -> No
     assert data.latency.count == 8 and data.hosts_seen == 2
 
 
+UPDATES = [
+    {"url": f"{A}/broken", "depth": 1, "referrer": f"{A}/x", "depth_update": True,
+     "previous_depth": 2, "t": 3.0},
+    {"url": f"{A}/new", "depth": 1, "referrer": f"{A}/old", "depth_update": True,
+     "previous_depth": 2, "t": 3.1},
+]  # fmt: skip
+
+
+def test_a_depth_updates_file_is_applied_as_inline_lines_were(tmp_path: Path) -> None:
+    """Issue #25: the corrections come in their own file (--depth-updates);
+    the report reads it after the records, and agrees with the inline form
+    that files of earlier versions have."""
+    records = write_jsonl(tmp_path / "out.jsonl", RECORDS)
+    updates = write_jsonl(tmp_path / "updates.jsonl", UPDATES)
+    data = aggregate_file(str(records), str(updates))
+    inline = aggregate(RECORDS + UPDATES)
+    assert data.depths == inline.depths == {0: 1, 1: 7, 2: 2}
+    assert data.failures == inline.failures
+    assert (data.records, data.failed) == (10, 5)
+    assert aggregate_file(str(records)).depths == {0: 1, 1: 5, 2: 4}
+
+
+def test_corrections_in_any_order_give_the_lowest_depth(tmp_path: Path) -> None:
+    """--redis workers write their corrections to separate files, concatenated
+    in any order: 2 -> 1 may come before 3 -> 2 for the same URL."""
+    deep = rec(f"{A}/deep", depth=3, status=404, error=err("http_4xx", "HTTP 404"))
+    first = {"url": f"{A}/deep", "depth": 2, "referrer": f"{A}/x", "depth_update": True,
+             "previous_depth": 3}  # fmt: skip
+    second = {"url": f"{A}/deep", "depth": 1, "referrer": f"{A}/", "depth_update": True,
+              "previous_depth": 2}  # fmt: skip
+    for order in ([first, second], [second, first]):
+        data = aggregate([rec(f"{A}/", depth=0, referrer=None), deep, *order])
+        assert data.depths == {0: 1, 1: 1}, order
+        (failure,) = data.failures
+        assert (failure.depth, failure.referrer) == (1, f"{A}/")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (json.dumps(RECORDS[0]) + "\n", r"u.jsonl:1: not a depth_update line; is this the file"),
+        ("nope\n", r"u.jsonl:1: not JSON"),
+    ],
+)
+def test_a_depth_updates_file_of_something_else_raises(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    records = write_jsonl(tmp_path / "out.jsonl", RECORDS)
+    (tmp_path / "u.jsonl").write_text(content)
+    with pytest.raises(ReportInputError, match=message):
+        aggregate_file(str(records), str(tmp_path / "u.jsonl"))
+
+
 def test_latency_percentiles_and_extremes() -> None:
     lat = aggregate(RECORDS).latency
     # 8 response times: 3 5 7 12 15 20 40 30000 (robots records have none)
@@ -189,6 +242,28 @@ def test_timeline_joins_resumed_runs() -> None:
     assert timeline.duration == 25.0
     assert sum(timeline.pages) == 7
     assert timeline.pages[int(25.0 * 64)] == 1  # the resumed run's t=5.0
+
+
+def test_the_worker_count_over_time_is_carried_between_changes() -> None:
+    """A self-sized crawl writes ``workers`` on its first record and the first
+    after each resize; the time line has the count in force in every bin,
+    through coarsening, and the HTML draws it."""
+    records = [rec(f"{A}/{i}", t=i * 0.5) for i in range(400)]  # coarsened to 1/16 s
+    records[0]["workers"] = 16
+    records[10]["workers"] = 32  # t = 5.0
+    records[300]["workers"] = 24  # t = 150.0
+    timeline = aggregate(records).timeline
+    assert timeline is not None and len(timeline.workers) == len(timeline.pages)
+    per_second = 1 / timeline.bin_seconds
+    assert timeline.workers[0] == 16 and timeline.workers[int(4.9 * per_second)] == 16
+    assert timeline.workers[int(5.0 * per_second)] == 32
+    assert timeline.workers[int(149.9 * per_second)] == 32
+    assert timeline.workers[-1] == 24
+    assert aggregate(records[1:10] + records[11:300]).timeline.workers == []  # type: ignore[union-attr]
+    pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+    from trio_crawl.report.html import render_html
+
+    assert 'id="timeline-workers"' in render_html(aggregate(records), source="w.jsonl")
 
 
 def test_records_without_t_have_no_timeline() -> None:
@@ -314,6 +389,25 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and f'href="{A}/missing"' in text
     assert not list(tmp_path.glob(".report-*"))  # the temporary file was renamed
+
+
+@needs_matplotlib
+def test_cli_applies_a_depth_updates_file(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "crawl.jsonl", RECORDS)
+    updates = write_jsonl(tmp_path / "updates.jsonl", UPDATES)
+    out, plain = tmp_path / "report.html", tmp_path / "plain.html"
+    result = run_cli("report", str(src), "--depth-updates", str(updates), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert run_cli("report", str(src), "-o", str(plain)).returncode == 0
+    again = tmp_path / "again.html"
+    assert run_cli("report", str(src), "-o", str(again)).returncode == 0
+    assert plain.read_text() == again.read_text()  # the page is a function of its input...
+    assert out.read_text() != plain.read_text()  # ...and the corrections moved the depths
+    both_stdin = run_cli("report", "-", "--depth-updates", "-")
+    assert both_stdin.returncode == 2
+    assert both_stdin.stderr == (
+        "trio-crawl: error: FILE and --depth-updates cannot both be stdin (-)\n"
+    )
 
 
 @needs_matplotlib

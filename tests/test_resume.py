@@ -7,6 +7,7 @@ timeout. 60 interruption points run four at a time.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -43,8 +44,22 @@ def link_site() -> Site:
 def crawl_command(base: str, state: Path, out: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "trio_crawl", base + "/p/0", "--state", str(state),
-        "-o", str(out), "-q", "-w", "4", "--fetcher", "httpx", "--max-queue", "16", *extra,
+        "-o", str(out), "-q", "-w", "4", "--fetcher", "httpx", "--max-queue", "16",
+        "--depth-updates", str(updates_of(out)), *extra,
     ]  # fmt: skip
+
+
+def updates_of(out: Path) -> Path:
+    return out.with_suffix(".updates.jsonl")
+
+
+def assert_updates_correct_records(out: Path) -> None:
+    """Every line of the --depth-updates file is whole and corrects a record
+    of the output (appended to on each resume, a torn line cut first)."""
+    recorded = {r["url"] for r in records(out)}
+    for line in updates_of(out).read_text().splitlines():
+        update = json.loads(line)
+        assert update["depth_update"] is True and update["url"] in recorded, update
 
 
 def records(out: Path) -> list[dict[str, object]]:
@@ -110,6 +125,7 @@ def interrupt_and_resume(base: str, workdir: Path, seed: int) -> tuple[list[str]
     with CrawlState.open(state, create=False) as stored:
         progress = stored.progress()
     assert progress["done"] == PAGES and progress["total"] == PAGES, progress
+    assert_updates_correct_records(out)
     return [str(r["url"]) for r in records(out)], landed, sig.name
 
 
@@ -140,12 +156,15 @@ def test_torn_last_line_is_repaired_and_recorded_urls_are_not_refetched(
     )  # fmt: skip
     lines = out.read_text().splitlines()
     out.write_text("\n".join(lines) + "\n" + lines[-1][:25])  # a kill mid-write
+    with updates_of(out).open("a") as updates:
+        updates.write('{"url": "http://127.0.0.1:1/p/')  # of either file
     before = len(server.log)
     subprocess.run(
         crawl_command(server.base_url, state, out, "--force"), check=True, timeout=TIMEOUT
     )
     urls = [str(r["url"]) for r in records(out)]
     assert len(urls) == len(set(urls)) == PAGES
+    assert_updates_correct_records(out)
     first_run = {urlsplit(u).path for u in urls[:30]}
     assert len(first_run) == 30
     assert not first_run & {t.target for t in server.log[before:]}

@@ -37,6 +37,7 @@ def test_retryable_error_kinds() -> None:
     assert sorted(k for k in ERROR_KINDS if should_retry_error(k)) == [
         "connect",
         "protocol",
+        "render",
         "reset",
         "timeout",
     ]

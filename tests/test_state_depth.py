@@ -15,18 +15,21 @@ from __future__ import annotations
 import itertools
 import random
 from pathlib import Path
+from typing import Any
 
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_frontier import shortest
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
 from trio_crawl.core.bloom import RecentDepths
+from trio_crawl.core.frontier import DepthCorrection, Entry
 from trio_crawl.core.url import Scope
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState, Finish, Start, State
+from trio_crawl.frontiers.sqlite_state import CrawlState, Finish, Offered, Start, State
 
 from fakes import FakeFetcher, FakePage
 
@@ -278,3 +281,64 @@ async def crawl_with_state(
         return records, updates, fetcher.urls
     finally:
         state.close()
+
+
+async def test_a_page_recorded_while_an_offer_lowered_it_gets_its_correction(
+    tmp_path: Path,
+) -> None:
+    """The race the CLI met once in eight runs: s's links go to the state
+    file's thread and lower c, in flight, as not done yet; c's record is
+    written (and ``recorded``) before the offer is back. c must still get its
+    correction: its record says depth 3, the shortest path is 2."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        backlog = DiskBacklog(state)
+        frontier = SqliteFrontier(backlog, scope=Scope([url(0)]), window=16)
+        published: dict[str, Entry] = {}
+        corrections: list[DepthCorrection] = []
+
+        root_fed = trio.Event()  # from disk, through the state file's thread
+
+        def publish(entry: Entry) -> None:
+            published[entry.url] = entry
+            root_fed.set()
+
+        frontier.attach(publish, lambda: None, lambda: len(published), corrections.append)
+        real_offer = backlog.offer_links
+        back_from_thread = trio.Event()
+        c_recorded = trio.Event()
+
+        async def offer_then_wait(*args: Any, **kwargs: Any) -> Offered:
+            offered = await real_offer(*args, **kwargs)
+            if args[0] == url("s"):  # the offer of s's links
+                back_from_thread.set()
+                await c_recorded.wait()  # c's record goes out now
+            return offered
+
+        async def fetch_page(page: str, links: list[str]) -> None:
+            entry = published[page]
+            assert frontier.start(entry)
+            await frontier.finish(entry, links)
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(frontier.serve)
+                await frontier.admit_start_urls()
+                await root_fed.wait()
+                await fetch_page(url(0), [url("a"), url("s")])
+                await fetch_page(url("a"), [url("b")])
+                await fetch_page(url("b"), [url("c")])
+                c = published[url("c")]
+                assert frontier.start(c) and c.depth == 3
+                backlog.offer_links = offer_then_wait  # type: ignore[method-assign]
+                nursery.start_soon(fetch_page, url("s"), [url("c")])
+                await back_from_thread.wait()
+                c.written = True  # the engine writes c's record at depth 3...
+                frontier.core.finish(c)
+                frontier.recorded(c)  # ...and says so, before s's offer is taken
+                c_recorded.set()
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.cancel_scope.cancel()
+        assert [(x.url, x.depth, x.referrer, x.previous_depth) for x in corrections] == [
+            (url("c"), 2, url("s"), 3)
+        ]

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import WorkPool
+from trio_crawl.core.pool_sizing import PoolSizer
 
 
 class Counter:
@@ -299,3 +300,174 @@ def test_random_producer_graphs_end_exactly_after_the_last_item(
                 todo.append(child)
     assert sorted(handled) == sorted(reachable)
     assert ended == last_done
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    graph=graphs,
+    workers=st.integers(1, 8),
+    seed=st.integers(0, 2**32),
+    sizes=st.lists(st.integers(1, 8), min_size=1, max_size=12),
+)
+def test_resizing_at_random_checkpoints_loses_and_doubles_nothing(
+    graph: list[list[int]], workers: int, seed: int, sizes: list[int]
+) -> None:
+    """The token count changes at random moments, from a helper and from inside
+    handlers (between a take and a release): every reachable node is handled
+    exactly once, never more at once than the tokens allowed when each item
+    was taken, and the pool still ends at the instant the last handler returns."""
+    rng = random.Random(seed)
+    delays = [rng.choice([0, 0, 0.5, 1, 2.5]) for _ in graph]
+    moments = sorted(rng.choice([0, 0.25, 0.5, 1, 1.5, 3]) for _ in sizes)
+    inside = {rng.randrange(len(graph)): rng.randint(1, 8) for _ in range(3)}
+
+    async def main() -> tuple[list[int], float, float]:
+        pool = WorkPool[int](workers=workers)
+        room = Counter()
+        pool.add_room(room)
+        seen = {0}
+        handled: list[int] = []
+        last_done = 0.0
+
+        async def handle(n: int) -> None:
+            nonlocal last_done
+            stats = pool.statistics()
+            assert stats.active <= stats.workers or stats.tasks > stats.workers
+            if n in inside:
+                pool.resize(inside[n])
+            await trio.sleep(delays[n])
+            for child in graph[n]:
+                if child not in seen:
+                    seen.add(child)
+                    pool.publish(child)
+            handled.append(n)
+            last_done = trio.current_time()
+
+        async def resizer() -> None:
+            start = trio.current_time()
+            for moment, size in zip(moments, sizes, strict=True):
+                await trio.sleep_until(start + moment)
+                pool.resize(size)
+
+        pool.publish(0)
+        await pool.run(handle, helpers=[resizer])
+        assert pool.statistics().tasks == 0
+        return handled, last_done, trio.current_time()
+
+    handled, last_done, ended = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    reachable = {0}
+    todo = [0]
+    while todo:
+        for child in graph[todo.pop()]:
+            if child not in reachable:
+                reachable.add(child)
+                todo.append(child)
+    assert sorted(handled) == sorted(reachable)
+    assert ended == last_done
+
+
+async def test_worker_tasks_exist_only_for_work(autojump_clock: object) -> None:
+    """A million tokens cost nothing: tasks are started for queued items only,
+    and end when there is nothing left to take."""
+    pool = WorkPool[int](workers=1_000_000)
+    peak_during: list[int] = []
+
+    async def handle(n: int) -> None:
+        peak_during.append(pool.statistics().tasks)
+        await trio.sleep(1)
+        if n < 3:
+            pool.publish(n + 1)
+
+    for _ in range(5):
+        pool.publish(0)
+    await pool.run(handle)
+    stats = pool.statistics()
+    # A task per item queued while the others were busy: never one per token.
+    assert stats.peak_tasks <= 10 and stats.tasks == 0 and stats.completed == 20
+    assert trio.current_time() == 4
+
+
+async def test_a_grown_pool_starts_tasks_for_queued_work_at_once(autojump_clock: object) -> None:
+    pool = WorkPool[int](workers=1)
+    started: list[float] = []
+
+    async def handle(n: int) -> None:
+        started.append(trio.current_time())
+        await trio.sleep(10)
+
+    async def grow() -> None:
+        await trio.sleep(1)
+        pool.resize(4)
+
+    for n in range(4):
+        pool.publish(n)
+    await pool.run(handle, helpers=[grow])
+    assert started == [0, 1, 1, 1]
+    assert trio.current_time() == 11
+
+
+async def test_a_shrunk_pool_lets_busy_workers_finish_and_takes_fewer(
+    autojump_clock: object,
+) -> None:
+    pool = WorkPool[int](workers=4)
+    running: list[int] = []
+
+    async def handle(n: int) -> None:
+        running.append(pool.statistics().active)
+        if n == 3:
+            pool.resize(1)
+        await trio.sleep(1)
+
+    for n in range(8):
+        pool.publish(n)
+    await pool.run(handle)
+    # 4 at once at t=0 (the last of them shrank the pool), then one at a time.
+    assert running[:4] == [1, 2, 3, 4] and running[4:] == [1, 1, 1, 1]
+    assert trio.current_time() == 5
+
+
+async def test_the_sizer_settles_a_steady_workload_in_its_band(autojump_clock: object) -> None:
+    """Under MockClock with a simulated CPU clock (each busy worker costs
+    ``COST`` CPU seconds per second, as a crawl waiting on 1-second servers
+    would): the pool grows from 16, settles with its CPU in [0.70, 0.95] of a
+    core and stays there while the work lasts."""
+    cost = 0.005  # the band is 140-190 workers
+    busy = [0.0, 0.0, 0]  # integral of busy workers over time, as of time [1]; busy now
+
+    def account(delta: int) -> None:
+        now = trio.current_time()
+        busy[0] += busy[2] * (now - busy[1])
+        busy[1], busy[2] = now, busy[2] + delta
+
+    def cpu_time() -> float:
+        account(0)
+        return busy[0] * cost
+
+    resizes: list[tuple[float, int]] = []
+    sizer = PoolSizer()
+    pool = WorkPool[int](
+        workers=16,
+        sizer=sizer,
+        cpu_time=cpu_time,
+        on_resize=lambda t, n: resizes.append((t, n)),
+    )
+    published = 0
+
+    async def handle(n: int) -> None:
+        nonlocal published
+        account(+1)
+        await trio.sleep(1)
+        account(-1)
+        if trio.current_time() < 40:
+            for _ in range(2):
+                published += 1
+                pool.publish(published)
+
+    for n in range(200):
+        pool.publish(n)
+    await pool.run(handle)
+    settled = [n for t, n in resizes if t >= 15]
+    final = resizes[-1][1]
+    assert settled == [] and 140 <= final <= 190, resizes
+    assert [n for _, n in resizes] == sorted(n for _, n in resizes)  # no way back down
+    assert pool.statistics().peak_tasks == final

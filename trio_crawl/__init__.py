@@ -21,6 +21,7 @@ from .core.stats import CrawlSummary
 from .core.version import VERSION
 
 __version__ = VERSION
+from .core.pool_sizing import PoolSizer, PoolSizerSettings
 from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
 from .engine.crawler import Crawler
 from .engine.statistics import EngineStatistics
@@ -62,6 +63,8 @@ __all__ = [
     "MemoryFrontier",
     "OutputError",
     "Page",
+    "PoolSizer",
+    "PoolSizerSettings",
     "RedisFrontier",
     "Request",
     "Room",

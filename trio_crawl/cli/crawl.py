@@ -19,7 +19,7 @@ import trio
 from rich.console import Console
 
 from ..core.config import CrawlConfig
-from ..core.models import CrawlRecord
+from ..core.models import CrawlRecord, DepthUpdate
 from ..core.stats import latency_bound_hint
 from ..core.url import host_port
 from ..engine.build import BuiltCrawl, CrawlPlan, open_crawl
@@ -31,6 +31,7 @@ from ..errors import (
     StateWriteError,
 )
 from ..frontiers.base import FrontierBackend, refuse_unservable
+from ..frontiers.resume import repair_output
 from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
 from ..outputs.mirror import report_mirror
@@ -135,9 +136,12 @@ class Outputs:
     items: OutputFile | None = None
     items_csv: bool = False
     hold: bool = False
+    #: ``--depth-updates FILE``: corrections of records' depths, never in ``records``.
+    depth_updates: OutputFile | None = None
 
     def all(self) -> list[OutputFile]:
-        return [self.records] if self.items is None else [self.records, self.items]
+        extra = (self.items, self.depth_updates)
+        return [self.records, *(output for output in extra if output is not None)]
 
     def begin(self) -> None:
         for output in self.all():
@@ -174,9 +178,10 @@ class Ending:
 
 
 class Sinks:
-    """The command line's hooks: records and items to their files, and what
-    a failed output means (a broken pipe ends the crawl at once; any other
-    failure stops it gracefully, and is the crawl's ending)."""
+    """The command line's hooks: records, items and depth corrections to
+    their files (corrections never to the records': one line per URL there),
+    and what a failed output means (a broken pipe ends the crawl at once;
+    any other failure stops it gracefully, and is the crawl's ending)."""
 
     def __init__(self, outputs: Outputs) -> None:
         self.outputs = outputs
@@ -185,6 +190,9 @@ class Sinks:
         if outputs.items is not None:
             writer = ItemCsvWriter if outputs.items_csv else ItemJsonLinesWriter
             self.items = writer(outputs.items)
+        self.depth_updates: JsonLinesWriter | None = None
+        if outputs.depth_updates is not None:
+            self.depth_updates = JsonLinesWriter(outputs.depth_updates)
         self.starts = StartWatch()
         self.built: BuiltCrawl | None = None
 
@@ -198,7 +206,8 @@ class Sinks:
             append=self.outputs.append,
             hold_warc=self.outputs.hold,  # exit 4 leaves the WARC as it was
             on_record=(self.records.write, self.on_record),
-            on_depth_update=(self.records.write,),
+            # Without --depth-updates they are counted (the summary), not written.
+            on_depth_update=(self.on_depth_update,) if self.depth_updates is not None else (),
             on_item=(self.on_item,) if self.items is not None else (),
             on_mirror_warning=say,
         )
@@ -206,8 +215,9 @@ class Sinks:
     def on_record(self, record: CrawlRecord) -> None:
         if not self.starts(record) and self.outputs.holding:
             self.outputs.commit()  # a start URL was reached: now the old file goes
-            if self.items is not None and self.items.output.failed:
-                self.check(self.items.output)
+            for other in (self.items, self.depth_updates):
+                if other is not None and other.output.failed:
+                    self.check(other.output)
         if self.records.output.failed:
             self.check(self.records.output)
 
@@ -216,6 +226,12 @@ class Sinks:
         self.items.write(item)
         if self.items.output.failed:
             self.check(self.items.output)
+
+    def on_depth_update(self, update: DepthUpdate) -> None:
+        assert self.depth_updates is not None
+        self.depth_updates.write(update)
+        if self.depth_updates.output.failed:
+            self.check(self.depth_updates.output)
 
     def check(self, output: OutputFile) -> None:
         assert self.built is not None
@@ -293,14 +309,17 @@ async def crawl_with_ui(
     if not quiet:
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
-        print_summary(summary, sys.stderr, hint)
-        latency_hint = latency_bound_hint(
-            summary,
-            workers=config.workers,
-            per_host=config.per_host_concurrency,
-            cpu_seconds=time.process_time() - cpu_at_start,
-            max_workers=workers_within_fd_limit(),
-        )
+        updates = outputs.depth_updates
+        print_summary(summary, sys.stderr, hint, None if updates is None else updates.path)
+        latency_hint = None
+        if config.workers is not None:  # a sized pool follows the latency itself
+            latency_hint = latency_bound_hint(
+                summary,
+                workers=config.workers,
+                per_host=config.per_host_concurrency,
+                cpu_seconds=time.process_time() - cpu_at_start,
+                max_workers=workers_within_fd_limit(),
+            )
         if latency_hint is not None:
             print(latency_hint, file=sys.stderr)
         if built.mirror is not None:
@@ -408,12 +427,18 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         if items_path:
             outputs.items = open_output(items_path)
             outputs.items_csv = items_path.lower().endswith(".csv")
+        updates_path = getattr(args, "depth_updates", None)
+        if updates_path:
+            outputs.depth_updates = open_output(updates_path)
         frontier = prepare_disk_frontier(args, config, args.output or "-")
+        outputs.append = args.append or (frontier is not None and frontier.resumed)
+        if outputs.append and updates_path and updates_path != "-":
+            # A resume appends, and cuts a torn last line first, as the output's.
+            repair_output(updates_path)
         if frontier is not None and frontier.durable and frontier.complete:
             if not args.quiet:  # nothing is opened for writing: the output stays as it is
                 say(complete_note(args.state, frontier.done, args.output))
             return EXIT_OK
-        outputs.append = args.append or (frontier is not None and frontier.resumed)
         # With --state the output is the resume's list of what is done: never held.
         outputs.hold = not outputs.append and not getattr(args, "state", None)
         if frontier is not None and not args.quiet:

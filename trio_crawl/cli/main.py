@@ -42,7 +42,8 @@ def run_cli(argv: Sequence[str]) -> int:
                 raise UsageError("--status needs --state FILE")
             print(status_text(args.state))
             return EXIT_OK
-        start_urls = [parse_start_url(u) for u in args.urls]
+        urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
+        start_urls = [parse_start_url(u) for u in urls]
         if not start_urls and args.state:
             start_urls = stored_start_urls(args.state) or []
         if not start_urls and not args.seeds:
@@ -55,7 +56,12 @@ def run_cli(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    code = run_cli(sys.argv[1:] if argv is None else argv)
+    try:
+        code = run_cli(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the crawl listens for it (start-up, opening outputs):
+        # nothing was fetched yet, so stop at once, as the shell expects.
+        code = fail("interrupted before the crawl started", 130)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -26,18 +26,39 @@ from typing import Any, TypeVar, cast
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import DEFAULT_USER_AGENT
+from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
 from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
 from ..errors import ConfigError
 from ..frontiers.disk_backlog import seed_lines
 from ..frontiers.redis import DEFAULT_LEASE
-from .common import UsageError, UsageParser
+from .common import UsageError, UsageParser, say
 from .flags import in_flags
 from .identity import add_identity_options, identity_options
 from .output_paths import output_clash, outputs_of
 
 T = TypeVar("T")
+
+
+class RenderOption(argparse.Action):
+    """``--render`` (True) or ``--render auto``. argparse gives an optional
+    value the next word whatever it is, so a start URL right after
+    ``--render`` is handed back to the start URLs (``render_urls``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if values == "auto":
+            setattr(namespace, self.dest, "auto")
+            return
+        setattr(namespace, self.dest, True)
+        if isinstance(values, str):
+            namespace.render_urls = [*getattr(namespace, "render_urls", []), values]
 
 
 def _unit_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
@@ -66,6 +87,32 @@ USAGE = """%(prog)s [options] URL [URL ...]
        %(prog)s [options] --seeds FILE | --state FILE
        %(prog)s demo [options]
        %(prog)s report FILE [-o report.html]"""
+
+
+def add_render_options(g: argparse._ArgumentGroup) -> None:
+    """--render [auto], --render-wait, --browser."""
+    g.add_argument(
+        "--render",
+        nargs="?",
+        action=RenderOption,
+        default=False,
+        metavar="auto",
+        help="render HTML pages in headless Chromium and read links from the rendered DOM;"
+        " --render auto: only where rendering adds links (default: no rendering)",
+    )
+    g.add_argument(
+        "--render-wait",
+        type=DURATION,
+        metavar="DURATION",
+        help="with --render: longest wait for a page to settle, i.e. its load event and"
+        " 500 ms with no request in flight (default 5s)",
+    )
+    g.add_argument(
+        "--browser",
+        metavar="PATH",
+        help="with --render: the Chromium executable (default: $TRIO_CRAWL_BROWSER, else"
+        " chromium on PATH)",
+    )
 
 
 def build_parser(
@@ -99,6 +146,7 @@ def build_parser(
     add_output_options(p.add_argument_group("output"), default_output)
     add_state_options(p.add_argument_group("state and scale-out"), with_urls=with_urls)
     add_fetcher_options(p.add_argument_group("fetcher"))
+    add_render_options(p.add_argument_group("rendering (README: Rendering)"))
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.add_argument("--debug", action="store_true", help="tracebacks in records and errors")
     p.add_argument("--version", action="version", version=f"trio-crawl {__version__}")
@@ -131,6 +179,24 @@ def add_scope_options(g: argparse._ArgumentGroup) -> None:
         default=[],
         metavar="HOST",
         help="also crawl HOST and its subdomains (repeatable)",
+    )
+    g.add_argument(
+        "--span-hosts",
+        action="store_true",
+        help="follow links to any host (like wget -H); robots.txt and politeness per host",
+    )
+    g.add_argument(
+        "--max-pages-per-host",
+        type=COUNT,
+        metavar="N",
+        help="admit at most N URLs of one host (default: no limit)",
+    )
+    g.add_argument(
+        "--max-hosts",
+        type=COUNT,
+        metavar="N",
+        help="crawl at most N distinct hosts (host:port), the start URLs' included "
+        "(default: no limit)",
     )
     for flag, what in (("include", "only links matching"), ("exclude", "no links matching")):
         g.add_argument(
@@ -228,6 +294,14 @@ def add_output_options(g: argparse._ArgumentGroup, default_output: str | None) -
     )
     g.add_argument("--append", action="store_true", help="append to the output file")
     g.add_argument(
+        "--depth-updates",
+        metavar="FILE",
+        help="write depth corrections here as JSON Lines (a shorter path to a URL found "
+        "after its record was written); the output keeps one line per URL whatever happens. "
+        "'-' = stdout, when -o is a file. `trio-crawl report OUT --depth-updates FILE` "
+        "applies them (default: counted in the summary, not written)",
+    )
+    g.add_argument(
         "--warc",
         metavar="FILE",
         help="also archive every request and response as WARC 1.1 (gzip per record; no "
@@ -270,7 +344,19 @@ def add_output_options(g: argparse._ArgumentGroup, default_output: str | None) -
 
 def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
     g.add_argument(
-        "-w", "--workers", type=COUNT, default=16, metavar="N", help="crawler tasks (default 16)"
+        "-w",
+        "--workers",
+        type=COUNT,
+        metavar="N",
+        help="crawler tasks, fixed (default: sized by itself from CPU time and latency, "
+        "starting at 16)",
+    )
+    g.add_argument(
+        "--max-workers",
+        type=COUNT,
+        metavar="N",
+        help="the most crawler tasks a self-sized crawl grows to (default: what the "
+        "descriptor limit and memory allow)",
     )
     g.add_argument(
         "--grace",
@@ -356,7 +442,8 @@ def build_config(
     check_limits(args)
     options = {
         "start_urls": list(start_urls),
-        "workers": args.workers,
+        "workers": pinned_workers(args.workers),
+        "max_workers": args.max_workers,
         "max_depth": args.max_depth,
         "max_pages": args.max_pages,
         "timeout": args.timeout,
@@ -367,6 +454,9 @@ def build_config(
         "sitemaps": args.sitemaps,
         "page_requisites": args.page_requisites,
         "allow_domains": tuple(args.allow_domain),
+        "span_hosts": args.span_hosts,
+        "max_pages_per_host": args.max_pages_per_host,
+        "max_hosts": args.max_hosts,
         "include": tuple(args.include),
         "exclude": tuple(args.exclude),
         "no_parent": args.no_parent,
@@ -379,6 +469,9 @@ def build_config(
         "max_crawl_delay": args.max_crawl_delay,
         "grace": args.grace,
         "backend": args.fetcher,
+        "render": getattr(args, "render", False),
+        "render_wait": getattr(args, "render_wait", None) or 5.0,
+        "browser": getattr(args, "browser", None),
         "html_only": not (args.all_bodies or args.mirror),
         "mirror": args.mirror,
         "convert_links": args.convert_links,
@@ -453,9 +546,31 @@ def check_combinations(args: argparse.Namespace) -> None:
         and not (args.output is None and sys.stdout.isatty())
     ):
         raise UsageError("--items - and -o - would both write to stdout: give one of them a file")
+    updates = getattr(args, "depth_updates", None)
+    records_to_stdout = args.output == "-" or (args.output is None and not sys.stdout.isatty())
+    if updates == "-" and (records_to_stdout or items == "-"):
+        other = (
+            "--items -"
+            if items == "-"
+            else "-o -"
+            if args.output == "-"
+            else "the records (stdout, without -o FILE)"
+        )
+        raise UsageError(
+            f"--depth-updates - and {other} would both write to stdout: give one of them a file"
+        )
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
+    for flag in ("render_wait", "browser"):
+        if getattr(args, flag, None) is not None and not getattr(args, "render", False):
+            raise UsageError(f"--{flag.replace('_', '-')} needs --render")
     max_queue = getattr(args, "max_queue", None)
+    budgets = args.max_pages_per_host is not None or args.max_hosts is not None
+    if budgets and (getattr(args, "state", None) or getattr(args, "seeds", None) or max_queue):
+        raise UsageError(
+            "--max-pages-per-host and --max-hosts cannot be combined with --state, --seeds "
+            "or --max-queue yet (they need the in-memory frontier)"
+        )
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
 
@@ -471,6 +586,20 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def pinned_workers(workers: int | None) -> int | None:
+    """``-w N`` as given, or clamped (with a one-line warning) to what the
+    descriptor limit and memory can serve: a million workers would need a
+    million sockets."""
+    if workers is None or workers < 1:
+        return workers
+    most, why = machine_ceiling()
+    if workers > most:
+        too_many = f"-w {workers:,} is more than this machine can serve ({why})"
+        say(f"warning: {too_many}: using -w {most:,}")
+        return most
+    return workers
 
 
 def workers_within_fd_limit(ceiling: int = 512) -> int:

@@ -27,6 +27,7 @@ def progress_line(s: EngineStatistics) -> Text:
     text = Text()
     text.append(f"{s.records:,} done", style="bold green")
     text.append(f"  {s.queued:,} queued  {s.active} in flight  {s.waiting:,} waiting")
+    text.append(f"  {s.workers:,} workers")
     text.append(f"  {rate:,.1f} pages/s")
     text.append(f"  {s.failures:,} errors", style="red" if s.failures else "")
     text.append(f"  {s.elapsed:,.1f}s", style="dim")
@@ -67,7 +68,19 @@ def status_counts(statuses: dict[int, int]) -> str:
     return ", ".join(f"{status} × {count:,}" for status, count in sorted(statuses.items()))
 
 
-def summary_table(summary: CrawlSummary) -> Table:
+def depth_updates_row(count: int, written_to: str | None) -> str:
+    """The summary's ``depth updates`` cell: how many, and where they went
+    (``written_to``: the ``--depth-updates`` file; None without one: then
+    where they would have gone)."""
+    where = (
+        f"in {written_to}"
+        if written_to is not None
+        else "not written; --depth-updates FILE keeps them"
+    )
+    return f"{count:,} (shorter paths found after the record; {where})"
+
+
+def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) -> Table:
     table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -80,8 +93,10 @@ def summary_table(summary: CrawlSummary) -> Table:
     if summary.items:
         table.add_row("items", f"{summary.items:,}")
     if summary.depth_updates:
-        table.add_row("depth updates", f"{summary.depth_updates:,} (shorter paths found later)")
+        table.add_row("depth updates", depth_updates_row(summary.depth_updates, depth_updates_to))
     table.add_row("elapsed", f"{summary.elapsed:,.2f} s")
+    if summary.worker_history:
+        table.add_row("workers", workers_over_time(summary))
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
     table.add_row(
         "latency p50/p95/p99",
@@ -90,11 +105,46 @@ def summary_table(summary: CrawlSummary) -> Table:
             for v in (summary.latency_p50_ms, summary.latency_p95_ms, summary.latency_p99_ms)
         ),
     )
+    if summary.browsers:
+        table.add_row("rendered", rendered(summary))
+    for i, (pattern, why) in enumerate(summary.render_auto.items()):
+        if i == 8:
+            table.add_row("", f"... and {len(summary.render_auto) - 8:,} more patterns")
+            break
+        table.add_row("  rendered?" if i == 0 else "", f"{pattern}: {why}")
+    if summary.render_blocked:
+        blocked = sorted(summary.render_blocked.items(), key=lambda kv: (-kv[1], kv[0]))
+        table.add_row(
+            "refused to the browser", ", ".join(f"{why} × {count:,}" for why, count in blocked)
+        )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
         table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
     return table
+
+
+def rendered(summary: CrawlSummary) -> str:
+    """``12 pages (1 render failed; browser restarted 1 time)``."""
+    text = f"{summary.rendered:,} pages"
+    notes = []
+    if summary.render_failures:
+        notes.append(f"{summary.render_failures:,} renders failed")
+    if summary.browsers > 1:
+        notes.append(f"browser restarted {summary.browsers - 1:,} times")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def workers_over_time(summary: CrawlSummary, shown: int = 6) -> str:
+    """``16 → 32 → 64 → 118 (sized by itself; at most 97 busy at once)``: the
+    worker target at the start and after each resize (the first few and the
+    last), and the most worker tasks that were alive at once."""
+    steps = [n for _, n in summary.worker_history]
+    if len(steps) > shown:
+        steps = [*steps[: shown - 1], -1, steps[-1]]
+    text = " → ".join("…" if n < 0 else f"{n:,}" for n in steps)
+    how = "sized by itself" if summary.sized else "fixed by -w"
+    return f"{text} ({how}; at most {summary.peak_workers:,} at once)"
 
 
 def capped_delays(asked: dict[str, float], shown: int = 3) -> str:
@@ -112,12 +162,20 @@ def _seconds(value: float) -> str:
     return f"{value:,.0f} s" if value == int(value) else f"{value:,.2f} s"
 
 
-def print_summary(summary: CrawlSummary, stream: TextIO, output: str | None = None) -> None:
-    """The summary table; with ``output`` (the JSON Lines file), how to report on it."""
+def print_summary(
+    summary: CrawlSummary,
+    stream: TextIO,
+    output: str | None = None,
+    depth_updates_to: str | None = None,
+) -> None:
+    """The summary table; with ``output`` (the JSON Lines file), how to report
+    on it (with the ``--depth-updates`` file when there is one, and a file)."""
     console = Console(file=stream, highlight=False)
-    console.print(summary_table(summary))
+    console.print(summary_table(summary, depth_updates_to))
     if output is not None:
-        hint = f"HTML report: trio-crawl report {shlex.quote(output)} -o report.html"
+        updates = depth_updates_to not in (None, "<stdout>")
+        with_updates = f" --depth-updates {shlex.quote(str(depth_updates_to))}" if updates else ""
+        hint = f"HTML report: trio-crawl report {shlex.quote(output)}{with_updates} -o report.html"
         console.print(hint, markup=False, soft_wrap=True)
 
 

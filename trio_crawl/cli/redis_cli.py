@@ -91,6 +91,11 @@ def _check_usage(args: argparse.Namespace) -> str | None:
     for option in ("state", "seeds", "max_queue", "save_cookies"):
         if getattr(args, option, None) is not None:
             return f"--redis cannot be combined with --{option.replace('_', '-')}"
+    if getattr(args, "depth_updates", None) == "-":
+        if args.processes is not None:
+            return "--processes needs --depth-updates FILE, not -: each worker writes its own"
+        if args.output in ("-", None):
+            return "--depth-updates - and the records (-o -) would both write to stdout"
     if args.processes is not None and args.processes < 1:
         return f"--processes must be at least 1 (got {args.processes})"
     if args.lease <= 0:
@@ -123,7 +128,7 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         return _print_status("\n".join(status_lines(args.crawl_id, stored)))
     if args.processes is not None:
         return run_processes(args, argv, run_cli)
-    start_urls = list(args.urls)
+    start_urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
     if not start_urls:
         if stored is None:
             return fail(
@@ -192,14 +197,18 @@ def _warn(message: str) -> None:
 def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     """One worker of the crawl, in this process."""
     output = args.output or "-"
-    if output != "-":
-        repair_output(output)  # a kill mid-write leaves a torn line
+    updates = getattr(args, "depth_updates", None)
+    for path in (output, updates):
+        if path not in (None, "-"):
+            repair_output(path)  # a kill mid-write leaves a torn line
     try:
         warc = check_warc_path(getattr(args, "warc", None))
         records = open_output(output)
+        depth_updates = None if updates is None else open_output(updates)
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
-    outputs = Outputs(records, append=True)  # every worker run appends
+    # Every worker run appends, to its records and to its depth corrections.
+    outputs = Outputs(records, append=True, depth_updates=depth_updates)
     earlier = _earlier_records(output)
 
     joined = False
@@ -276,12 +285,20 @@ def worker_commands(
         for arg in _strip_options(
             argv,
             {"--processes": True, "-o": True, "--output": True, "--warc": True}
-            | {"-q": False, "--quiet": False},
+            | {"--depth-updates": True, "-q": False, "--quiet": False},
         )
     ]
+    # Each worker writes its own files: out.jsonl -> out.1.jsonl, and so on.
+    numbered = {"--warc": getattr(args, "warc", None)}
+    numbered["--depth-updates"] = getattr(args, "depth_updates", None)
     commands = [
         [*base, "-q", "-o", numbered_output(args.output, i)]
-        + (["--warc", numbered_output(args.warc, i)] if getattr(args, "warc", None) else [])
+        + [
+            part
+            for flag, path in numbered.items()
+            if path
+            for part in (flag, numbered_output(path, i))
+        ]
         for i in range(1, args.processes + 1)
     ]
     return commands, ({PASSWORD_ENV: password} if password else {})

@@ -1,4 +1,5 @@
-"""``trio-crawl report FILE -o report.html``: a crawl's JSON Lines as one HTML page.
+"""``trio-crawl report FILE [--depth-updates FILE] -o report.html``: a crawl's
+JSON Lines (and the corrections of its depths) as one HTML page.
 
 Exit codes: 0 written; 2 bad arguments, an input that is not a crawl's JSON
 Lines, an output that cannot be written, or the ``report`` extra missing
@@ -44,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "input", metavar="FILE", help="JSON Lines written by trio-crawl -o FILE ('-' = stdin)"
+    )
+    p.add_argument(
+        "--depth-updates",
+        metavar="FILE",
+        help="the crawl's --depth-updates file: its corrections are applied "
+        "(depth chart, failing URLs' depth and referrer)",
     )
     p.add_argument(
         "-o",
@@ -94,6 +101,8 @@ def _write(path: str, text: str) -> int:
 def run_report(argv: Sequence[str]) -> int:
     try:
         args = build_parser().parse_args(list(argv))
+        if args.input == "-" and args.depth_updates == "-":
+            raise UsageError("FILE and --depth-updates cannot both be stdin (-)")
     except UsageError as exc:
         return _fail(str(exc))
     try:
@@ -105,7 +114,12 @@ def run_report(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     started = time.perf_counter()
     try:
-        data = aggregate_file(args.input, top=args.top, failures_per_kind=args.failures_per_kind)
+        data = aggregate_file(
+            args.input,
+            args.depth_updates,
+            top=args.top,
+            failures_per_kind=args.failures_per_kind,
+        )
     except ReportInputError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:

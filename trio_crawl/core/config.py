@@ -12,12 +12,16 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .browser import find_browser
 from .filters import FilteredScope, UrlFilter
+from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
+from .pool_sizing import INITIAL_WORKERS, machine_ceiling
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
 
@@ -30,12 +34,18 @@ class CrawlConfig:
 
     Example::
 
-        CrawlConfig(start_urls=["http://127.0.0.1:8000/"], workers=16, max_depth=2)
+        CrawlConfig(start_urls=["http://127.0.0.1:8000/"], max_depth=2)
     """
 
     #: Canonical URLs, or ``Request`` s that name a handler for their page.
     start_urls: Sequence[str | Request]
-    workers: int = 16
+    #: Worker tasks: None (the default) sizes the pool by itself (``PoolSizer``,
+    #: core/pool_sizing.py) within ``max_workers`` and the machine's limits; a
+    #: number pins it.
+    workers: int | None = None
+    #: The most workers a sized pool may grow to (None: the descriptor and
+    #: memory limits, ``machine_ceiling``).
+    max_workers: int | None = None
     max_depth: int | None = None
     max_pages: int | None = None
     timeout: float = 30.0
@@ -48,6 +58,13 @@ class CrawlConfig:
     #: Also fetch what each HTML page needs (images, scripts, stylesheets, frames...).
     page_requisites: bool = False
     allow_domains: Sequence[str] = field(default_factory=tuple)
+    #: Follow links to any host (wget -H); robots.txt and politeness per host
+    #: as ever. Pair it with ``max_hosts`` / ``max_pages_per_host`` / ``max_depth``.
+    span_hosts: bool = False
+    #: Admit at most this many URLs of one host:port (None: no limit).
+    max_pages_per_host: int | None = None
+    #: Crawl at most this many distinct hosts (host:port), start hosts included.
+    max_hosts: int | None = None
     #: Regular expressions (``re.search`` on the canonical URL): a link is
     #: followed if it matches any ``include`` (or none is given) and no
     #: ``exclude``. Start URLs are not filtered; see ``core/filters.py``.
@@ -100,6 +117,14 @@ class CrawlConfig:
     cookies: CookieJar | None = field(default=None, repr=False, compare=False)
     #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
     proxy: str | None = field(default=None, repr=False)
+    #: Render HTML pages in headless Chromium (``--render``; README, Rendering):
+    #: True for every page, "auto" where rendering adds links (``--render auto``).
+    render: bool | Literal["auto"] = False
+    #: The longest wait for a rendered page to settle (load + quiet network).
+    render_wait: float = 5.0
+    #: The browser executable (``--browser``; else $TRIO_CRAWL_BROWSER, else
+    #: chromium on PATH); resolved to a path when ``render`` is set.
+    browser: str | None = None
     #: Save every 2xx body under this directory, as ``host[:port]/path``
     #: (``core/mirror_layout.py``): an offline copy, like ``wget -m``.
     mirror: str | None = None
@@ -113,7 +138,16 @@ class CrawlConfig:
         # Messages name library arguments ("workers="); the CLI words them
         # as its flags (``ConfigError.worded``).
         checks: list[tuple[bool, str, str]] = [
-            (self.workers >= 1, "workers=", f"must be at least 1 (got {self.workers})"),
+            (
+                self.workers is None or self.workers >= 1,
+                "workers=",
+                f"must be at least 1 (got {self.workers})",
+            ),
+            (
+                self.max_workers is None or self.max_workers >= 1,
+                "max_workers=",
+                f"must be at least 1 (got {self.max_workers})",
+            ),
             (
                 self.max_depth is None or self.max_depth >= 0,
                 "max_depth=",
@@ -123,6 +157,16 @@ class CrawlConfig:
                 self.max_pages is None or self.max_pages >= 0,
                 "max_pages=",
                 f"must be >= 0 (got {self.max_pages})",
+            ),
+            (
+                self.max_pages_per_host is None or self.max_pages_per_host >= 1,
+                "max_pages_per_host=",
+                f"must be at least 1 (got {self.max_pages_per_host})",
+            ),
+            (
+                self.max_hosts is None or self.max_hosts >= 1,
+                "max_hosts=",
+                f"must be at least 1 (got {self.max_hosts})",
             ),
             (self.timeout > 0, "timeout=", f"must be > 0 (got {self.timeout})"),
             (
@@ -160,6 +204,16 @@ class CrawlConfig:
                 f"must be a number of seconds >= 0 (got {self.max_crawl_delay})",
             ),
             (self.backend in FETCHERS, "backend=", f"must be one of {', '.join(FETCHERS)}"),
+            (
+                self.render in (True, False, "auto"),
+                "render=",
+                f'must be True, False or "auto" (got {self.render!r})',
+            ),
+            (
+                0 < self.render_wait < float("inf"),
+                "render_wait=",
+                f"must be a number of seconds > 0 (got {self.render_wait})",
+            ),
             (bool(self.user_agent.strip()), "user_agent=", "must not be empty"),
             (
                 self.ca_bundle is None or os.path.exists(self.ca_bundle),
@@ -171,6 +225,14 @@ class CrawlConfig:
             if not ok:
                 separator = ": " if problem.startswith("no such") else " "
                 raise ConfigError(f"{argument}{separator}{problem}", argument)
+        if self.render:
+            object.__setattr__(self, "browser", find_browser(self.browser, os.environ))
+        if self.workers and self.max_workers and self.workers > self.max_workers:
+            raise ConfigError(
+                f"workers= {self.workers} is more than max_workers= {self.max_workers}",
+                "max_workers=",  # first: "workers=" is inside it
+                "workers=",
+            )
         self._check_identity()
         self._check_mirror()
         canonical: list[str | Request] = []
@@ -256,6 +318,30 @@ class CrawlConfig:
                 )
 
     @property
+    def worker_ceiling(self) -> int:
+        """The most workers this crawl may run: ``workers`` when pinned, else
+        ``max_workers`` within what the machine can serve."""
+        if self.workers is not None:
+            return self.workers
+        machine = machine_ceiling()[0]
+        return machine if self.max_workers is None else min(self.max_workers, machine)
+
+    @property
+    def host_concurrency(self) -> int | None:
+        """The most requests in flight to one host: ``per_host_concurrency``;
+        unset, a self-sized crawl keeps to ``INITIAL_WORKERS`` (16) per host,
+        what the old fixed default allowed in all, so that growing for many
+        hosts never means more at once to one site; a ``-w`` crawl has none."""
+        if self.per_host_concurrency is not None or self.workers is not None:
+            return self.per_host_concurrency
+        return INITIAL_WORKERS
+
+    @property
+    def initial_workers(self) -> int:
+        """Workers at the start: ``workers``, or where a sized pool starts."""
+        return self.workers or min(INITIAL_WORKERS, self.worker_ceiling)
+
+    @property
     def start_url_strings(self) -> list[str]:
         return [s.url if isinstance(s, Request) else s for s in self.start_urls]
 
@@ -282,8 +368,16 @@ class CrawlConfig:
         hosts = [*self.start_url_strings, *more_origins]
         url_filter = url_filter or self.url_filter()
         if not url_filter.active:
-            return Scope(hosts, self.allow_domains)
-        return FilteredScope(hosts, self.allow_domains, url_filter=url_filter)
+            return Scope(hosts, self.allow_domains, span_hosts=self.span_hosts)
+        return FilteredScope(
+            hosts, self.allow_domains, url_filter=url_filter, span_hosts=self.span_hosts
+        )
+
+    def host_budget(self) -> HostBudget | None:
+        """The crawl's per-host budgets, or None when it has none."""
+        if self.max_pages_per_host is None and self.max_hosts is None:
+            return None
+        return HostBudget(max_pages_per_host=self.max_pages_per_host, max_hosts=self.max_hosts)
 
     def fetch_config(self) -> FetchConfig:
         return FetchConfig(
@@ -291,7 +385,7 @@ class CrawlConfig:
             timeout=self.timeout,
             connect_timeout=min(self.connect_timeout, self.timeout),
             max_bytes=self.max_bytes,
-            max_connections=self.workers,
+            max_connections=self.worker_ceiling,
             html_only=self.html_only,
             ca_bundle=self.ca_bundle,
             http2=self.http2,

@@ -278,8 +278,9 @@ class FilteredScope(Scope):
         *,
         url_filter: UrlFilter,
         cache_size: int = 65536,
+        span_hosts: bool = False,
     ) -> None:
-        super().__init__(start_urls, allow_domains, cache_size=cache_size)
+        super().__init__(start_urls, allow_domains, cache_size=cache_size, span_hosts=span_hosts)
         self.url_filter = url_filter
 
     def allows(self, url: str) -> bool:

@@ -57,7 +57,8 @@ Rules
 8. A record states the depth known when it is written (the engine sets
    ``written`` then). When a shorter path lowers a written entry, the
    frontier queues a ``DepthCorrection`` (``take_corrections``): the new
-   depth and referrer, which the engine writes as a ``depth_update`` line.
+   depth and referrer, which the engine hands to ``on_depth_update`` (the
+   CLI's ``--depth-updates`` file; never among the records).
    So a record, corrected by its updates, says the shortest depth, and its
    referrer is a page one link closer to a start URL (or, for a redirect
    target, the redirecting URL, at the same depth). Corrections are rare:
@@ -73,6 +74,8 @@ import enum
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from .host_budget import HostBudget
 
 MAX_REDIRECT_HOPS = 10
 
@@ -153,7 +156,7 @@ class RedirectOutcome(enum.Enum):
     LOOP = "redirect_loop"  # the target is in the chain that led here
     TOO_MANY = "too_many_redirects"
     OUT_OF_SCOPE = "out_of_scope_redirect"
-    BUDGET = "budget"  # max_pages is spent
+    BUDGET = "budget"  # max_pages is spent, or the target's host budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,7 @@ class Frontier:
         max_pages: int | None = None,
         remember_seen: bool = True,
         late_starts: bool = False,
+        host_budget: HostBudget | None = None,
     ) -> None:
         """``remember_seen=False``: the caller dedups elsewhere (the ``--state``
         database) and admits through ``adopt``; ``seen`` then stays empty and
@@ -199,6 +203,8 @@ class Frontier:
         if max_pages is not None and max_pages < 0:
             raise ValueError("max_pages must be >= 0")
         self._in_scope = in_scope
+        #: Per-host page and host-count budgets, asked once per new URL.
+        self.host_budget = host_budget
         self.max_depth = max_depth
         self.max_pages = max_pages
         self._remember = remember_seen
@@ -275,6 +281,11 @@ class Frontier:
         if existing is not None:
             self._improve(existing, 0, referrer, admitted)
         elif not self.budget_spent and (not scoped or self._in_scope(url)):
+            if self.host_budget is not None:
+                if scoped and not self.host_budget.admits(url):
+                    return admitted
+                if not scoped:
+                    self.host_budget.count(url)
             admitted.append(self._admit(url, 0, referrer, payload=payload))
         return admitted
 
@@ -300,7 +311,11 @@ class Frontier:
             return admitted
         entry = self.seen.get(url)
         if entry is None:
-            if not self.budget_spent and (not scoped or self._in_scope(url)):
+            if (
+                not self.budget_spent
+                and (not scoped or self._in_scope(url))
+                and (self.host_budget is None or self.host_budget.admits(url))
+            ):
                 admitted.append(self._admit(url, child_depth, referrer, payload=payload))
         elif child_depth < entry.depth:
             self._improve(entry, child_depth, referrer, admitted)
@@ -317,12 +332,13 @@ class Frontier:
         if self.max_depth is not None and child_depth > self.max_depth:
             return admitted
         seen = self.seen
+        budget = self.host_budget
         for url in links:
             entry = seen.get(url)
             if entry is None:
                 if self.budget_spent:
                     break
-                if self._in_scope(url):
+                if self._in_scope(url) and (budget is None or budget.admits(url)):
                     admitted.append(self._admit(url, child_depth, referrer))
             elif child_depth < entry.depth:
                 self._improve(entry, child_depth, referrer, admitted)
@@ -352,7 +368,9 @@ class Frontier:
             admitted: list[Entry] = []
             self._improve(existing, entry.depth, entry.url, admitted)
             return RedirectOutcome.SEEN, admitted
-        if self.budget_spent:
+        if self.budget_spent or (
+            self.host_budget is not None and not self.host_budget.admits(target)
+        ):
             return RedirectOutcome.BUDGET, []
         entry.redirect = target
         child = self._admit(target, entry.depth, entry.url, chain, entry.payload)

@@ -31,6 +31,7 @@ ERROR_KINDS: frozenset[str] = frozenset(
         "bad_redirect",  # 3xx without a usable Location
         "handler",  # a user handler raised
         "internal",  # an unexpected exception while processing this page
+        "render",  # --render: the browser gave nothing usable (crash, hang, no DOM)
     }
 )
 
@@ -45,6 +46,11 @@ class FetchResult:
     ``url`` is the URL that was requested: fetchers never follow redirects.
     ``http_version`` is the protocol the answer came in (``"HTTP/1.0"``, ``"HTTP/1.1"``,
     ``"HTTP/2"``), ``None`` when the fetcher cannot tell.
+
+    A rendered page (``--render``) has ``rendered=True``, the rendered DOM as
+    ``body`` and what came over the network as ``network_body`` (a WARC
+    keeps that); ``client_redirect`` is where its scripts or a meta refresh
+    sent the tab (recorded as a redirect).
     """
 
     url: str
@@ -54,6 +60,9 @@ class FetchResult:
     elapsed: float
     body_skipped: bool = False
     http_version: str | None = None
+    rendered: bool = False
+    network_body: bytes | None = field(default=None, repr=False)
+    client_redirect: str | None = None
 
     @property
     def content_type(self) -> str | None:
@@ -133,9 +142,10 @@ class DepthUpdate:
     """A correction of an earlier record: a shorter path to ``url`` was found
     after its record was written (a shallow page slower than a deeper
     chain). ``depth`` and ``referrer`` replace the record's; nothing else
-    about the record changes. In JSON Lines it is a line with
-    ``"depth_update": true``, written after the record it corrects; applying
-    each such line to its URL's record gives the shortest depth.
+    about the record changes. The command line writes it to the
+    ``--depth-updates`` file (never among the records) as a JSON line with
+    ``"depth_update": true``, after the record it corrects; applying the
+    lowest of them to its URL's record gives the shortest depth.
     """
 
     url: str

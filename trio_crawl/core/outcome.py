@@ -10,6 +10,7 @@ in), so every branch is tested directly.
     failure                            -> RECORD with the failure's kind
     status 301/302/303/307/308         -> REDIRECT
     status 429 / 5xx / 4xx             -> RECORD with http_429 / http_5xx / http_4xx
+    a rendered page's client redirect  -> REDIRECT
     anything else                      -> PAGE (read it: links or a handler)
 
 A stopping crawl never retries: what has failed is recorded as it is.
@@ -93,7 +94,14 @@ def decide(
     error = http_error(result.status)
     if error is not None:
         return Outcome(Step.RECORD, error=error)
+    if result.client_redirect is not None:  # --render: location.replace, meta refresh
+        return Outcome(Step.REDIRECT)
     return Outcome(Step.PAGE)
+
+
+def _size(result: FetchResult) -> int:
+    """What came over the network (a rendered page's DOM is not its size)."""
+    return len(result.body if result.network_body is None else result.network_body)
 
 
 def make_record(
@@ -114,7 +122,9 @@ def make_record(
     is the entry's count of its requests, except for a ``connect`` record of
     a URL that made none: its host refused the robots.txt request the URL
     waited for, and that one connection attempt, made on its behalf, counts."""
+    extra = {"rendered": True} if result is not None and result.rendered else {}
     return CrawlRecord(
+        extra=extra,
         url=entry.url,
         status=None if result is None else result.status,
         depth=entry.depth,
@@ -127,5 +137,5 @@ def make_record(
         attempts=entry.attempts or int(error is not None and error[0] == "connect"),
         t=t,
         protocol=None if result is None else result.http_version,
-        size=None if result is None or result.body_skipped else len(result.body),
+        size=None if result is None or result.body_skipped else _size(result),
     )

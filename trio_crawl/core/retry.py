@@ -5,7 +5,8 @@ Rules:
 1. Only transient failures are retried: the statuses in ``RETRY_STATUSES``
    (429, 502, 503, 504; a 500 usually means a bug on the page, which a second
    request reproduces) and the network failure kinds in ``RETRY_ERROR_KINDS``
-   (timeout, connect, reset, protocol). ``too_large``, ``decode`` and every
+   (timeout, connect, reset, protocol, and render: a browser that crashed or
+   hung). ``too_large``, ``decode`` and every
    other final answer are not: asking again gets the same answer.
 2. A URL gets at most ``RetryPolicy.retries`` retries, so at most
    ``retries + 1`` requests. Retries are numbered from 1.
@@ -35,7 +36,9 @@ from email.utils import parsedate_to_datetime
 #: HTTP statuses worth asking again (rule 1).
 RETRY_STATUSES: frozenset[int] = frozenset({429, 502, 503, 504})
 #: ``FetchError.kind`` values worth asking again (rule 1).
-RETRY_ERROR_KINDS: frozenset[str] = frozenset({"timeout", "connect", "reset", "protocol"})
+RETRY_ERROR_KINDS: frozenset[str] = frozenset(
+    {"timeout", "connect", "reset", "protocol", "render"}
+)
 
 _DELTA_SECONDS = re.compile(r"[0-9]+")
 # 2.0 ** 1023 is the largest power of two a float holds; beyond it the cap applies anyway.

@@ -97,6 +97,8 @@ class PoliteSchedule(Generic[J]):
         #: Hosts that have queued jobs and might become startable by time.
         self._timed: list[tuple[float, int, str]] = []
         self._queued = 0
+        #: Hosts with at least one request in flight.
+        self.hosts_in_flight = 0
 
     # -- configuration -----------------------------------------------------
 
@@ -148,6 +150,8 @@ class PoliteSchedule(Generic[J]):
         if state.interval == 0 and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
             state.reserved.discard(job)
+            if not state.in_flight:
+                self.hosts_in_flight += 1
             state.in_flight += 1
             return True
         if job in state.reserved:
@@ -174,6 +178,8 @@ class PoliteSchedule(Generic[J]):
         if state.in_flight <= 0:
             raise RuntimeError(f"schedule invariant broken: release of idle host {host}")
         state.in_flight -= 1
+        if not state.in_flight:
+            self.hosts_in_flight -= 1
         self._arm(host, state)
 
     def unreserve(self, job: J, host: str) -> None:
@@ -261,6 +267,8 @@ class PoliteSchedule(Generic[J]):
         return limit is None or state.in_flight + len(state.reserved) < limit
 
     def _record_start(self, state: _Host[J], now: float) -> None:
+        if not state.in_flight:
+            self.hosts_in_flight += 1
         state.in_flight += 1
         gap = state.interval
         if self._rng is not None and gap > 0:  # rule 6

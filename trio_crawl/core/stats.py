@@ -55,6 +55,22 @@ class CrawlSummary:
     #: Distinct hosts among the records, counted up to ``HOSTS_COUNTED``.
     hosts: int = 0
     depth_updates: int = 0
+    #: ``--render``: pages rendered, renders that failed, browsers started
+    #: (more than one: restarts) and the browser's requests refused, by
+    #: reason (scope, robots, requisite, kind, scheme, popup, dialog).
+    rendered: int = 0
+    render_failures: int = 0
+    browsers: int = 0
+    render_blocked: dict[str, int] = field(default_factory=dict)
+    #: ``--render auto``: per page pattern (host and directories), what was
+    #: decided and why ("scripts add links (2 of 3 renders)").
+    render_auto: dict[str, str] = field(default_factory=dict)
+    #: (seconds since the start, worker target): the start and each resize.
+    worker_history: tuple[tuple[float, int], ...] = ()
+    #: The most worker tasks alive at once.
+    peak_workers: int = 0
+    #: Whether the pool sized itself (no ``workers`` given).
+    sized: bool = False
 
     @property
     def pages_per_second(self) -> float:

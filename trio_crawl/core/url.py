@@ -456,6 +456,8 @@ class Scope:
     and ``https://docs.example.com/`` but not ``https://notexample.com/``.
     Allow-domains are written ``example.com`` (``.example.com`` and
     ``*.example.com`` mean the same); IDN names may be given in Unicode.
+    ``span_hosts=True`` admits every host (wget ``-H``): only the trap rules
+    below (and, in ``FilteredScope``, the URL filters) still refuse.
 
     ``allows`` runs once per extracted link, so its answer is cached per
     ``host:port`` (the cache is cleared when it grows past ``cache_size``).
@@ -471,7 +473,7 @@ class Scope:
     True
     """
 
-    __slots__ = ("_cache", "_cache_size", "_domains", "_suffixes", "host_ports")
+    __slots__ = ("_cache", "_cache_size", "_domains", "_suffixes", "host_ports", "span_hosts")
 
     def __init__(
         self,
@@ -479,7 +481,9 @@ class Scope:
         allow_domains: Iterable[str] = (),
         *,
         cache_size: int = 65536,
+        span_hosts: bool = False,
     ) -> None:
+        self.span_hosts = span_hosts
         host_ports = set()
         for url in start_urls:
             canonical = canonicalize(url)
@@ -503,6 +507,8 @@ class Scope:
         """Whether the canonical http(s) ``url`` is in scope (and no trap)."""
         if len(url) > MAX_URL_LENGTH or (url.count("/") > 6 and is_path_trap(url)):
             return False
+        if self.span_hosts:
+            return True
         scheme, host, port = _split_authority(url)
         key = f"{host}:{port or _DEFAULT_PORTS[scheme]}"
         cache = self._cache
@@ -531,9 +537,10 @@ class Scope:
         return self.allows
 
     def __repr__(self) -> str:
+        span = ", span_hosts=True" if self.span_hosts else ""
         return (
             f"Scope(host_ports={sorted(self.host_ports)!r}, "
-            f"allow_domains={sorted(self._domains)!r})"
+            f"allow_domains={sorted(self._domains)!r}{span})"
         )
 
 

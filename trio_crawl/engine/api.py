@@ -12,7 +12,7 @@ import contextlib
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
 from http.cookiejar import CookieJar
-from typing import TypedDict, TypeVar, Unpack
+from typing import Literal, TypedDict, TypeVar, Unpack
 
 import trio
 
@@ -42,7 +42,8 @@ class CrawlOptions(TypedDict, total=False):
     of ``CrawlConfig`` except ``start_urls`` (a test keeps the two in step),
     so that mypy catches a misspelt or mistyped option."""
 
-    workers: int
+    workers: int | None
+    max_workers: int | None
     max_depth: int | None
     max_pages: int | None
     timeout: float
@@ -54,6 +55,9 @@ class CrawlOptions(TypedDict, total=False):
     sitemaps: bool
     page_requisites: bool
     allow_domains: Sequence[str]
+    span_hosts: bool
+    max_pages_per_host: int | None
+    max_hosts: int | None
     include: Sequence[str]
     exclude: Sequence[str]
     no_parent: bool
@@ -79,6 +83,9 @@ class CrawlOptions(TypedDict, total=False):
     netrc_file: str | None
     cookies: CookieJar | None
     proxy: str | None
+    render: bool | Literal["auto"]
+    render_wait: float
+    browser: str | None
     mirror: str | None
     convert_links: bool
     adjust_extension: bool

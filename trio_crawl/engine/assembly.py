@@ -8,6 +8,7 @@ state) are wired in ``build.py``; this is the inside of the engine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,17 +18,20 @@ from ..core.frontier import Entry
 from ..core.schedule import PoliteSchedule
 from ..core.stats import CrawlStats
 from ..core.url import Scope
+from ..errors import ConfigError
 from ..fetch.base import Fetcher
 from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
 from .politeness import ScheduleRoom
+from .pool_size import sized_pool
 from .requests import priority
 from .robots_gate import RobotsCache
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import SitemapSeeder
 from .time_limit import stop_at_time_limit
+from .worker_log import WorkerLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,7 @@ class Machinery:
     pool: WorkPool[Entry]
     schedule: ScheduleRoom
     gate: HostGate
+    workers: WorkerLog
 
 
 def assemble(
@@ -48,12 +53,21 @@ def assemble(
     *,
     stats: CrawlStats,
     correct: Correct,
+    workers: WorkerLog | None = None,
 ) -> Machinery:
     """Join the parts of a crawl on ``frontier`` (None: a ``MemoryFrontier``
-    of ``config``'s start URLs); ``correct`` takes its depth corrections.
+    of ``config``'s start URLs); ``correct`` takes its depth corrections;
+    ``workers`` (made here if None) logs the pool's size over time.
     Raises ``ConfigError`` if the frontier cannot serve ``config``."""
     if frontier is not None:
         refuse_unservable(config, frontier.cannot, frontier.chosen_by)
+        if config.host_budget() is not None and not isinstance(frontier, MemoryFrontier):
+            raise ConfigError(
+                "max_pages_per_host= and max_hosts= work with the in-memory frontier only "
+                "(not with a SQLite or Redis frontier yet)",
+                "max_pages_per_host=",
+                "max_hosts=",
+            )
     scope = config.scope()
     frontier = frontier or MemoryFrontier(
         config.start_urls,
@@ -61,19 +75,32 @@ def assemble(
         max_depth=config.max_depth,
         max_pages=config.max_pages,
         late_starts=config.sitemaps,
+        host_budget=config.host_budget(),
     )
-    pool = WorkPool[Entry](config.workers, grace=config.grace, on_take=frontier.want_more)
+    schedule: ScheduleRoom
+
+    def work_ceiling() -> float:
+        """The most workers the work can use now (a sized pool grows no
+        further): per-host concurrency x hosts in flight, plus the queued
+        URLs (each may open a new host); unbounded without a per-host limit."""
+        per_host = config.host_concurrency
+        if per_host is None or isinstance(schedule, SharedScheduleRoom):
+            return math.inf
+        return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
+
+    workers = workers or WorkerLog(config.initial_workers, sized=config.workers is None)
+    pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, workers.resized)
+    workers.pool = pool
 
     def publish(entry: Entry) -> None:
         pool.publish(entry, priority(entry))
 
-    schedule: ScheduleRoom
     if isinstance(frontier, SharedPoliteness):  # Redis: the server spaces requests
         schedule = SharedScheduleRoom(frontier, publish)
     else:
         polite = PoliteSchedule[Entry](
             rate=config.rate,
-            max_per_host=config.per_host_concurrency,
+            max_per_host=config.host_concurrency,
             random_wait=config.random_wait,
         )
         schedule = ScheduleRoom(polite, publish)
@@ -94,7 +121,7 @@ def assemble(
         max_crawl_delay=config.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )
-    return Machinery(scope, frontier, pool, schedule, gate)
+    return Machinery(scope, frontier, pool, schedule, gate, workers)
 
 
 class Runnable(Protocol):

@@ -58,9 +58,10 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
 from .recording import Recorder
+from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock
+from .statistics import RunClock, snapshot
 
 
 class Crawler:
@@ -104,6 +105,8 @@ class Crawler:
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
+        self._recorder.before_write = (workers := parts.workers).note
+        self._workers = workers
 
     # -- public ------------------------------------------------------------
 
@@ -150,24 +153,15 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        pool = self._pool.statistics()
-        return EngineStatistics(
-            records=self.stats.records,
-            failures=sum(self.stats.failures.values()),
-            queued=pool.queued + self.frontier.waiting,
-            active=pool.active,
-            waiting=self.schedule.waiting,
-            seen=self.frontier.statistics().seen,
-            elapsed=self._clock.elapsed,
-        )
+        pool, waiting = self._pool.statistics(), self.schedule.waiting
+        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed)
 
     def summary(self) -> CrawlSummary:
-        f = self.frontier.statistics()
-        return self.stats.summary(
-            elapsed=self.statistics().elapsed,
-            stopped=self._pool.stopping,
-            unfinished=self.frontier.unfinished + f.dropped,
+        unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
+        summary = self.stats.summary(
+            elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
+        return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 
     # -- one URL -----------------------------------------------------------
 

@@ -18,7 +18,8 @@ async def open_fetcher(
 ) -> AsyncIterator[Fetcher]:
     """A fetcher owned by the block: ``backend`` ("curl", "httpx" or "asks";
     default: ``config.backend`` for a CrawlConfig, else "curl"), configured by
-    ``config``. asks runs only on trio < 0.24 (README: ``nox -s asks``).
+    ``config``; a CrawlConfig with ``render`` renders its pages through it.
+    asks runs only on trio < 0.24 (README: ``nox -s asks``).
 
     Example (no crawl, just fetching)::
 
@@ -33,6 +34,15 @@ async def open_fetcher(
         backend = backend or "curl"
     if backend not in FETCHERS:
         raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
+    if isinstance(config, CrawlConfig) and config.render:  # --render: pages through Chromium
+        from .render import open_render_fetcher
+
+        async with (
+            open_fetcher(fetch_config, backend) as inner,
+            open_render_fetcher(config, inner) as rendering,
+        ):
+            yield rendering
+        return
     if backend == "curl":
         from ..fetch.curl import open_curl_fetcher
 

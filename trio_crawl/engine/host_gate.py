@@ -14,7 +14,12 @@ one verdict:
 * DISALLOW: recorded with kind ``robots``, never requested;
 * UNREACHABLE: the host refused or dropped the connection for robots.txt:
   its pages are recorded with kind ``connect`` at once (a dead or mistyped
-  host is not a robots.txt refusal).
+  host is not a robots.txt refusal);
+* NO_ANSWER: the host accepted the connection and sent nothing before the
+  timeout (a black hole): its pages are recorded with kind ``timeout`` at
+  once, never requested (robots.txt unreachable means "disallow all", and
+  waiting ``ROBOTS_RETRY_PERIOD`` for a second timeout only made the crawl
+  longer).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class Verdict(enum.Enum):
     WAIT = "wait"
     DISALLOW = "robots"
     UNREACHABLE = "connect"
+    NO_ANSWER = "timeout"
 
 
 class HostGate:
@@ -84,6 +90,8 @@ class HostGate:
         if policy.temporary:
             failure = robots.connect_failure(entry.url)
             if failure is not None:
+                if failure.kind == "timeout":
+                    return Verdict.NO_ANSWER, f"robots.txt: {failure.message}"
                 return Verdict.UNREACHABLE, failure.message
             if entry not in self._waited:
                 self._waited.add(entry)

@@ -5,7 +5,7 @@ all before the crawler's token is released)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchResult
@@ -32,6 +32,9 @@ class Recorder:
         self._delivery = delivery
         self._responses = responses
         self._clock = clock
+        #: Called with each record just before it is written (the crawl adds
+        #: the worker count when it changed).
+        self.before_write: Callable[[CrawlRecord], None] | None = None
 
     async def finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None
@@ -46,6 +49,8 @@ class Recorder:
         if record.depth != entry.depth or record.referrer != entry.referrer:
             # A shorter path turned up while the record was being made.
             record = dataclasses.replace(record, depth=entry.depth, referrer=entry.referrer)
+        if self.before_write is not None:
+            self.before_write(record)
         self._delivery.write_record(record)
         entry.written = True  # from now on, a shorter path writes an update
         await self._delivery.send_record(record)
@@ -55,7 +60,7 @@ class Recorder:
 
     async def redirect(self, entry: Entry, result: FetchResult, elapsed_ms: float) -> None:
         """Admit a redirect's target (if it may be followed) and record the hop."""
-        location = result.headers.get("location")
+        location = result.client_redirect or result.headers.get("location")
         target = resolve(location, entry.url) if location else None
         error: tuple[str, str] | None = None
         if target is None:

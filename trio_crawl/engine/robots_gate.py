@@ -44,6 +44,11 @@ from ..core.robots import (
 from ..errors import FetchError
 from ..fetch.base import Fetcher
 
+#: Failures that mean the host did not answer at all: its pages fail at once
+#: with the same kind, instead of waiting for a re-fetch of robots.txt (a host
+#: that accepts and never answers cost two timeouts and a wait before).
+NO_ANSWER_KINDS = frozenset({"connect", "timeout"})
+
 
 @dataclass(frozen=True, slots=True)
 class RobotsCacheStatistics:
@@ -150,9 +155,10 @@ class RobotsCache:
                 event.set()
 
     def connect_failure(self, url: str) -> FetchError | None:
-        """The connection error of the last robots.txt fetch of ``url``'s
-        origin, if the host could not be reached at all (not a robots.txt
-        problem: its pages would fail the same way). Not a checkpoint."""
+        """The error of the last robots.txt fetch of ``url``'s origin if the
+        host gave no answer at all (``NO_ANSWER_KINDS``: refused, or accepted
+        and then silent until the timeout): not a robots.txt problem, its
+        pages would fail the same way. Not a checkpoint."""
         return self._connect_failures.get(robots_url(url))
 
     def statistics(self) -> RobotsCacheStatistics:
@@ -211,7 +217,7 @@ class RobotsCache:
                 url = decision.url
                 hops += 1
                 continue
-            if failure is not None and failure.kind == "connect":
+            if failure is not None and failure.kind in NO_ANSWER_KINDS:
                 self._connect_failures[key] = failure
             else:
                 self._connect_failures.pop(key, None)

@@ -1,10 +1,16 @@
-"""What a running crawl shows a progress display (``Crawler.statistics``)."""
+"""What a running crawl shows a progress display (``Crawler.statistics``),
+and what its summary adds from a rendering fetcher (``--render``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import trio
+
+from ..core.stats import CrawlStats
+from ..frontiers.base import FrontierBackend
+from ..workpool import WorkPoolStatistics
+from .render import with_render_statistics as with_render_statistics  # re-exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +29,30 @@ class EngineStatistics:
     waiting: int
     seen: int
     elapsed: float
+    #: The worker target (tokens) and the worker tasks alive now.
+    workers: int = 0
+    tasks: int = 0
+
+
+def snapshot(
+    stats: CrawlStats,
+    pool: WorkPoolStatistics,
+    frontier: FrontierBackend,
+    waiting: int,
+    elapsed: float,
+) -> EngineStatistics:
+    """The crawl's statistics now, from its parts (``waiting``: the schedule's)."""
+    return EngineStatistics(
+        records=stats.records,
+        failures=sum(stats.failures.values()),
+        queued=pool.queued + frontier.waiting,
+        active=pool.active,
+        waiting=waiting,
+        seen=frontier.statistics().seen,
+        elapsed=elapsed,
+        workers=pool.workers,
+        tasks=pool.tasks,
+    )
 
 
 class RunClock:

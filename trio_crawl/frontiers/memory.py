@@ -24,6 +24,7 @@ from ..core.frontier import (
     FrontierStatistics,
     RedirectOutcome,
 )
+from ..core.host_budget import HostBudget
 from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
@@ -52,8 +53,10 @@ class MemoryFrontier:
         max_depth: int | None = None,
         max_pages: int | None = None,
         late_starts: bool = False,
+        host_budget: HostBudget | None = None,
     ) -> None:
-        """``late_starts``: sitemap seeds may come mid-crawl (``Frontier``)."""
+        """``late_starts``: sitemap seeds may come mid-crawl (``Frontier``);
+        ``host_budget``: per-host budgets (``core/host_budget.py``)."""
         self._start_urls = list(start_urls)
         self._scope = scope
         self.core = Frontier(
@@ -61,6 +64,7 @@ class MemoryFrontier:
             max_depth=max_depth,
             max_pages=max_pages,
             late_starts=late_starts,
+            host_budget=host_budget,
         )
         self._publish: Publish = _unattached
         #: Called, not a checkpoint, for each correction of a written record.

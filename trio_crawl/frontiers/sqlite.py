@@ -21,13 +21,15 @@ Depth is the shortest path, as in memory, and nothing waits for it: the state
 file lowers a known URL when a shorter path turns up (``sqlite_state`` rule 7)
 and says which rows it lowered. An entry the crawlers hold takes the new
 depth (its record will say it); a URL whose record is out gets a correction
-(``correct``, given by ``attach``), also when a previous run wrote the record.
+(``correct``, given by ``attach``), also when a previous run wrote the record,
+and when the record went out while the offer that lowered it was in the
+file's thread (the file then still says "in flight": ``_settling``).
 The lowered depths are in the file, so a resumed crawl goes on from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import ClassVar
 
 import trio
@@ -101,6 +103,13 @@ class SqliteFrontier:
         #: Entries handed to the crawlers and not recorded or dropped yet, by URL:
         #: a lowered row of theirs lowers them (at most the window, plus retries).
         self._live: dict[str, Entry] = {}
+        #: Entries recorded while an offer was in the state file's thread, by
+        #: URL, with the ticket of the next offer then: that offer may lower
+        #: them as not done yet (a Finish mark is written behind), so they
+        #: stay findable until every offer older than them has returned.
+        self._settling: dict[str, tuple[int, Entry]] = {}
+        self._offers_open: set[int] = set()
+        self._next_ticket = 0
 
     @classmethod
     def open(
@@ -197,7 +206,8 @@ class SqliteFrontier:
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         in_scope = [url for url in urls if self._scope.allows(url)]
         if in_scope:
-            self._take(await self._backlog.offer_seeds(in_scope, referrer, room=self._room()))
+            offer = self._backlog.offer_seeds(in_scope, referrer, room=self._room())
+            self._take(await self._ticketed(offer))
 
     def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
         raise AssertionError("unreachable: refused when the crawl opened (cannot)")
@@ -211,12 +221,14 @@ class SqliteFrontier:
         if outcome is not RedirectOutcome.FOLLOW:
             return outcome
         (child,) = admitted
-        offered = await self._backlog.offer_redirect(
-            entry.url,
-            target,
-            room=max(self._room(), 1),
-            max_depth=self._max_depth,
-            settles=self._settles,
+        offered = await self._ticketed(
+            self._backlog.offer_redirect(
+                entry.url,
+                target,
+                room=max(self._room(), 1),
+                max_depth=self._max_depth,
+                settles=self._settles,
+            )
         )
         kept = offered.kept
         if kept and kept[0].url == target:
@@ -246,12 +258,14 @@ class SqliteFrontier:
         are kept with the page while a shorter path to it may still come."""
         in_scope = [url for url in links if self._scope.allows(url)]
         if in_scope:
-            offered = await self._backlog.offer_links(
-                parent.url,
-                in_scope,
-                room=self._room(),
-                max_depth=self._max_depth,
-                settles=self._settles,
+            offered = await self._ticketed(
+                self._backlog.offer_links(
+                    parent.url,
+                    in_scope,
+                    room=self._room(),
+                    max_depth=self._max_depth,
+                    settles=self._settles,
+                )
             )
             self._take(offered)
 
@@ -266,6 +280,8 @@ class SqliteFrontier:
         # marked done without its record would never be fetched again. The
         # output file, reconciled on resume, says which records did land.
         self._live.pop(entry.url, None)
+        if self._offers_open:
+            self._settling[entry.url] = (self._next_ticket, entry)
         if not self._stopping:
             self._backlog.note(Finish(entry.url))
 
@@ -320,28 +336,52 @@ class SqliteFrontier:
         self._live[url] = entry
         self._publish(entry)
 
+    async def _ticketed(self, offer: Awaitable[Offered]) -> Offered:
+        """Await an offer to the state file, known as open meanwhile (``recorded``)."""
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        self._offers_open.add(ticket)
+        try:
+            return await offer
+        finally:
+            self._offers_open.discard(ticket)
+
     def _take(self, offered: Offered) -> None:
         """Hand out what an offer kept in memory; apply what it lowered."""
         for row in offered.kept:
             self._adopt(row.url, row.depth, row.referrer)
         for lowered in offered.lowered:
             self._lower(lowered)
+        # Recorded entries no open offer can have read as unfinished are settled.
+        oldest = min(self._offers_open, default=self._next_ticket)
+        while self._settling:
+            url, (ticket, _) = next(iter(self._settling.items()))
+            if ticket > oldest:
+                break
+            del self._settling[url]
 
     def _lower(self, lowered: Lowered) -> None:
         """A shorter path to ``lowered.url``: an entry held and not written yet
-        takes the depth (its record will say it); a written record is corrected."""
+        takes the depth (its record will say it); a written record is corrected.
+        Offers come back from the file's thread in any order: one that lowers
+        an entry less than another already did is stale, and ignored."""
         entry = self._live.get(lowered.url)
-        if entry is not None and not entry.written:
-            self.core.lower(entry, lowered.depth, lowered.referrer)
-            return
-        if entry is not None or lowered.state is State.DONE:
-            if entry is not None:
-                self.core.lower(entry, lowered.depth, lowered.referrer)
-            self._correct(
-                DepthCorrection(
-                    lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
+        if entry is None and lowered.url in self._settling:
+            entry = self._settling[lowered.url][1]  # recorded while the offer ran
+        if entry is None:
+            if lowered.state is State.DONE:
+                self._correct(
+                    DepthCorrection(
+                        lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
+                    )
                 )
-            )
+            return
+        if lowered.depth >= entry.depth:
+            return
+        previous = entry.depth
+        self.core.lower(entry, lowered.depth, lowered.referrer)
+        if entry.written:
+            self._correct(DepthCorrection(lowered.url, lowered.depth, lowered.referrer, previous))
 
     def _want_feed(self) -> None:
         if self._backlog.queued_on_disk:

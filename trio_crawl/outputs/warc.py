@@ -418,7 +418,7 @@ class WarcWriter:
             self._start_fresh()
         protocol = protocol or "HTTP/1.1"
         warc_date = _warc_date(time.time() - result.elapsed if date is None else date)
-        body = result.body
+        body = result.body if result.network_body is None else result.network_body
         status = result.status
         http_head = "".join(
             [f"{protocol} {status} {_REASONS.get(status, '')}\r\n"]

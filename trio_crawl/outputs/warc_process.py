@@ -157,7 +157,7 @@ class WarcProcess:
                 result.http_version,
             )
         )
-        body = result.body
+        body = result.body if result.network_body is None else result.network_body
         header = _FRAME.pack(len(meta), len(body))
         self.submitted += 1
         if self.error is not None:  # nobody reads any more: the caller is told

@@ -5,15 +5,22 @@ length: counters (status, error kind, depth), a time line of at most
 ``MAX_TIME_BINS`` bins, a uniform reservoir sample of latencies (exact up to
 its size), per-host counters pruned to the busiest ones, a top-N heap of the
 slowest pages and at most ``failures_per_kind`` failing URLs per error kind.
-A ``depth_update`` line is not a record: it moves its URL from its earlier
-depth to the shorter one in the depth counter, and corrects the depth and
-referrer of its failure, if one is listed.
+A ``depth_update`` line is not a record: it moves its URL from its
+recorded depth to the shortest one in the depth counter, and corrects the
+depth and referrer of its failure, if one is listed. The crawl writes them
+to their own file (``--depth-updates``, read by ``aggregate_file``'s
+``depth_updates``); files written by earlier versions have them among the
+records, and are read the same. Corrections are gathered per URL (the
+lowest depth wins, whatever the order: ``--redis`` workers write theirs to
+separate files) and applied when the result is made, so they cost memory
+per corrected URL, unlike the records.
 The HTML rendering (which needs the ``report`` extra) is ``report/html.py``.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import os
 import random
@@ -77,6 +84,9 @@ class Timeline:
     errors: list[int]
     run_starts: list[float]
     duration: float
+    #: The worker count in force at the end of each bin (records of a
+    #: self-sized crawl carry ``workers`` when it changes); empty if none did.
+    workers: list[int] = field(default_factory=list)
 
     def pages_per_second(self) -> list[float]:
         return [n / self.bin_seconds for n in self.pages]
@@ -151,12 +161,13 @@ class _TimeBins:
         self.width = FIRST_BIN_SECONDS
         self.pages: list[int] = []
         self.errors: list[int] = []
+        self.workers: list[int] = []  # 0: no change in that bin
         self.offset = 0.0  # where the current run starts on the time line
         self.run_max = 0.0  # the current run's latest t
         self.run_starts: list[float] = []
         self.count = 0
 
-    def add(self, t: float, failed: bool) -> None:
+    def add(self, t: float, failed: bool, workers: int | None = None) -> None:
         t = max(t, 0.0)
         if self.count and t < self.run_max - RESUME_DROP_SECONDS and t < self.run_max / 2:
             self.offset += self.run_max
@@ -172,14 +183,29 @@ class _TimeBins:
             grow = index + 1 - len(self.pages)
             self.pages.extend([0] * grow)
             self.errors.extend([0] * grow)
+            self.workers.extend([0] * grow)
         self.pages[index] += 1
         if failed:
             self.errors[index] += 1
+        if workers is not None and workers > 0:
+            self.workers[index] = workers
 
     def _coarsen(self) -> None:
         self.width *= 2
         for series in (self.pages, self.errors):
             series[:] = [sum(series[i : i + 2]) for i in range(0, len(series), 2)]
+        w = self.workers
+        w[:] = [w[i + 1] if i + 1 < len(w) and w[i + 1] else w[i] for i in range(0, len(w), 2)]
+
+    def _workers_over_time(self) -> list[int]:
+        """Each bin's count, carried forward from the last bin that set one."""
+        if not any(self.workers):
+            return []
+        out, current = [], 0
+        for value in self.workers:
+            current = value or current
+            out.append(current)
+        return out
 
     def result(self) -> Timeline | None:
         if not self.count:
@@ -190,6 +216,7 @@ class _TimeBins:
             errors=list(self.errors),
             run_starts=list(self.run_starts),
             duration=self.offset + self.run_max,
+            workers=self._workers_over_time(),
         )
 
 
@@ -234,10 +261,13 @@ class ReportStats:
         self._failure_at: dict[str, int] = {}  # URL -> index in _failures
         self._listed: Counter[str] = Counter()
         self._omitted: Counter[str] = Counter()
+        # URL -> [recorded depth (the largest previous_depth), lowest depth, its referrer]
+        self._corrections: dict[str, list[Any]] = {}
 
     def add(self, record: Mapping[str, Any]) -> None:
+        """One line: a record, or a ``depth_update`` line (kept for ``result()``)."""
         if record.get("depth_update") is True:
-            return self._update_depth(record)
+            return self.add_depth_update(record)
         url = record["url"]
         self.records += 1
         status = _int(record.get("status"))
@@ -279,30 +309,43 @@ class ReportStats:
         if t is None:
             self.records_without_t += 1
         else:
-            self._time.add(t, kind is not None)
+            self._time.add(t, kind is not None, _int(record.get("workers")))
         elapsed = _number(record.get("elapsed_ms"))
         if elapsed is not None:
             self._add_latency(elapsed, url, status, kind)
         self._add_host(_host(url), kind is not None, elapsed)
 
-    def _update_depth(self, update: Mapping[str, Any]) -> None:
+    def add_depth_update(self, update: Mapping[str, Any]) -> None:
+        """A correction of a record's depth; any order, before or after its record."""
+        url = update.get("url")
         depth = _int(update.get("depth"))
-        previous = _int(update.get("previous_depth"))
-        if depth is None:
+        if not isinstance(url, str) or depth is None:
             return
-        if previous is not None and self.depths[previous] > 0:
-            self.depths[previous] -= 1
-            if not self.depths[previous]:
-                del self.depths[previous]
-            self.depths[depth] += 1
-        at = self._failure_at.get(update.get("url"))  # type: ignore[arg-type]
-        if at is not None:
-            referrer = update.get("referrer")
-            self._failures[at] = replace(
-                self._failures[at],
-                depth=depth,
-                referrer=referrer if isinstance(referrer, str) else None,
-            )
+        previous = _int(update.get("previous_depth"))
+        referrer = update.get("referrer")
+        known = self._corrections.get(url)
+        if known is None:
+            known = self._corrections[url] = [previous, depth, referrer]
+        if previous is not None and (known[0] is None or previous > known[0]):
+            known[0] = previous  # the first correction's previous_depth is the record's
+        if depth <= known[1]:
+            known[1:] = [depth, referrer]
+
+    def _apply_depth_updates(self) -> None:
+        corrections, self._corrections = self._corrections, {}
+        for url, (recorded, depth, referrer) in corrections.items():
+            if recorded is not None and self.depths[recorded] > 0 and depth < recorded:
+                self.depths[recorded] -= 1
+                if not self.depths[recorded]:
+                    del self.depths[recorded]
+                self.depths[depth] += 1
+            at = self._failure_at.get(url)
+            if at is not None:
+                self._failures[at] = replace(
+                    self._failures[at],
+                    depth=depth,
+                    referrer=referrer if isinstance(referrer, str) else None,
+                )
 
     def _add_latency(self, ms: float, url: str, status: int | None, kind: str | None) -> None:
         self._lat_count += 1
@@ -341,6 +384,7 @@ class ReportStats:
         self._hosts_pruned = True
 
     def result(self) -> ReportData:
+        self._apply_depth_updates()
         sample = sorted(self._sample)
         latency = Latency(
             count=self._lat_count,
@@ -395,6 +439,26 @@ def read_records(path: str, warn: Callable[[str], None]) -> Iterator[dict[str, A
     crawl's JSON Lines. A last line without its newline that does not parse
     (left by a crawl killed mid-write) is skipped with a call to ``warn``.
     """
+    for _, record in _numbered_lines(path, warn):
+        yield record
+
+
+def read_depth_updates(path: str, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    """The ``depth_update`` lines of a ``--depth-updates`` file, as ``read_records``
+    reads records; a line that is not one (a records file given by mistake)
+    raises ``ReportInputError``."""
+    for number, line in _numbered_lines(path, warn):
+        if line.get("depth_update") is not True:
+            raise ReportInputError(
+                f"{path}:{number}: not a depth_update line; is this the file "
+                "trio-crawl --depth-updates wrote?"
+            )
+        yield line
+
+
+def _numbered_lines(
+    path: str, warn: Callable[[str], None]
+) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         if path == "-":  # stdin: `trio-crawl URL -o - | trio-crawl report -`
             stream: BinaryIO = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
@@ -432,7 +496,7 @@ def read_records(path: str, warn: Callable[[str], None]) -> Iterator[dict[str, A
                 raise ReportInputError(
                     f'{path}:{number}: not a trio-crawl record (a JSON object with a "url" field)'
                 )
-            yield record
+            yield number, record
 
 
 def aggregate(records: Iterable[Mapping[str, Any]], **options: Any) -> ReportData:
@@ -443,14 +507,19 @@ def aggregate(records: Iterable[Mapping[str, Any]], **options: Any) -> ReportDat
     return stats.result()
 
 
-def aggregate_file(path: str, **options: Any) -> ReportData:
-    """Aggregate a JSON Lines file; warnings (a torn last line) land in the result.
+def aggregate_file(path: str, depth_updates: str | None = None, **options: Any) -> ReportData:
+    """Aggregate a JSON Lines file, with the corrections of its
+    ``depth_updates`` file if given; warnings (a torn last line) land in the
+    result.
 
-    Raises ``ReportInputError`` when the file cannot be read, is not JSON Lines
-    or has no records.
+    Raises ``ReportInputError`` when a file cannot be read, is not JSON Lines
+    (or not depth_update lines), or the records file has no records.
     """
     warnings: list[str] = []
-    data = aggregate(read_records(path, warnings.append), **options)
+    lines: Iterable[Mapping[str, Any]] = read_records(path, warnings.append)
+    if depth_updates is not None:
+        lines = itertools.chain(lines, read_depth_updates(depth_updates, warnings.append))
+    data = aggregate(lines, **options)
     if data.records == 0:
         raise ReportInputError(f"{path!r} has no records")
     data.warnings.extend(warnings)

@@ -131,12 +131,16 @@ def _link(url: str | None) -> str:
 
 def timeline_chart(timeline: Timeline) -> str:
     pages, errors, width = timeline.pages, timeline.errors, timeline.bin_seconds
+    workers = timeline.workers
     factor = 1
     while len(pages) > MAX_TIMELINE_BARS * factor:
         factor *= 2
     if factor > 1:
         pages = [sum(pages[i : i + factor]) for i in range(0, len(pages), factor)]
         errors = [sum(errors[i : i + factor]) for i in range(0, len(errors), factor)]
+        workers = [
+            workers[min(i + factor, len(workers)) - 1] for i in range(0, len(workers), factor)
+        ]
         width *= factor
     edges = [i * width for i in range(len(pages) + 1)]
 
@@ -158,10 +162,17 @@ def timeline_chart(timeline: Timeline) -> str:
                 textcoords="offset points",
                 color=GREY,
             )
+        if workers:  # a self-sized crawl: its worker count on a second axis
+            twin = ax.twinx()
+            line = twin.stairs(workers, edges[: len(workers) + 1], color=GREY, linewidth=1.5)
+            line.set_gid("timeline-workers")
+            line.set_label("workers")
+            twin.set_ylabel("workers")
+            twin.set_ylim(0, max(workers) * 1.15)
         ax.set_xlim(0, max(edges[-1], timeline.duration))
         ax.set_xlabel(f"seconds since the crawl started (bars of {_duration(width)})")
         ax.set_ylabel("records per second")
-        ax.set_title("Pages per second over time")
+        ax.set_title("Pages per second" + (" and workers" if workers else "") + " over time")
         fig.legend(loc="outside upper right", ncols=2, frameon=False)
 
     return _chart(draw, 13.0, 3.0)

@@ -8,10 +8,11 @@ Rules:
    with trio (``watch``) and answers with ``socket_action``. No polling, no
    threads (libcurl's own resolver thread, where built in, is libcurl's
    business).
-2. A fixed pool of easy handles (``handle.Slot``), one per allowed connection
-   (``FetchConfig.max_connections``). A fetch borrows one, a cancelled or
-   finished fetch gives it back. Connections outlive handles: libcurl keeps
-   them alive in the multi's connection cache.
+2. A pool of easy handles (``handle.Slot``), at most one per allowed
+   connection (``FetchConfig.max_connections``), made when first needed (a
+   sized crawl allows thousands and uses what its workers use). A fetch
+   borrows one, a cancelled or finished fetch gives it back. Connections
+   outlive handles: libcurl keeps them alive in the multi's connection cache.
 3. The driver removes a finished transfer from the multi as soon as
    ``info_read`` reports it (its connection returns to the cache at once) and
    wakes the waiting ``fetch`` through the slot's ``trio.Event``.
@@ -87,7 +88,7 @@ _SOCKET_TIMEOUT: int = pycurl.SOCKET_TIMEOUT
 class CurlFetcherStatistics:
     """A snapshot of a ``CurlFetcher``.
 
-    ``handles``: easy handles in the pool (``max_connections``);
+    ``handles``: easy handles made so far (at most ``max_connections``);
     ``handles_free``: handles no fetch is holding; ``transfers``: handles
     added to the multi right now; ``sockets_watched``: sockets curl asks us
     to watch right now (libcurl 8 watches only busy ones); ``closed``: whether
@@ -120,9 +121,10 @@ class CurlFetcher:
             ca = (find_ca_bundle(ssl.get_default_verify_paths().cafile, os.path.isfile), None)
         self._identity = Identity(config)
         self._proxies = ProxyChooser(config.proxy, os.environ)
-        self._slots = [Slot(config, ca) for _ in range(config.max_connections)]
-        self._free = list(self._slots)
-        self._pool = trio.Semaphore(len(self._slots))
+        self._ca = ca
+        self._slots: list[Slot] = []
+        self._free: list[Slot] = []
+        self._pool = trio.Semaphore(config.max_connections)
         self._running: dict[Any, Slot] = {}  # easy handle -> its slot, while in the multi
         self._callback_bugs: list[BaseException] = []
         self._timer_at = math.inf
@@ -133,7 +135,10 @@ class CurlFetcher:
         n = config.max_connections
         multi.setopt(pycurl.M_MAX_TOTAL_CONNECTIONS, n)
         multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, n)  # per-host politeness is the engine's job
-        multi.setopt(pycurl.M_MAXCONNECTS, n)  # idle connections kept for reuse
+        # Idle connections kept for reuse: as many as handles made so far (the
+        # most transfers at once), not ``n``: a self-sized crawl allows thousands
+        # and would keep an idle connection to every host it met.
+        multi.setopt(pycurl.M_MAXCONNECTS, 1)
         multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
         multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
         self._multi = multi
@@ -194,6 +199,10 @@ class CurlFetcher:
                 ) from None
         try:
             self._check_usable()
+            if not self._free:  # the semaphore counts the handles not yet made
+                self._slots.append(Slot(self.config, self._ca))
+                self._free.append(self._slots[-1])
+                self._multi.setopt(pycurl.M_MAXCONNECTS, len(self._slots))
             slot = self._free.pop()
             try:
                 self._start(slot, url, headers, any_body, deadline)

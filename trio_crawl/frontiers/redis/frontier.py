@@ -143,7 +143,7 @@ class RedisFrontier:
         self._max_depth = config.max_depth
         self._name = name
         self._notice = notice or logging.getLogger(__name__).warning
-        self.window = window or max(128, 8 * config.workers)
+        self.window = window or max(128, 8 * config.initial_workers)
         self._low_water = max(1, self.window // 2)
         self._batch_max = self.window
         self.lease = lease
@@ -531,7 +531,7 @@ class RedisFrontier:
         confirmed = batch.confirmed
         self._signals.remote_kick = False
         try:
-            floor = min(want, self._config.workers)
+            floor = min(want, self._config.initial_workers)
             raw = await self._calls.fcall(
                 "sync", wire.sync_args(self.owner, want, floor, batch.ops)
             )

@@ -1,0 +1,240 @@
+"""How many workers a pool should have: a pure controller, and the machine's ceilings.
+
+No trio, no clock: ``PoolSizer.observe`` takes what the pool saw at ``now`` and
+returns the worker target. ``WorkPool`` (``trio_crawl/workpool.py``) feeds it
+every ``SAMPLE_SECONDS`` and sets its ``CapacityLimiter.total_tokens`` to the answer.
+
+Rules
+-----
+1. Window: observations accumulate for ``window`` seconds; only then is the
+   target changed (at most once per window), from the window's means:
+   CPU ``c`` (process CPU seconds per wall second, 1.0 = one core busy),
+   loop lag ``L`` (how late a timer fires, seconds) and busy workers ``b``.
+2. Shrink when the process is saturated: ``c > cpu_high`` gives
+   ``target * cpu_goal / c``; ``L > lag_high`` with ``c >= cpu_low`` gives
+   ``target * 3/4`` (a loop that lags while this process is busy is late
+   because of its own work: fewer workers mean shorter turns). A loop that
+   lags while this process uses little CPU is late because other processes
+   have the CPU; fewer workers would not make it less late, only the crawl
+   slower, so the target holds (no growth either: ``L >= lag_low``).
+3. Grow when most workers wait on servers and the CPU has room: ``c <
+   cpu_low``, ``L < lag_low`` and ``b >= busy_high * target``. The new target
+   is Little's law with CPU as the budget: if ``b`` busy workers cost ``c``,
+   ``b * cpu_goal / c`` cost ``cpu_goal``; at least one more worker, at most
+   twice as many as now.
+   After a shrink, that size is a threshold (as TCP's slow-start
+   threshold): growth beyond it goes at most one eighth a window, so a
+   loaded machine does not make the target swing between halving and
+   doubling.
+4. Otherwise hold. The hold band ``cpu_low <= c <= cpu_high`` is wider than
+   a shrink step lands in (a shrink from ``c > cpu_high`` aims at
+   ``cpu_goal``, inside the band), and a growth aims at ``cpu_goal`` too, so
+   on a steady workload whose CPU grows with the busy workers the target
+   moves monotonically into the band and stays: it converges, with no
+   oscillation (tests/test_pool_sizing.py simulates it).
+5. Bounds: always within ``[min(floor, max_workers), max_workers]``
+   (``max_workers``: the machine's or the user's cap). The observation's
+   ``ceiling`` (what the work can use now: hosts in flight x per-host
+   concurrency, plus queued items) stops growth but never forces a shrink:
+   a target beyond the work costs nothing (the pool starts a worker task only
+   for queued work), and a crawl that finds new hosts must not climb back
+   from a moment with few.
+
+``machine_ceiling()`` is the most workers this process can serve: one
+descriptor per worker within ``RLIMIT_NOFILE`` (minus ``RESERVED_FDS``), and
+``WORKER_MEMORY_BYTES`` per worker within half the available memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+#: How often the pool samples CPU, lag and busy workers.
+SAMPLE_SECONDS = 0.1
+#: Descriptors kept for everything but workers' sockets (output files, the
+#: state database, robots.txt fetches, the event loop's own).
+RESERVED_FDS = 64
+#: What one busy worker may hold in memory: a page body being parsed and its
+#: tree (pages are ~100 kB; ``--max-bytes`` bounds the rare large one).
+WORKER_MEMORY_BYTES = 2 * 1024 * 1024
+#: The default target a sized pool starts with.
+INITIAL_WORKERS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSizerSettings:
+    """The controller's thresholds (see the module rules).
+
+    Example::
+
+        PoolSizerSettings(max_workers=512, cpu_goal=0.8)
+    """
+
+    max_workers: int = 1024
+    floor: int = INITIAL_WORKERS
+    initial: int = INITIAL_WORKERS
+    window: float = 1.0
+    cpu_goal: float = 0.85
+    cpu_low: float = 0.70
+    cpu_high: float = 0.95
+    lag_low: float = 0.02
+    lag_high: float = 0.10
+    busy_high: float = 0.70
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1 or self.floor < 1 or self.initial < 1:
+            raise ValueError("max_workers, floor and initial must be at least 1")
+        if not 0 < self.cpu_low < self.cpu_goal < self.cpu_high:
+            raise ValueError("need 0 < cpu_low < cpu_goal < cpu_high")
+        if not 0 <= self.lag_low < self.lag_high or self.window <= 0:
+            raise ValueError("need 0 <= lag_low < lag_high and window > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSizerStatistics:
+    """``target``: the worker target now; ``cpu``, ``lag``, ``busy``: the last
+    window's means; ``changes``: how often the target moved."""
+
+    target: int
+    cpu: float
+    lag: float
+    busy: float
+    changes: int
+
+
+class PoolSizer:
+    """The worker target of a pool, from CPU, loop lag and busy workers. Pure.
+
+    Example::
+
+        sizer = PoolSizer(PoolSizerSettings(max_workers=256))
+        target = sizer.observe(now=1.0, cpu_seconds=0.05, busy=16, lag=0.001)
+    """
+
+    def __init__(self, settings: PoolSizerSettings | None = None) -> None:
+        self.settings = s = settings or PoolSizerSettings()
+        self.target = self._bounded(s.initial)
+        self._start: tuple[float, float] | None = None  # (now, cpu) at the window's start
+        self._busy_sum = 0.0
+        self._lag_sum = 0.0
+        self._samples = 0
+        self._last = (0.0, 0.0, 0.0)
+        self.changes = 0
+        #: The target after the last shrink (rule 3): growth past it is gentle.
+        self._threshold = math.inf
+
+    def statistics(self) -> PoolSizerStatistics:
+        cpu, lag, busy = self._last
+        return PoolSizerStatistics(self.target, cpu, lag, busy, self.changes)
+
+    def observe(
+        self,
+        *,
+        now: float,
+        cpu_seconds: float,
+        busy: float,
+        lag: float,
+        ceiling: float = math.inf,
+    ) -> int:
+        """Take one sample; return the target (changed at most once a window).
+
+        ``cpu_seconds``: the process's CPU time so far; ``busy``: workers
+        handling an item now; ``lag``: how late this sample's timer fired;
+        ``ceiling``: the most workers the work can use now (inf: unknown);
+        growth stops there (rule 5).
+        """
+        wanted = self.target
+        if self._start is None:
+            self._start = (now, cpu_seconds)
+        else:
+            self._busy_sum += busy
+            self._lag_sum += max(0.0, lag)
+            self._samples += 1
+            start_now, start_cpu = self._start
+            elapsed = now - start_now
+            if elapsed >= self.settings.window:
+                cpu = max(0.0, cpu_seconds - start_cpu) / elapsed
+                mean_busy = self._busy_sum / self._samples
+                mean_lag = self._lag_sum / self._samples
+                self._last = (cpu, mean_lag, mean_busy)
+                self._start = (now, cpu_seconds)
+                self._busy_sum = self._lag_sum = 0.0
+                self._samples = 0
+                wanted = self._decide(cpu, mean_lag, mean_busy)
+        if wanted > self.target:
+            if wanted > self._threshold:
+                gentle = self.target + max(1, self.target // 8)
+                wanted = min(wanted, max(gentle, math.floor(self._threshold)))
+            wanted = max(self.target, int(min(wanted, ceiling)))
+        elif wanted < self.target:
+            self._threshold = wanted
+        wanted = self._bounded(wanted)
+        if wanted != self.target:
+            self.changes += 1
+            self.target = wanted
+        return wanted
+
+    def _decide(self, cpu: float, lag: float, busy: float) -> int:
+        s, n = self.settings, self.target
+        if cpu > s.cpu_high:
+            return min(n - 1, math.floor(n * s.cpu_goal / cpu))
+        if lag > s.lag_high and cpu >= s.cpu_low:
+            return min(n - 1, math.floor(n * 0.75))
+        if cpu < s.cpu_low and lag < s.lag_low and busy >= s.busy_high * n:
+            estimate = busy * s.cpu_goal / max(cpu, 1e-3)
+            return min(2 * n, max(n + 1, math.floor(estimate)))
+        return n
+
+    def _bounded(self, target: int) -> int:
+        s = self.settings
+        return max(min(s.floor, s.max_workers), min(target, s.max_workers))
+
+
+def descriptor_ceiling(soft_limit: float, reserved: int = RESERVED_FDS) -> int:
+    """Workers whose sockets fit in ``soft_limit`` descriptors (at least 1)."""
+    if math.isinf(soft_limit):
+        return 1 << 20
+    return max(1, int(soft_limit) - reserved)
+
+
+def memory_ceiling(available_bytes: float, per_worker: int = WORKER_MEMORY_BYTES) -> int:
+    """Workers whose pages fit in half of ``available_bytes`` (at least 1)."""
+    if math.isinf(available_bytes):
+        return 1 << 20
+    return max(1, int(available_bytes // 2 // per_worker))
+
+
+def available_memory() -> float:
+    """Bytes of memory available to new allocations (Linux ``MemAvailable``;
+    else all physical memory; inf if unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return math.inf
+
+
+def machine_ceiling() -> tuple[int, str]:
+    """The most workers this process can serve, and which limit says so
+    (``"ulimit -n 1024"`` or ``"memory 3.2 GB available"``)."""
+    soft: float = math.inf
+    try:
+        import resource
+
+        value = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        soft = math.inf if value == resource.RLIM_INFINITY else value
+    except (ImportError, OSError):  # pragma: no cover - Windows
+        pass
+    available = available_memory()
+    by_fds, by_memory = descriptor_ceiling(soft), memory_ceiling(available)
+    if by_fds <= by_memory:
+        return by_fds, f"ulimit -n {soft:g}"
+    return by_memory, f"{available / 1e9:.1f} GB of memory available"

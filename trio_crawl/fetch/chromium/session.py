@@ -1,0 +1,200 @@
+"""One running browser as the crawl sees it: the request router and its tabs.
+
+Rules:
+
+1. Interception is browser-wide: ``Fetch.enable`` on the browser's own
+   session pauses every request of every target (tabs, frames, popups,
+   workers) before it is sent. ``route_request`` answers each: the page's
+   own document is fulfilled from the crawler's response (``life``), a
+   later main-frame navigation is a client-side redirect (failed), anything
+   else goes through ``RequestPolicy`` and robots.txt; what is refused is
+   failed with ``BlockedByClient`` and counted in ``blocked``.
+2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
+   own tabs are resumed by ``new_tab``; a page we did not create is a popup
+   and is closed before it runs; other targets (frames, workers) are
+   resumed, since their requests meet rule 1.
+3. Downloads are denied browser-wide.
+4. When the pipe closes every render of this browser fails (``BrowserClosed``
+   reaches them through their own commands and event channels).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ...core.robots import RobotsPolicy
+from .browser import Browser
+from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
+from .life import DocumentStep, PageLife, fulfilled_headers
+from .policy import RequestPolicy, Verdict, resource_kind
+
+__all__ = ["BrowserSession", "RobotsLookup"]
+
+#: ``RobotsCache``-shaped: the cached policy now, or fetch it.
+RobotsLookup = tuple[
+    Callable[[str], RobotsPolicy | None], Callable[[str], Awaitable[RobotsPolicy]]
+]
+
+
+class BrowserSession:
+    """Routes one browser's events; creates its tabs. Run ``serve`` in a
+    nursery for the browser's lifetime."""
+
+    def __init__(
+        self, browser: Browser, policy: RequestPolicy, robots: RobotsLookup | None
+    ) -> None:
+        self.browser = browser
+        self.cdp: CdpConnection = browser.cdp
+        self._policy = policy
+        self._robots = robots
+        self._events = self.cdp.subscribe(None)
+        #: Renders in progress, by their tab's main frame id (= target id).
+        self.lives: dict[str, PageLife] = {}
+        self._own: set[str] = set()
+        self._attached: dict[str, str] = {}
+        self._attach_events: dict[str, trio.Event] = {}
+        #: Refused requests by reason, for the summary.
+        self.blocked: Counter[str] = Counter()
+        self._nursery: trio.Nursery | None = None
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Set the browser up, then route its events until the pipe closes."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self.cdp.send("Browser.setDownloadBehavior", {"behavior": "deny"})
+            await self.cdp.send(
+                "Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
+            )
+            await self.cdp.send(
+                "Target.setAutoAttach",
+                {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
+            )
+            task_status.started()
+            async for event in self._events:
+                if event.method == "Fetch.requestPaused":
+                    self.route_request(event.params)
+                elif event.method == "Target.attachedToTarget":
+                    self._attached_to(event)
+                elif event.method == "Target.detachedFromTarget":
+                    self._attached.pop(event.params.get("targetId", ""), None)
+            nursery.cancel_scope.cancel()
+
+    # -- targets -------------------------------------------------------------
+
+    async def new_tab(self) -> tuple[str, str]:
+        """A new blank tab: ``(target id, session id)``, resumed. Checkpoint."""
+        target = (await self.cdp.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        self._own.add(target)
+        if target not in self._attached:
+            event = self._attach_events.setdefault(target, trio.Event())
+            await event.wait()
+            self._attach_events.pop(target, None)
+        if target not in self._attached:
+            raise BrowserClosed("the browser is gone")
+        return target, self._attached[target]
+
+    async def close_tab(self, target: str) -> None:
+        self._own.discard(target)
+        self.lives.pop(target, None)
+        with contextlib.suppress(CdpError):
+            await self.cdp.send("Target.closeTarget", {"targetId": target})
+
+    def _attached_to(self, event: CdpEvent) -> None:
+        info = event.params["targetInfo"]
+        session = event.params["sessionId"]
+        target = info["targetId"]
+        self._attached[target] = session
+        if info.get("type") == "page" and (info.get("openerId") or info.get("openerFrameId")):
+            self.blocked["popup"] += 1
+            self._fire("Target.closeTarget", {"targetId": target})
+            return
+        waiter = self._attach_events.get(target)
+        if waiter is not None:  # ours: new_tab waits for it
+            waiter.set()
+        if info.get("type") == "page":
+            return  # ours (Tab.open resumes it), or a stray page: left paused
+        if event.params.get("waitingForDebugger"):
+            self._fire("Runtime.runIfWaitingForDebugger", {}, session)
+
+    # -- requests ------------------------------------------------------------
+
+    def route_request(self, params: dict[str, Any]) -> None:
+        """Answer one paused request (rule 1). Not a checkpoint."""
+        request_id = params["requestId"]
+        url: str = params["request"]["url"]
+        kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
+        frame = params.get("frameId", "")
+        life = self.lives.get(frame)
+        if life is None and kind == "Document" and frame in self._own:
+            # A tab between pages (a late timer of the last one): it goes nowhere.
+            return self._fail(request_id, "client_redirect", None)
+        if life is not None:
+            life.request_started(trio.current_time())
+            if kind == "Document":
+                if life.document_request(url) is DocumentStep.FULFILL:
+                    return self._fulfill(request_id, life)
+                return self._fail(request_id, "client_redirect", life)
+        verdict = self._policy.judge(url, kind)
+        if verdict is Verdict.ALLOW:
+            return self._fire("Fetch.continueRequest", {"requestId": request_id})
+        if verdict is not Verdict.ROBOTS:
+            return self._fail(request_id, verdict.value, life)
+        assert self._robots is not None
+        cached, fetch = self._robots
+        try:
+            policy = cached(url)
+        except ValueError:
+            return self._fail(request_id, "scheme", life)
+        if policy is not None:
+            return self._robots_answer(request_id, url, policy, life)
+        assert self._nursery is not None
+
+        async def ask_robots() -> None:
+            try:
+                answer = await fetch(url)
+            except ValueError:
+                return self._fail(request_id, "scheme", life)
+            self._robots_answer(request_id, url, answer, life)
+
+        self._nursery.start_soon(ask_robots)
+
+    def _robots_answer(
+        self, request_id: str, url: str, policy: RobotsPolicy, life: PageLife | None
+    ) -> None:
+        if policy.allows(url):
+            self._fire("Fetch.continueRequest", {"requestId": request_id})
+        else:
+            self._fail(request_id, "robots", life)
+
+    def _fulfill(self, request_id: str, life: PageLife) -> None:
+        result = life.result
+        self._fire(
+            "Fetch.fulfillRequest",
+            {
+                "requestId": request_id,
+                "responseCode": result.status,
+                "responseHeaders": fulfilled_headers(result),
+                "body": base64.b64encode(result.body).decode("ascii"),
+            },
+        )
+
+    def _fail(self, request_id: str, reason: str, life: PageLife | None) -> None:
+        if reason != "client_redirect":
+            self.blocked[reason] += 1
+            if life is not None:
+                life.blocked[reason] += 1
+        self._fire(
+            "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+        )
+
+    def _fire(self, method: str, params: dict[str, Any], session: str | None = None) -> None:
+        assert self._nursery is not None
+        self.cdp.send_nowait_ignored(self._nursery, method, params, session)
