@@ -29,9 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redis_bench
 
-from trio_crawl.frontiers import redis_lua
-from trio_crawl.frontiers import redis_wire as wire
-from trio_crawl.frontiers.redis import keys_prefix
+from trio_crawl.frontiers.redis import keys_prefix, wire
+from trio_crawl.frontiers.redis import lua as redis_lua
 
 
 async def measure(url: str, n: int) -> None:
@@ -51,7 +50,8 @@ async def measure(url: str, n: int) -> None:
             "hello",
             *wire.hello_args(
                 "bench", 30, may_create=True, identity_json="{}", max_pages=None, rate=None,
-                per_host_concurrency=None, read_robots=False, starts=wire.admission(start, 0, ""),
+                per_host_concurrency=None, read_robots=False, max_depth=None, settle=True,
+                starts=wire.admission(start, 0, ""),
             )
         )  # fmt: skip
         owner = hello[2]  # type: ignore[index]

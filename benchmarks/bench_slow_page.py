@@ -13,9 +13,16 @@ chain, and the wall time of the whole crawl.
 "Without" is the same site with the hanging page answering at once, or with
 no Crawl-delay. The chain's figure should be the same with and without.
 
-Run: ``python benchmarks/bench_slow_page.py [--src DIR] [--rounds N]``.
+With ``--redis [URL]`` the same crawls also run on a Redis frontier, with
+one worker process (``redis x1``) and with ``--processes 2`` (``redis x2``;
+the chain's ``t`` is read from whichever worker recorded it). Without a URL
+a redis-server of its own is started on a free port (persistence off).
+
+Run: ``python benchmarks/bench_slow_page.py [--src DIR] [--rounds N] [--redis [URL]]``.
 ``--src`` puts another checkout first on ``PYTHONPATH`` for the crawls (to
-compare with an older trio-crawl). Printed figures, not a timed test.
+compare with an older trio-crawl). Rounds run the compared crawls in turn,
+so a load that changes affects them alike; medians are printed. Printed
+figures, not a timed test.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ import argparse
 import contextlib
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,7 +86,44 @@ def scenario(name: str, slow: bool) -> Iterator[tuple[list[str], str]]:
             yield [a.url("/"), b.url("/")], b.url(f"/c{CHAIN}")
 
 
-def crawl(name: str, slow: bool, state: bool, src: str | None) -> tuple[float, float, int]:
+#: The frontiers compared: name -> extra arguments (``{redis}``, ``{id}``: filled in).
+FRONTIERS: dict[str, list[str]] = {
+    "memory": [],
+    "--state": ["--state", "{tmp}/crawl.db"],
+    "redis x1": ["--redis", "{redis}", "--crawl-id", "{id}"],
+    "redis x2": ["--redis", "{redis}", "--crawl-id", "{id}", "--processes", "2"],
+}
+
+
+@contextlib.contextmanager
+def redis_server(url: str | None) -> Iterator[str]:
+    """``url``, or a redis-server of its own on a free port (stopped after)."""
+    if url is not None:
+        yield url
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", tmp],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            for _ in range(200):
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                    break
+                time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            server.terminate()
+            server.wait()
+
+
+def crawl(
+    name: str, slow: bool, frontier: str, src: str | None, redis: str | None = None
+) -> tuple[float, float, int]:
     """One crawl: (t of the chain's last record, wall seconds, records)."""
     env = dict(os.environ)
     here = str(Path(__file__).resolve().parent.parent)
@@ -88,13 +134,14 @@ def crawl(name: str, slow: bool, state: bool, src: str | None) -> tuple[float, f
         args += ["--timeout", "2", "--retries", "1", "-w", "16"]
         if name == "hang":
             args.append("--ignore-robots")
-        if state:
-            args += ["--state", str(Path(tmp) / "crawl.db")]
+        fill = {"tmp": tmp, "redis": redis or "", "id": f"bench-{uuid.uuid4().hex[:8]}"}
+        args += [arg.format(**fill) for arg in FRONTIERS[frontier]]
         started = time.monotonic()
         # cwd: ``-m`` puts the working directory first on sys.path.
         subprocess.run(args, check=True, env=env, timeout=120, cwd=tmp)
         wall = time.monotonic() - started
-        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        outputs = sorted(Path(tmp).glob("out*.jsonl"))  # out.1.jsonl ... with --processes
+        lines = [json.loads(line) for o in outputs for line in o.read_text().splitlines()]
     records = [r for r in lines if not r.get("depth_update")]
     (end,) = [r["t"] for r in records if r["url"] == last]
     return float(end), wall, len(records)
@@ -104,18 +151,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", help="a trio-crawl checkout to run instead of this one")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--redis",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="also on a Redis frontier (x1, x2 processes); no URL: start a redis-server",
+    )
     args = parser.parse_args()
-    print(f"{'scenario':<12} {'frontier':<8} {'slow part':<9} {'chain done (t, s)':>18} "
+    frontiers = ["memory", "--state"]
+    if args.redis is not None:
+        frontiers += ["redis x1", "redis x2"]
+    print(f"{'scenario':<12} {'frontier':<9} {'slow part':<9} {'chain done (t, s)':>18} "
           f"{'crawl (wall, s)':>16} {'records':>8}")  # fmt: skip
-    for name in ("hang", "crawl-delay"):
-        for state in (False, True):
-            for slow in (False, True):
-                runs = [crawl(name, slow, state, args.src) for _ in range(args.rounds)]
-                end = statistics.median(r[0] for r in runs)
-                wall = statistics.median(r[1] for r in runs)
+    with contextlib.ExitStack() as stack:
+        redis = None
+        if args.redis is not None:
+            redis = stack.enter_context(redis_server(args.redis or None))
+        for name in ("hang", "crawl-delay"):
+            kinds = [(frontier, slow) for frontier in frontiers for slow in (False, True)]
+            runs: dict[tuple[str, bool], list[tuple[float, float, int]]] = {k: [] for k in kinds}
+            for _ in range(args.rounds):  # in turn: a changing load affects all alike
+                for frontier, slow in kinds:
+                    runs[frontier, slow].append(crawl(name, slow, frontier, args.src, redis))
+            for frontier, slow in kinds:
+                done = runs[frontier, slow]
+                end = statistics.median(r[0] for r in done)
+                wall = statistics.median(r[1] for r in done)
                 print(
-                    f"{name:<12} {'--state' if state else 'memory':<8} "
-                    f"{'yes' if slow else 'no':<9} {end:>18.2f} {wall:>16.2f} {runs[0][2]:>8}",
+                    f"{name:<12} {frontier:<9} {'yes' if slow else 'no':<9} "
+                    f"{end:>18.2f} {wall:>16.2f} {done[0][2]:>8}",
                     flush=True,
                 )
 

@@ -8,6 +8,8 @@ single-process crawl: every URL once, at its BFS depth.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -16,8 +18,8 @@ from typing import Any
 import pytest
 import trio
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, Page, Request
-from trio_crawl.errors import RedisFrontierError, RedisUnavailable
+from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, Page, Request
+from trio_crawl.errors import ConfigError, RedisUnavailable
 from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
 
 import redis_fixture
@@ -68,9 +70,29 @@ async def crawl_shared(
     start: Sequence[str] = (url(0),),
     **options: object,
 ) -> tuple[list[list[CrawlRecord]], list[float]]:
-    """``workers`` crawlers of one Redis crawl; their records and end times."""
+    """``workers`` crawlers of one Redis crawl; their records, corrected by
+    the depth updates they wrote (each after the record it corrects), and
+    their end times."""
     records: list[list[CrawlRecord]] = [[] for _ in range(workers)]
+    updates: list[DepthUpdate] = []
+    written: dict[str, CrawlRecord] = {}
+
+    def on_record(i: int, record: CrawlRecord) -> None:
+        records[i].append(record)
+        written[record.url] = record
+        last_record[0] = trio.current_time()
+
+    def on_update(update: DepthUpdate) -> None:
+        # From any worker, but only after the record it corrects.
+        record = written[update.url]
+        assert record.depth == update.previous_depth, (record, update)
+        written[update.url] = dataclasses.replace(
+            record, depth=update.depth, referrer=update.referrer
+        )
+        updates.append(update)
+
     ends: list[float] = [0.0] * workers
+    last_record = [0.0]
     options.setdefault("ignore_robots", True)
     options.setdefault("workers", 4)
     options.setdefault("retries", 1)
@@ -80,7 +102,13 @@ async def crawl_shared(
     async def one(i: int) -> None:
         config = CrawlConfig(start_urls=list(start), **options)  # type: ignore[arg-type]
         async with open_redis_frontier(server.url, name, config, name=f"w{i}") as frontier:
-            crawler = Crawler(config, fetcher, frontier=frontier, on_record=[records[i].append])
+            crawler = Crawler(
+                config,
+                fetcher,
+                frontier=frontier,
+                on_record=[functools.partial(on_record, i)],
+                on_depth_update=[on_update],
+            )
             await crawler.run()
             ends[i] = trio.current_time()
 
@@ -89,7 +117,10 @@ async def crawl_shared(
             for i in range(workers):
                 nursery.start_soon(one, i)
     await assert_consistent(server, name)
-    return records, ends
+    corrected = [[written.get(r.url, r) if updates else r for r in part] for part in records]
+    # They end together: none before the crawl's last record (of any worker).
+    assert min(ends) >= last_record[0], (ends, last_record)
+    return corrected, ends
 
 
 async def assert_consistent(server: RedisServer, name: str) -> None:
@@ -124,9 +155,8 @@ async def test_several_crawlers_equal_the_single_crawl(
         pages = pages_of(graph, rng)
         max_depth = rng.choice([None, None, 2, 4])
         name = f"exact-{workers}-{seed}-{rng.random()}"
-        parts, ends = await crawl_shared(redis_server, name, pages, workers, max_depth=max_depth)
+        parts, _ = await crawl_shared(redis_server, name, pages, workers, max_depth=max_depth)
         check_exact([r for part in parts for r in part], graph, max_depth)
-        assert max(ends) - min(ends) < 0.5
 
 
 async def test_a_crawl_that_is_done_ends_a_joining_worker_at_once(
@@ -145,11 +175,10 @@ async def test_the_page_budget_is_one_count_for_all_workers(redis_server: RedisS
     pages = {url(n): FakePage(links=[url(c) for c in children]) for n, children in graph.items()}
     for budget in (0, 1, 7, 40):
         name = f"budget-{budget}-{rng.random()}"
-        parts, ends = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
+        parts, _ = await crawl_shared(redis_server, name, pages, 3, max_pages=budget)
         fetched = [r for part in parts for r in part if r.attempts]
         assert len(fetched) == min(budget, 200)
         assert len({r.url for r in fetched}) == len(fetched)
-        assert max(ends) - min(ends) < 0.5
 
 
 async def follow_with_meta(page: Page) -> AsyncIterator[object]:
@@ -206,7 +235,10 @@ async def test_a_handler_that_cannot_cross_processes_is_refused(
         return None
 
     config = CrawlConfig(start_urls=[url(0)], handler=local)
-    with pytest.raises(RedisFrontierError, match="use a module-level function"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^handler= with open_redis_frontier\(\): .* use a module-level function$",
+    ):
         async with open_redis_frontier(redis_server.url, crawl_id, config):
             pass
 
@@ -283,9 +315,8 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
     (linear hashing); every URL must still be found, and none twice."""
     import coredis
 
-    from trio_crawl.frontiers import redis_lua
-    from trio_crawl.frontiers import redis_wire as wire
-    from trio_crawl.frontiers.redis import keys_prefix
+    from trio_crawl.frontiers.redis import keys_prefix, wire
+    from trio_crawl.frontiers.redis import lua as redis_lua
 
     prefix = keys_prefix(crawl_id)
     client = coredis.Redis.from_url(redis_server.url)
@@ -300,7 +331,8 @@ async def test_the_seen_set_stays_exact_as_its_buckets_split(
             "hello",
             *wire.hello_args(
                 "t", 30, may_create=True, identity_json="{}", max_pages=None, rate=None,
-                per_host_concurrency=None, read_robots=False, starts=wire.admission(start, 0, ""),
+                per_host_concurrency=None, read_robots=False, max_depth=None, settle=True,
+                starts=wire.admission(start, 0, ""),
             ),
         )  # fmt: skip
         owner = hello[2]
@@ -338,7 +370,7 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
     cut: list[int] = []
     with trio.fail_after(30):
         async with open_redis_frontier(redis_server.url, crawl_id, config, name="a") as frontier:
-            real = frontier._fcall
+            real = frontier._calls.fcall
 
             async def fcall(name: str, args: Sequence[object]) -> Any:
                 if name == "sync" and crawler.stopping and not cut and "F" in args:
@@ -346,7 +378,7 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
                     await trio.sleep_forever()  # cancelled when the crawl ends
                 return await real(name, args)
 
-            frontier._fcall = fcall  # type: ignore[method-assign]
+            frontier._calls.fcall = fcall  # type: ignore[method-assign]
 
             def on_record(record: CrawlRecord) -> None:
                 first.append(record)
@@ -396,3 +428,21 @@ async def test_the_consistency_check_finds_what_disagrees(
             problems = await check_crawl(redis_server.url, crawl_id)
             await client.zadd(prefix + "w", {frontier.owner: 2**50})
     assert any("not a live worker" in p for p in problems), problems
+
+
+async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """page_requisites=True was a RuntimeError worded in CLI flags, mid-crawl."""
+    from trio_crawl.frontiers.redis import unsupported
+
+    fetcher = FakeFetcher({url(0): FakePage(links=[url(1)]), url(1): FakePage()})
+    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, page_requisites=True)
+    assert unsupported(config) is not None
+    refused = r"^page_requisites=True cannot be combined with open_redis_frontier\(\) yet$"
+    with pytest.raises(ConfigError, match=refused):
+        async with open_redis_frontier(redis_server.url, crawl_id, config) as frontier:
+            await Crawler(config, fetcher, frontier=frontier).run()
+    assert fetcher.calls == []
+    assert await check_crawl(redis_server.url, crawl_id) == ["the crawl is not in Redis"]
+    assert unsupported(CrawlConfig(start_urls=[url(0)])) is None

@@ -17,13 +17,13 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trio_crawl.testing import Response, Site, page, redirect, serve_site
+from trio_crawl.testing import Response, Site, SiteRequest, page, redirect, serve_site
 
 import redis_fixture
 from cli_helpers import run_cli as cli
@@ -105,15 +105,34 @@ def key(record: dict[str, Any]) -> tuple[object, ...]:
     return (record["url"], record["status"], record["depth"], error, record["redirect"])
 
 
-def random_site(seed: int, size: int) -> Site:
+def held(response: Response, until: Callable[[], bool]) -> Callable[[SiteRequest], Response]:
+    """A route that answers once ``until()`` (a server-side fact: a count in
+    Redis, an event) is true; after 60 s it answers anyway, and the test fails
+    on what it finds."""
+
+    def answer(request: SiteRequest) -> Response:
+        deadline = time.monotonic() + 60
+        while not until() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return response
+
+    return answer
+
+
+def workers_joined(server: RedisServer, crawl_id: str, n: int) -> Callable[[], bool]:
+    """Whether ``n`` workers are registered in the crawl (Redis's count)."""
+    return lambda: int(server.command("ZCARD", f"tc:{{{crawl_id}}}:w")[1:]) >= n
+
+
+def random_site(seed: int, size: int, root_until: Callable[[], bool] = lambda: True) -> Site:
     """Pages linking at random, with a robots.txt rule, 404s, a redirect
-    chain, a redirect loop and a 503 that answers on the retry."""
+    chain, a redirect loop and a 503 that answers on the retry. The root
+    answers once ``root_until()``: every worker is up before there is work
+    to share."""
     rng = random.Random(seed)
+    root = page(*[f"/p/{i}" for i in range(min(size, 8))], "/r/a", "/loop/1")
     routes: dict[str, Any] = {
-        # The root answers late: every worker is up before there is work to share.
-        "/": dataclasses.replace(
-            page(*[f"/p/{i}" for i in range(min(size, 8))], "/r/a", "/loop/1"), delay=1.5
-        ),
+        "/": held(root, root_until),
         "/robots.txt": Response(
             body=b"User-agent: *\nDisallow: /p/7\n", content_type="text/plain"
         ),
@@ -137,6 +156,20 @@ def random_site(seed: int, size: int) -> Site:
 def site() -> Iterator[Any]:
     with serve_site(random_site(7, 250)) as server:
         yield server
+
+
+@pytest.fixture
+def gated_site() -> Iterator[tuple[Any, threading.Event, list[Callable[[], bool]]]]:
+    """``site``, whose root, once the event is set, answers only when the
+    condition put in the list holds (e.g. every worker joined)."""
+    gate_on = threading.Event()
+    condition: list[Callable[[], bool]] = []
+
+    def until() -> bool:
+        return not gate_on.is_set() or all(c() for c in condition)
+
+    with serve_site(random_site(7, 250, until)) as server:
+        yield server, gate_on, condition
 
 
 def single_crawl(url: str, tmp_path: Path, *extra: str) -> list[dict[str, Any]]:
@@ -194,10 +227,14 @@ def test_usage_errors(args: list[str], message: str) -> None:
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_workers_together_equal_the_single_process_crawl(
-    site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path, workers: int
+    gated_site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path, workers: int
 ) -> None:
+    site, gate_on, condition = gated_site
     url = site.url("/")
     expected = single_crawl(url, tmp_path)
+    # From here the root answers once every worker has joined (Redis's count).
+    condition.append(workers_joined(redis_server, crawl_id, workers))
+    gate_on.set()
     before = len(site.log)
     outputs = [tmp_path / f"w{i}.jsonl" for i in range(workers)]
     updates = [out.with_suffix(".updates.jsonl") for out in outputs]
@@ -210,7 +247,8 @@ def test_workers_together_equal_the_single_process_crawl(
     assert codes == [0] * workers, [p.stderr.read() for p in processes]  # type: ignore[union-attr]
     got = with_final_depths([r for out in outputs for r in records(out)], updates)
     assert sorted(map(key, got)) == sorted(map(key, expected))
-    assert max(ends) - min(ends) < 1.0, ends  # they end together
+    # They end together: none before the crawl's last request (the server's clock).
+    assert min(ends) >= max(r.time for r in site.log[before:]), ends
     assert sum(1 for out in outputs if records(out)) >= 2  # shared, not one worker alone
     robots = [r for r in site.log[before:] if r.target == "/robots.txt"]
     assert len(robots) == 1, "robots.txt is fetched once for the whole crawl"
@@ -289,9 +327,15 @@ def test_each_worker_process_archives_what_it_fetched(
     assert_consistent(redis_server, crawl_id)
 
 
-def slow_site(size: int, delay: float) -> Site:
+def slow_site(size: int, delay: float, hold: threading.Event | None = None) -> Site:
+    """``size`` pages of ``delay`` s linking at random; with ``hold``, the
+    root also links to ``/hold``, which answers once ``hold`` is set: the
+    crawl cannot end before that."""
     rng = random.Random(size)
-    routes: dict[str, Any] = {"/": page(*[f"/p/{i}" for i in range(10)])}
+    extra = ["/hold"] if hold is not None else []
+    routes: dict[str, Any] = {"/": page(*[f"/p/{i}" for i in range(10)], *extra)}
+    if hold is not None:
+        routes["/hold"] = held(page(), hold.is_set)
     for i in range(size):
         links = [f"/p/{rng.randrange(size)}" for _ in range(4)]
         routes[f"/p/{i}"] = Response(body=page(*links).body, delay=delay)
@@ -303,25 +347,32 @@ def test_a_worker_killed_at_a_random_moment_loses_nothing(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
-    with serve_site(slow_site(300, 0.03)) as server:
+    hold = threading.Event()
+    hold.set()  # for the single-process crawl
+    with serve_site(slow_site(300, 0.03, hold)) as server:
         url = server.url("/")
         expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "4")}
+        # The crawl cannot end before the kill: /hold answers after it.
+        hold.clear()
+        before = len(server.log)
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
         common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "-w", "4", "--lease", "2"]
         processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
         # The kill comes after a random number of the victim's records, with a
-        # random delay on top: mid-fetch, mid-write, between a record and its finish.
+        # random delay on top: mid-fetch, mid-write, between a record and its finish
+        # (sooner if the others fetched every page but /hold first).
         victim = rng.randrange(3)
         wanted = rng.randint(1, 15)
         deadline = time.monotonic() + 30
         while (
             len(records(outputs[victim])) < wanted
-            and processes[victim].poll() is None
+            and len({r.target for r in server.log[before:]}) < len(expected) + 1
             and time.monotonic() < deadline
         ):
             time.sleep(0.005)
         time.sleep(rng.uniform(0, 0.05))
         processes[victim].send_signal(signal.SIGKILL)
+        hold.set()
         codes, _ = wait_all(processes)
     assert codes[victim] == -signal.SIGKILL
     assert [c for i, c in enumerate(codes) if i != victim] == [0, 0]
@@ -411,7 +462,7 @@ def test_lost_redis_stops_the_workers_with_a_message(
             own.process.kill()
     assert worker.returncode == 75, stderr
     assert "lost the connection to Redis" in stderr
-    assert "Run the same command again to resume" in stderr
+    assert "Run the same command again to resume once Redis is back" in stderr
     assert "Traceback" not in stderr
 
 
@@ -657,9 +708,12 @@ def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
     lines = error_lines(stderr)
     assert len(lines) == (processes or 1), stderr
     for line in lines:
-        assert line.startswith("trio-crawl: error: Redis at redis://default:***@127.0.0.1:")
+        # --processes hands the password to its workers in their environment:
+        # their URL has only the user name (masked too: it may be a token).
+        where = "redis://***@" if processes else "redis://default:***@"
+        assert line.startswith(f"trio-crawl: error: Redis at {where}127.0.0.1:")
         assert "refused a call mid-crawl (OOM command not allowed" in line
-        assert line.endswith("Run the same command again to resume")
+        assert line.endswith("a rerun starts the crawl anew and fetches every page again")
     assert "s3cret-pw" not in stderr
     assert_consistent(redis, "oom")  # refused calls changed nothing half-way
 
@@ -675,6 +729,7 @@ def test_a_worker_frozen_past_its_lease_joins_again_and_says_so(
     with serve_site(slow_site(400, 0.04)) as server:
         url = server.url("/")
         expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "8")}
+        before = len(server.log)
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
         common = ["--redis", redis.url, "--crawl-id", "frozen", "-w", "2", "--lease", "2"]
         processes = [start_worker(url, *common, "-o", str(out)) for out in outputs]
@@ -688,6 +743,7 @@ def test_a_worker_frozen_past_its_lease_joins_again_and_says_so(
         victim.send_signal(signal.SIGCONT)
         codes, _ = wait_all(processes)
         stderrs = [p.stderr.read() for p in processes]  # type: ignore[union-attr]
+        log = list(server.log[before:])
     assert codes == [0, 0], stderrs
     assert "lost the connection" not in stderrs[0]
     warnings = [line for line in error_lines(stderrs[0]) if "warning" in line]
@@ -697,9 +753,19 @@ def test_a_worker_frozen_past_its_lease_joins_again_and_says_so(
     got = [r for out in outputs for r in records(out)]
     counts = Counter(r["url"] for r in got)
     assert set(counts) == expected
-    for u, n in counts.items():
-        if n > 1:
-            assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1
+    # On thaw it fetches none of the pages Redis handed to the other worker:
+    # the pages fetched twice are those it fetched before the freeze (their
+    # finish not yet in Redis) or was fetching then (-w 2); the other worker
+    # fetches them second, under a lease, and its record says so.
+    twice = {u for u, n in counts.items() if n > 1}
+    assert max(counts.values()) <= 2
+    thawed = [r for r in records(outputs[0]) if r["url"] in twice and r["t"] >= 7.0]
+    assert len(thawed) <= 2, thawed  # records of its own run's clock, after the 7 s freeze
+    for u in twice:
+        (first,) = [r for r in records(outputs[0]) if r["url"] == u]
+        (second,) = [r for r in records(outputs[1]) if r["url"] == u]
+        assert not first.get("refetched") and second.get("refetched") is True
+    assert max(Counter(r.target for r in log).values()) <= 2  # as the server saw it
     assert_consistent(redis, "frozen")
 
 

@@ -34,7 +34,7 @@ crawl is a bug (ours, or a handler's). The tree::
 Foreign errors are translated where they arise, once, with the original as
 ``__cause__``: libcurl's and httpx's in ``fetch/errors.py`` (to
 ``FetchError``), sqlite3's in ``frontiers/sqlite_state.py`` (to
-``StateWriteError``), coredis's in ``frontiers/redis.py`` (to the Redis
+``StateWriteError``), coredis's in ``frontiers/redis/calls.py`` and ``client.py`` (to the Redis
 errors), OS errors of outputs in ``outputs/`` (to ``OutputError``). The
 command line maps this tree to exit codes and one-line messages (README,
 "Exit codes"); every ``str()`` here is such a line.
@@ -166,7 +166,11 @@ class RedisLost(RedisFrontierError):
     """Redis went away (or refused a call) mid-crawl: this worker stops.
     ``remedy`` says what to do; for this class, re-running resumes."""
 
-    remedy = "Run the same command again to resume"
+    remedy = (
+        "Run the same command again to resume once Redis is back with the crawl "
+        "(--status shows it); if Redis restarted without its data, a rerun starts "
+        "the crawl anew and fetches every page again"
+    )
 
 
 class RedisRefused(RedisLost):

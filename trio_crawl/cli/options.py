@@ -646,7 +646,9 @@ def add_redis_options(group: argparse._ArgumentGroup) -> None:
         "--redis",
         metavar="URL",
         help="keep the crawl in Redis (redis://host:port/db) so that several "
-        "processes and machines share it",
+        "processes and machines share it; its password may come from the "
+        "environment variable TRIO_CRAWL_REDIS_PASSWORD instead of the URL, which "
+        "keeps it out of the command line (ps shows that to every user)",
     )
     group.add_argument(
         "--crawl-id", metavar="NAME", help="with --redis: the crawl to start or join"

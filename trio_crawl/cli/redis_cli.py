@@ -8,11 +8,14 @@
 
 Each worker appends to its own output file (a torn last line is cut first),
 and exits 0 when the whole crawl is done, at the same moment as the others.
-Exit codes beyond the usual ones: 2 when Redis cannot be reached at the
-start, may evict keys (its maxmemory-policy is not noeviction), or the crawl
-id names a crawl with other settings; 75 when Redis is lost mid-crawl or
-refuses a call (run the same command again to resume), or the crawl's keys
-vanish (deleted, FLUSHALL). A Redis URL's password is never printed.
+Exit codes beyond the usual ones: 2 when the Redis URL is bad, Redis cannot
+be reached at the start, may evict keys (its maxmemory-policy is not
+noeviction), or the crawl id names a crawl with other settings; 75 when
+Redis is lost or refuses a call (out of memory: at the start too), or the
+crawl's keys vanish (deleted, FLUSHALL); 141 when the reader of ``--status``
+went away (``| head``), as a Unix tool killed by SIGPIPE. A Redis URL's
+password is never printed; it may come from ``TRIO_CRAWL_REDIS_PASSWORD``
+instead (``--processes`` hands it to its workers that way, never in argv).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import trio
 from ..core.config import CrawlConfig
 from ..errors import CrawlMismatch, RedisFrontierError, RedisLost, RedisUnavailable
 from ..frontiers.redis import (
+    PASSWORD_ENV,
     check_server,
     crawl_status,
     default_worker_name,
@@ -42,6 +46,8 @@ from ..frontiers.redis import (
     open_redis_frontier,
     redact_url,
     status_lines,
+    url_problem,
+    url_without_password,
 )
 from ..frontiers.resume import repair_output
 from .common import (
@@ -57,6 +63,9 @@ from .common import (
 )
 from .crawl import Outputs, check_warc_path, crawl_with_ui, open_output
 from .options import build_config
+
+#: ``--status`` whose reader went away: as a Unix tool killed by SIGPIPE.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 #: The whole command line (``main.run_cli``), for a forked worker to run.
 RunCli = Callable[[Sequence[str]], int]
@@ -84,6 +93,9 @@ def _check_usage(args: argparse.Namespace) -> str | None:
         return "--processes and --crawl-id need --redis URL"
     if not args.crawl_id:
         return "--redis needs --crawl-id NAME (the crawl to start or join)"
+    problem = url_problem(args.redis)
+    if problem is not None:
+        return f"--redis: {problem}"
     if getattr(args, "page_requisites", False):
         return "--redis cannot be combined with --page-requisites yet"
     for option in ("state", "seeds", "max_queue", "save_cookies"):
@@ -115,14 +127,15 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         stored = trio.run(crawl_status, args.redis, args.crawl_id)
         if not args.status:
             trio.run(check_server, args.redis)
+    except RedisLost as exc:  # refused (out of memory) or lost: as mid-crawl
+        return fail(str(exc), EXIT_REDIS_LOST)
     except RedisFrontierError as exc:
         return fail(str(exc), EXIT_USAGE)
     if args.status:
         if stored is None:
             where = redact_url(args.redis)
             return fail(f"no crawl {args.crawl_id!r} in Redis at {where}", EXIT_USAGE)
-        answer("\n".join(status_lines(args.crawl_id, stored)))
-        return EXIT_OK
+        return _print_status("\n".join(status_lines(args.crawl_id, stored)))
     if args.processes is not None:
         return run_processes(args, argv, run_cli)
     start_urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
@@ -149,10 +162,32 @@ def run_redis_cli(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     return run_worker(args, config)
 
 
+def _print_status(text: str) -> int:
+    """Print ``--status`` on stdout; a reader gone away (``| head -c0``) ends
+    it quietly with 141, as a Unix tool killed by SIGPIPE."""
+    try:
+        answer(text)
+    except BrokenPipeError:
+        # Interpreter shutdown flushes stdout again: point it at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return EXIT_OK
+
+
+def _earlier_records(output: str) -> int:
+    """Records already in ``output`` (an earlier run's), 0 for stdout."""
+    if output == "-" or not os.path.exists(output):
+        return 0
+    with open(output, "rb") as lines:
+        return sum(1 for line in lines if line.strip() and b'"depth_update"' not in line)
+
+
 def _delete(args: argparse.Namespace) -> int:
     """``--delete-crawl``: the crawl's keys go; its records stay where they are."""
     try:
         deleted = trio.run(delete_crawl, args.redis, args.crawl_id)
+    except RedisLost as exc:
+        return fail(str(exc), EXIT_REDIS_LOST)
     except RedisFrontierError as exc:
         return fail(str(exc), EXIT_USAGE)
     if deleted:
@@ -181,8 +216,12 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
         return fail(str(exc), EXIT_USAGE)
     # Every worker run appends, to its records and to its depth corrections.
     outputs = Outputs(records, append=True, depth_updates=depth_updates)
+    earlier = _earlier_records(output)
+
+    joined = False
 
     async def work() -> int:
+        nonlocal joined
         async with open_redis_frontier(
             args.redis,
             args.crawl_id,
@@ -191,9 +230,18 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
             lease=args.lease,
             notice=_warn,
         ) as frontier:
+            joined = True
             if not args.quiet:
                 verb = "started" if frontier.created else "joined"
                 say(f"{verb} crawl {args.crawl_id!r} as worker {frontier.owner}")
+            if frontier.created and earlier:
+                # Redis lost the crawl (a restart without persistence), or
+                # the output is reused for a new crawl id: say what happens.
+                _warn(
+                    f"crawl {args.crawl_id!r} was not in Redis, so this run started it "
+                    f"anew: the {earlier:,} records already in {output} are from an "
+                    "earlier crawl, and their pages are fetched again"
+                )
             show = not args.quiet and sys.stderr.isatty()
             ending = await crawl_with_ui(
                 config,
@@ -215,6 +263,8 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     except (RedisUnavailable, CrawlMismatch) as exc:
         return fail(str(exc), EXIT_USAGE)
     except RedisLost as exc:
+        if not joined:  # nothing was fetched
+            return fail(str(exc), EXIT_REDIS_LOST)
         return fail(
             f"{exc}: stopped; pages in flight were abandoned, records written so far are "
             f"complete. {exc.remedy}",
@@ -227,7 +277,43 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
 # -- --processes N ------------------------------------------------------------
 
 
-def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any], run_cli: RunCli) -> int:
+def worker_commands(
+    args: argparse.Namespace, argv: Sequence[str]
+) -> tuple[list[list[str]], dict[str, str]]:
+    """Each ``--processes`` worker's arguments, and what goes into their
+    environment: a password in the ``--redis`` URL moves to
+    ``TRIO_CRAWL_REDIS_PASSWORD`` (another user can read a process's argv)."""
+    url, password = url_without_password(args.redis)
+    base = [
+        url if arg == args.redis else f"--redis={url}" if arg == f"--redis={args.redis}" else arg
+        for arg in _strip_options(
+            argv,
+            {"--processes": True, "-o": True, "--output": True, "--warc": True}
+            | {"--depth-updates": True, "-q": False, "--quiet": False},
+        )
+    ]
+    # Each worker writes its own files: out.jsonl -> out.1.jsonl, and so on.
+    numbered = {"--warc": getattr(args, "warc", None)}
+    numbered["--depth-updates"] = getattr(args, "depth_updates", None)
+    commands = [
+        [*base, "-q", "-o", numbered_output(args.output, i)]
+        + [
+            part
+            for flag, path in numbered.items()
+            if path
+            for part in (flag, numbered_output(path, i))
+        ]
+        for i in range(1, args.processes + 1)
+    ]
+    return commands, ({PASSWORD_ENV: password} if password else {})
+
+
+def _fork_worker(
+    argv: list[str],
+    handlers: Mapping[signal.Signals, Any],
+    run_cli: RunCli,
+    env: Mapping[str, str],
+) -> int:
     """A forked worker running ``trio-crawl argv``; its pid."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -239,6 +325,7 @@ def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any], run_cl
         # Its own process group: a Ctrl-C at the terminal reaches the parent
         # alone, which passes it on once (a second signal means "quit now").
         os.setpgid(0, 0)
+        os.environ.update(env)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         code = run_cli(argv)
@@ -258,8 +345,10 @@ def _fork_worker(argv: list[str], handlers: Mapping[signal.Signals, Any], run_cl
 _SPAWNED: list[subprocess.Popen[bytes]] = []
 
 
-def _spawn_worker(argv: list[str]) -> int:
-    child = subprocess.Popen([sys.executable, "-m", "trio_crawl", *argv], process_group=0)
+def _spawn_worker(argv: list[str], env: Mapping[str, str]) -> int:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "trio_crawl", *argv], process_group=0, env={**os.environ, **env}
+    )
     _SPAWNED.append(child)  # kept: reaped by _wait, not garbage-collected running
     return child.pid
 
@@ -315,24 +404,7 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     trio_crawl`` subprocess. SIGINT and SIGTERM are passed on to them."""
     if args.output == "-":
         return fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
-    base = _strip_options(
-        argv,
-        {"--processes": True, "-o": True, "--output": True, "--warc": True}
-        | {"--depth-updates": True, "-q": False, "--quiet": False},
-    )
-    # Each worker writes its own files: out.jsonl -> out.1.jsonl, and so on.
-    numbered = {"--warc": getattr(args, "warc", None)}
-    numbered["--depth-updates"] = getattr(args, "depth_updates", None)
-    worker_args = [
-        [*base, "-q", "-o", numbered_output(args.output, i)]
-        + [
-            part
-            for flag, path in numbered.items()
-            if path
-            for part in (flag, numbered_output(path, i))
-        ]
-        for i in range(1, args.processes + 1)
-    ]
+    worker_args, env = worker_commands(args, argv)
     pids: list[int] = []
     started = time.monotonic()
 
@@ -345,7 +417,9 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     try:
         fork = hasattr(os, "fork") and threading.active_count() == 1
         for one in worker_args:
-            pids.append(_fork_worker(one, previous, run_cli) if fork else _spawn_worker(one))
+            pids.append(
+                _fork_worker(one, previous, run_cli, env) if fork else _spawn_worker(one, env)
+            )
         codes = [_wait(pid) for pid in pids]
     finally:
         for sig, handler in previous.items():
@@ -363,7 +437,7 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         except RedisFrontierError:
             stored = None
         if stored is not None:
-            tell("\n".join(status_lines(args.crawl_id, stored)))
+            tell("\n".join(status_lines(args.crawl_id, stored, ended_here=True)))
     # A worker killed by a signal: 128 + its number, as a shell reports it.
     codes = [128 - code if code < 0 else code for code in codes]
     bad = [code for code in codes if code != 0]

@@ -15,8 +15,13 @@ Ops of a sync call (the Lua ``sync``):
 ``S digest token``                        a spaced host's request started
 
 An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
-(``\\n``-joined), payload (JSON or ``''``). A taken URL is 10 fields (see
-``Taken``). A crawl whose keys are gone is the error reply ``GONE``.
+(``\\n``-joined), payload (JSON or ``''``). A finish's admissions carry
+the depth this worker knew; Redis moves them by as much as the page's
+depth dropped meanwhile, and keeps those beyond ``max_depth`` (one level
+beyond is sent) in case a shorter path brings them within reach. A taken
+URL is 10 fields (see ``Taken``); a sync reply also carries depth
+corrections, 4 fields each: URL, depth, referrer, previous depth. A crawl
+whose keys are gone is the error reply ``GONE``.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..core.url import host_port
+from ...core.frontier import DepthCorrection
+from ...core.url import host_port
 
 ADMISSION_FIELDS = 7
 TAKEN_FIELDS = 10
+CORRECTION_FIELDS = 4
 #: How every function but ``hello`` answers when the crawl's keys are gone
 #: (the first word of its error reply; ``hello`` too when it may not create).
 GONE = "TCGONE"
@@ -82,9 +89,13 @@ def hello_args(
     rate: float | None,
     per_host_concurrency: int | None,
     read_robots: bool,
+    max_depth: int | None,
+    settle: bool,
     starts: list[object],
 ) -> list[object]:
-    """Arguments of ``hello``; ``starts`` are admissions at depth 0."""
+    """Arguments of ``hello``; ``starts`` are admissions at depth 0.
+    ``settle``: finished pages may drop their links once no shorter path
+    to them can turn up (``core/frontier.py`` rule 7)."""
     rate_ms = 0 if rate is None else round(1000 / rate * 1.05)
     return [
         name,
@@ -95,6 +106,8 @@ def hello_args(
         rate_ms,
         per_host_concurrency or 0,
         int(read_robots),
+        -1 if max_depth is None else max_depth,
+        int(settle),
         len(starts) // ADMISSION_FIELDS,
         *starts,
     ]
@@ -186,10 +199,12 @@ class SyncReply:
     taken: list[Taken]
     idle: bool
     refused: int
+    #: Pages whose record states a depth a shorter path has since lowered.
+    corrections: list[DepthCorrection]
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> SyncReply:
-        alive, due, counts, taken, idle, refused = raw
+        alive, due, counts, taken, idle, refused, fixes = raw
         return cls(
             bool(alive),
             int(due),
@@ -197,6 +212,15 @@ class SyncReply:
             [Taken.parse(taken[i : i + TAKEN_FIELDS]) for i in range(0, len(taken), TAKEN_FIELDS)],
             bool(idle),
             int(refused),
+            [
+                DepthCorrection(
+                    _text(fixes[i]),
+                    int(fixes[i + 1]),
+                    _text(fixes[i + 2]) or None,
+                    int(fixes[i + 3]),
+                )
+                for i in range(0, len(fixes), CORRECTION_FIELDS)
+            ],
         )
 
 

@@ -4,10 +4,16 @@ local BLOCK = 1e15 -- a host score: saturated, wait for a release
 local LOAD = 40 -- seen-set entries per bucket before the next split
 local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
 local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
+-- E_LDEPTH: the depth it had when last leased (what the holder's record says).
+local E_LDEPTH = 13
+-- A finished page not settled yet (``dn``): URL, depth, referrer, links. A
+-- link is {digest, hop} (hop: 1 a link, 0 a redirect), or, for one
+-- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}.
+local D_URL, D_DEPTH, D_REF, D_LINKS = 1, 2, 3, 4
 
 local COUNTERS = {'unfinished', 'fresh', 'started', 'maxp', 'done', 'low', 'maxd',
   'leased', 'finished', 'refused', 'L', 's', 'n', 'ival', 'plim', 'setup', 'lease',
-  'reclaimed'}
+  'reclaimed', 'dcap', 'nosettle', 'ulow'}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -28,6 +34,7 @@ local function open(prefix)
   for i, name in ipairs(COUNTERS) do C[name] = tonumber(vals[i]) or 0 end
   C.now = now_ms()
   C.refused0 = C.refused
+  C.fixes = {} -- depth corrections of written records, 4 fields each
   return C
 end
 
@@ -94,7 +101,13 @@ local function seen_add(C, d)
   return true
 end
 
--- depth counts (the depth gate) ------------------------------------------
+-- depth ------------------------------------------------------------------
+-- Nothing is held back for the sake of depth: URLs are taken shallowest
+-- first, whatever is still unfinished above them. Unfinished URLs are
+-- counted per depth only to know the lowest depth still unfinished (``low``):
+-- a finished page at most that deep is *settled* (no shorter path to it can
+-- turn up: every path still to be found starts from an unfinished page) and
+-- forgets its links (core/frontier.py rule 7).
 
 local function count_depth(C, depth, delta)
   redis.call('HINCRBY', C.p .. 'ud', depth, delta)
@@ -109,7 +122,44 @@ local function advance_low(C)
     local n = tonumber(redis.call('HGET', C.p .. 'ud', C.low)) or 0
     if n > 0 then return end
     C.low = C.low + 1
-    C.changed = true
+  end
+end
+
+-- Beyond ``max_depth`` (``dcap`` is max_depth + 1; 0: no limit).
+local function beyond(C, depth)
+  return C.dcap > 0 and depth >= C.dcap
+end
+
+local function is_settled(C, depth)
+  return C.nosettle == 0 and depth <= C.low
+end
+
+local function correct(C, url, depth, ref, previous)
+  local f = C.fixes
+  f[#f + 1] = url
+  f[#f + 1] = depth
+  f[#f + 1] = ref or ''
+  f[#f + 1] = previous
+end
+
+local function keep_done(C, d, rec)
+  local depth = rec[D_DEPTH]
+  redis.call('HSET', C.p .. 'dn', d, cmsgpack.pack(rec))
+  redis.call('SADD', C.p .. 'u:' .. depth, d)
+  if depth < C.ulow then C.ulow = depth end
+end
+
+-- Finished pages no shorter path can reach any more forget their links.
+local function settle(C)
+  if C.nosettle == 1 then return end
+  while C.ulow <= math.min(C.low, C.maxd) do
+    local key = C.p .. 'u:' .. C.ulow
+    while true do
+      local ds = redis.call('SPOP', key, 1000)
+      if #ds == 0 then break end
+      redis.call('HDEL', C.p .. 'dn', unpack(ds))
+    end
+    C.ulow = C.ulow + 1
   end
 end
 
@@ -203,26 +253,76 @@ local function enqueue_fresh(C, d, depth, hostname, front)
   C.changed = true
 end
 
--- Admit one URL found at ``depth``: new, or a shorter path to a queued one.
+local function admit_new(C, d, url, hostname, depth, ref, chain, payload)
+  store(C, d, {url, depth, ref, hostname, 'q', '', 0, 0, 0, 0, chain, payload, depth})
+  count_depth(C, depth, 1)
+  C.unfinished = C.unfinished + 1
+  C.fresh = C.fresh + 1
+  enqueue_fresh(C, d, depth, hostname, false)
+end
+
+-- A shorter path: URL ``d`` is ``depth`` links away, through ``ref``. Lower
+-- it and pass the decrease on through the links of finished pages, each
+-- written record getting a correction (shallowest paths first, so that a
+-- page is lowered once per call as a rule).
+local function lower(C, d, depth, ref)
+  local work = {{d, depth, ref}}
+  local k = 1
+  while k <= #work do
+    local item = work[k]
+    k = k + 1
+    local dd, nd, via = item[1], item[2], item[3]
+    local ent = load(C, dd)
+    if ent then
+      if nd < ent[E_DEPTH] then
+        -- Unfinished: it moves. Queued fresh: to the shorter depth's queue
+        -- (the old list keeps a stale copy, skipped when taken: its depth
+        -- differs). Leased: its finish corrects the record and moves its
+        -- links. Queued again or deferred: handed out at the new depth.
+        count_depth(C, ent[E_DEPTH], -1)
+        count_depth(C, nd, 1)
+        ent[E_DEPTH] = nd
+        ent[E_REF] = via
+        store(C, dd, ent)
+        if ent[E_STATE] == 'q' and is_fresh(ent) then
+          enqueue_fresh(C, dd, nd, ent[E_HOST], false)
+        end
+      end
+    else
+      local raw = redis.call('HGET', C.p .. 'dn', dd)
+      local rec = raw and cmsgpack.unpack(raw)
+      if rec and nd < rec[D_DEPTH] then
+        correct(C, rec[D_URL], nd, via, rec[D_DEPTH])
+        redis.call('SREM', C.p .. 'u:' .. rec[D_DEPTH], dd)
+        rec[D_DEPTH] = nd
+        rec[D_REF] = via
+        if is_settled(C, nd) then
+          redis.call('HDEL', C.p .. 'dn', dd)
+        else
+          keep_done(C, dd, rec)
+        end
+        for _, link in ipairs(rec[D_LINKS]) do
+          local cd = nd + link[2]
+          if not beyond(C, cd) then
+            if link[3] and seen_add(C, link[1]) then
+              -- cut off by max_depth before, within reach now
+              admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
+            else
+              work[#work + 1] = {link[1], cd, rec[D_URL]}
+            end
+          end
+        end
+      end
+    end
+  end
+end
+
+-- Admit one URL found at ``depth``: new, or a shorter path to a known one.
 local function admit(C, d, url, hostname, depth, ref, chain, payload)
   if seen_add(C, d) then
-    store(C, d, {url, depth, ref, hostname, 'q', '', 0, 0, 0, 0, chain, payload})
-    count_depth(C, depth, 1)
-    C.unfinished = C.unfinished + 1
-    C.fresh = C.fresh + 1
-    enqueue_fresh(C, d, depth, hostname, false)
-    return
-  end
-  local ent = load(C, d)
-  if ent and ent[E_STATE] == 'q' and is_fresh(ent) and depth < ent[E_DEPTH] then
-    -- Still queued, never leased: it moves to the shorter depth (the old
-    -- list keeps a stale copy, skipped when taken: its depth differs).
-    count_depth(C, ent[E_DEPTH], -1)
-    count_depth(C, depth, 1)
-    ent[E_DEPTH] = depth
-    ent[E_REF] = ref
-    store(C, d, ent)
-    enqueue_fresh(C, d, depth, ent[E_HOST], false)
+    admit_new(C, d, url, hostname, depth, ref, chain, payload)
+  else
+    lower(C, d, depth, ref)
   end
 end
 
@@ -284,16 +384,38 @@ local function reclaim_expired(C)
   end
 end
 
+-- A page is done. Its record (written before this call) says the depth it
+-- was leased at; a shorter path found meanwhile lowered it: a correction,
+-- and its links move down as much. Links beyond max_depth are only kept.
 local function finish(C, d, token, started, children, args, i)
   local ent = valid_lease(C, d, token)
   if not ent then
     C.refused = C.refused + 1
     return i + 7 * children -- a stale lease: its children come with the retaker
   end
-  i = admit_many(C, args, i, children)
+  local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
+  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was) end
+  local links = {}
+  for _ = 1, children do
+    local cd, url, hostname, ref, chain, payload =
+      args[i], args[i + 1], args[i + 2], args[i + 4], args[i + 5], args[i + 6]
+    local hop = tonumber(args[i + 3]) - was
+    local child_depth = depth + hop
+    if beyond(C, child_depth) then
+      links[#links + 1] = {cd, hop, url, hostname, chain, payload}
+    else
+      admit(C, cd, url, hostname, child_depth, ref, chain, payload)
+      links[#links + 1] = {cd, hop}
+    end
+    i = i + 7
+  end
   redis.call('HDEL', C.p .. 'e', d)
   unlease(C, d, ent)
-  count_depth(C, ent[E_DEPTH], -1)
+  count_depth(C, depth, -1)
+  advance_low(C)
+  if not is_settled(C, depth) then
+    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links})
+  end
   C.unfinished = C.unfinished - 1
   C.finished = C.finished + 1
   if started == 0 and ent[E_BUD] == 1 and ent[E_TRIES] == 0 and ent[E_REFETCH] == 0 then
@@ -367,6 +489,7 @@ local function lease(C, d, ent, H, out)
   ent[E_STATE] = 'l'
   ent[E_OWNER] = C.owner
   ent[E_ATT] = ent[E_ATT] + 1
+  ent[E_LDEPTH] = ent[E_DEPTH]
   store(C, d, ent)
   redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
   C.leased = C.leased + 1
@@ -403,7 +526,7 @@ local function move_due(C)
   end
 end
 
--- Retries and reclaimed URLs first; they were past the depth gate already.
+-- Retries and reclaimed URLs first: they waited once already.
 local function take_again(C, want, out)
   local key = C.p .. 'again'
   local items = redis.call('LRANGE', key, 0, -1)
@@ -461,14 +584,14 @@ local function first_score(key)
 end
 
 -- When something may be takeable without any other change: the earliest due
--- retry, or the earliest host slot among the depths the gate lets through.
+-- retry, or the earliest host slot at any depth.
 local function next_due(C)
   local best = first_score(C.p .. 'dl')
   local function consider(t)
     if t and t < BLOCK and (not best or t < best) then best = t end
   end
   if not budget_spent(C) then
-    for dd = C.low, math.min(C.low + 1, C.maxd) do consider(first_score(C.p .. 'r:' .. dd)) end
+    for dd = C.low, C.maxd do consider(first_score(C.p .. 'r:' .. dd)) end
   end
   for _, d in ipairs(redis.call('LRANGE', C.p .. 'again', 0, -1)) do
     local ent = load(C, d)
@@ -507,7 +630,7 @@ end
 -- the functions ------------------------------------------------------------
 
 -- hello(prefix; name, lease_ms, may_create, cfg_json, maxp, ival, plim, setup,
--- n_start, start...): create the crawl (admitting the start URLs) or join it;
+-- max_depth, settle, n_start, start...): create the crawl (admitting the start URLs) or join it;
 -- register a worker. A worker joining again (may_create 0) never re-creates
 -- a crawl whose keys are gone.
 local function hello(keys, args)
@@ -523,9 +646,11 @@ local function hello(keys, args)
     C.ival = tonumber(args[6])
     C.plim = tonumber(args[7])
     C.setup = tonumber(args[8])
+    C.dcap = tonumber(args[9]) + 1
+    if args[10] == '1' then C.nosettle = 0 else C.nosettle = 1 end
     C.L = 4
     C.s = 0
-    admit_many(C, args, 10, tonumber(args[9]))
+    admit_many(C, args, 12, tonumber(args[11]))
   end
   C.lease = tonumber(args[2])
   reclaim_expired(C)
@@ -587,6 +712,7 @@ local function sync(keys, args)
   local alive = redis.call('ZSCORE', C.p .. 'w', C.owner)
   move_due(C)
   advance_low(C)
+  settle(C)
   check_done(C)
   local out = {}
   local due = -1
@@ -609,7 +735,11 @@ local function sync(keys, args)
   if alive and C.done == 0 and want > 0 then
     take_again(C, want, out)
     if not budget_spent(C) then
-      for dd = C.low, math.min(C.low + 1, C.maxd) do take_fresh(C, dd, want, out) end
+      -- Shallowest first, but no depth waits for another (no depth gate).
+      for dd = C.low, C.maxd do
+        if #out >= want * 10 or budget_spent(C) then break end
+        take_fresh(C, dd, want, out)
+      end
     end
   end
   check_done(C)
@@ -623,7 +753,7 @@ local function sync(keys, args)
   close(C)
   local a = 1
   if not alive then a = 0 end
-  return {a, due, counters(C), out, idle, C.refused - C.refused0}
+  return {a, due, counters(C), out, idle, C.refused - C.refused0, C.fixes}
 end
 
 -- renew(prefix; owner, lease_ms): the heartbeat. 0 if this worker's leases
@@ -755,6 +885,16 @@ local function check(keys, args)
   for hostname, n in pairs(infl) do
     same('in flight at ' .. hostname, n,
       tonumber(redis.call('HGET', p .. 'h:' .. hostname, 'infl')) or 0)
+  end
+  -- A finished page kept for corrections is not also unfinished, and its
+  -- depth's set lists it.
+  local kept = redis.call('HGETALL', p .. 'dn')
+  for i = 1, #kept, 2 do
+    local d, rec = kept[i], cmsgpack.unpack(kept[i + 1])
+    if redis.call('HEXISTS', p .. 'e', d) == 1 then bad(rec[D_URL] .. ': finished, and unfinished') end
+    if redis.call('SISMEMBER', p .. 'u:' .. rec[D_DEPTH], d) == 0 then
+      bad(rec[D_URL] .. ': kept at depth ' .. rec[D_DEPTH] .. ', but not in its set')
+    end
   end
   local seen = 0
   for b = 0, 2 ^ C.L + C.s - 1 do

@@ -1,5 +1,5 @@
 """The server side of the Redis frontier: one Lua library of Redis Functions
-(``redis_functions.lua``, beside this module, shipped as package data).
+(``functions.lua``, beside this module, shipped as package data).
 
 Every move of a URL between places (queued, leased to a worker, deferred,
 done) happens inside one function call, and Redis runs a function
@@ -12,7 +12,8 @@ Keys of crawl NAME share the prefix ``tc:{NAME}:`` (one hash tag, so a
 cluster would keep them on one node):
 
 ``m``          hash: counters and settings (``unfinished``, ``fresh``,
-               ``started``, ``maxp``, ``done``, ``low``, ``maxd``, ...), and
+               ``started``, ``maxp``, ``done``, ``low``, ``maxd``, ``dcap``
+               (max_depth + 1; 0: none), ...), and
                ``cfg``, the crawl's settings as JSON
 ``S<n>``       the seen set: 8-byte URL digests, as fields of small hashes
                (linear hashing: buckets split as the set grows, so each stays
@@ -27,7 +28,11 @@ cluster would keep them on one node):
 ``dl``         sorted set: deferred retries, scored by their due time
 ``h:<h>``      hash: per host ``next``, ``iv`` (ms between starts),
                ``infl`` (leased URLs), ``ok`` (robots.txt read)
-``ud``         hash: depth -> unfinished URLs at that depth (the depth gate)
+``ud``         hash: depth -> unfinished URLs at that depth (to settle, not a gate)
+``dn``         hash: digest -> a finished page not settled yet (MessagePack:
+               URL, depth, referrer, links), kept so that a shorter path
+               found later corrects its record and reaches its links
+``u:<d>``      set: digests of the pages in ``dn`` at depth d
 ``w``          sorted set: live workers, scored by their lease expiry
 ``wl:<owner>`` set: digests leased to that worker
 ``idle``       set: workers waiting for work
@@ -48,7 +53,7 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
-_SOURCE = resources.files(__package__).joinpath("redis_functions.lua").read_text("utf-8")
+_SOURCE = resources.files(__package__).joinpath("functions.lua").read_text("utf-8")
 
 #: A short digest of the source: the library's and the functions' suffix.
 VERSION = hashlib.sha1(_SOURCE.encode()).hexdigest()[:10]
