@@ -185,8 +185,12 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 
 def test_each_backend_declares_what_it_cannot_serve() -> None:
     assert MemoryFrontier.cannot == {}
-    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS}
-    assert set(RedisFrontier.cannot) == {Need.PAGE_REQUISITES, Need.RANDOM_WAIT}
+    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS, Need.HOST_BUDGETS}
+    assert set(RedisFrontier.cannot) == {
+        Need.PAGE_REQUISITES,
+        Need.RANDOM_WAIT,
+        Need.HOST_BUDGETS,
+    }
     config = CrawlConfig(start_urls=["http://a.test/"], page_requisites=True)
     with pytest.raises(ConfigError) as refused:
         refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)
@@ -213,6 +217,11 @@ def _quiet_site() -> Site:
             {"handler": lambda page: iter(())},
             "handler= cannot be combined with state=: "
             "handlers and their requests carry Python functions",
+        ),
+        (
+            {"max_hosts": 3},
+            "max_pages_per_host= and max_hosts= cannot be combined with state= yet: "
+            "the budgets are kept in memory",
         ),
     ],
 )

@@ -18,7 +18,6 @@ from ..core.frontier import Entry
 from ..core.schedule import PoliteSchedule
 from ..core.stats import CrawlStats
 from ..core.url import Scope
-from ..errors import ConfigError
 from ..fetch.base import Fetcher
 from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
 from ..frontiers.memory import MemoryFrontier
@@ -61,13 +60,6 @@ def assemble(
     Raises ``ConfigError`` if the frontier cannot serve ``config``."""
     if frontier is not None:
         refuse_unservable(config, frontier.cannot, frontier.chosen_by)
-        if config.host_budget() is not None and not isinstance(frontier, MemoryFrontier):
-            raise ConfigError(
-                "max_pages_per_host= and max_hosts= work with the in-memory frontier only "
-                "(not with a SQLite or Redis frontier yet)",
-                "max_pages_per_host=",
-                "max_hosts=",
-            )
     scope = config.scope()
     frontier = frontier or MemoryFrontier(
         config.start_urls,

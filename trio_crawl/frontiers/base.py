@@ -28,6 +28,25 @@ the ``--state`` file, resumable) and ``RedisFrontier`` (``redis``, one crawl
 shared by many processes; ``serve`` is where it waits for their work, and
 it also speaks ``SharedPoliteness`` and ``SharedRobots`` below).
 
+What each backend guarantees (the README's "Backends" table says the same)::
+
+                          memory        sqlite (state=)      redis
+    fetched once          yes           yes, across runs     yes, across workers [1]
+    depth                 shortest, corrected after the record, on all three;
+                          max_depth fetches exactly the pages within D links
+    nothing held back     yes           yes                  yes
+    resumable             no            yes (kill -9 too)    yes, while Redis keeps it
+    memory                grows with    bounded (a window    bounded (a window)
+                          the URLs      + the file)
+    politeness            this process  this process         all workers together
+    page_requisites=      yes           no                   no
+    handler=              yes           no                   yes (importable ones)
+    random_wait=          yes           yes                  no
+    host budgets          yes           no                   no
+
+[1] a worker that dies or freezes past its lease loses its pages to the
+others: a page in flight then may be fetched twice (marked ``refetched``).
+
 Capabilities
 ------------
 Some crawls ask more of a backend than the common face: a page's
@@ -73,6 +92,9 @@ class Need(enum.Enum):
     HANDLERS = "handler="
     #: Random gaps between a host's requests, drawn by this process's schedule.
     RANDOM_WAIT = "random_wait=True"
+    #: Per-host page budgets and a host count (``core/host_budget.py``), kept
+    #: by the frontier that admits URLs.
+    HOST_BUDGETS = "max_pages_per_host= and max_hosts="
 
 
 def needs(config: CrawlConfig) -> frozenset[Need]:
@@ -84,6 +106,8 @@ def needs(config: CrawlConfig) -> frozenset[Need]:
         wanted.add(Need.HANDLERS)
     if config.random_wait:
         wanted.add(Need.RANDOM_WAIT)
+    if config.host_budget() is not None:
+        wanted.add(Need.HOST_BUDGETS)
     return frozenset(wanted)
 
 

@@ -60,6 +60,7 @@ class SqliteFrontier:
     cannot: ClassVar[Mapping[Need, str]] = {
         Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
         Need.HANDLERS: ": handlers and their requests carry Python functions",
+        Need.HOST_BUDGETS: " yet: the budgets are kept in memory",
     }
     chosen_by: ClassVar[str] = "state="
 

@@ -21,6 +21,7 @@ from .payloads import handler_name
 CANNOT: Mapping[Need, str] = {
     Need.PAGE_REQUISITES: " yet",
     Need.RANDOM_WAIT: " yet: the Redis server spaces each host's requests",
+    Need.HOST_BUDGETS: " yet: the budgets are kept in one process's memory",
 }
 #: The library argument that chooses the Redis frontier.
 CHOSEN_BY = "open_redis_frontier()"
