@@ -31,7 +31,10 @@ def tests(session: nox.Session) -> None:
     """The test suite (pytest + pytest-trio + hypothesis), servers on 127.0.0.1 only."""
     check_python(session)
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    # Two processes by default (pytest-xdist): most tests wait on servers and
+    # subprocesses, so two cores run the suite in about half the time. Give
+    # posargs to choose (`nox -s tests -- tests/test_url.py` runs in one).
+    session.run("pytest", *(session.posargs or ["-n", "2"]))
 
 
 @nox.session(python=PYTHON)

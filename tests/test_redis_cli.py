@@ -398,8 +398,11 @@ def test_rate_holds_across_workers_as_the_server_sees_it(
         assert codes == [0, 0, 0]
         times = sorted(r.time for r in server.log if r.target != "/robots.txt")
     assert len(times) >= 25
+    # As for Crawl-delay below: an arrival may come late through a loaded
+    # machine and the next on time; the whole crawl keeps the rate.
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.95 / rate, sorted(gaps)[:5]
+    assert min(gaps) >= 0.5 / rate, sorted(gaps)[:5]
+    assert times[-1] - times[0] >= 0.95 * (len(times) - 1) / rate, times
     per_worker = [len(records(out)) for out in outputs]
     assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
     assert_consistent(redis_server, crawl_id)
@@ -525,8 +528,13 @@ def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
         robots = [r for r in server.log if r.target == "/robots.txt"]
     assert len(times) == 13
     assert len(robots) == 1
+    # Redis starts each request at least `delay` after the one before; the
+    # server sees them through two processes and a loaded machine, so one
+    # arrival may come late and the next on time. Without the shared delay
+    # three workers fetch side by side: gaps near 0, the 13 in well under 2 s.
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.95 * delay, sorted(gaps)[:5]
+    assert min(gaps) >= 0.5 * delay, sorted(gaps)[:5]
+    assert times[-1] - times[0] >= 0.95 * 12 * delay, times
     assert_consistent(redis_server, crawl_id)
 
 
@@ -646,7 +654,8 @@ def test_flushall_mid_crawl_stops_every_worker_and_nobody_says_done(
     own_redis: Any, tmp_path: Path
 ) -> None:
     redis = own_redis()
-    with serve_site(slow_site(400, 0.02)) as server:
+    hold = threading.Event()  # /hold answers after the FLUSHALL: the crawl cannot end first
+    with serve_site(slow_site(400, 0.02, hold)) as server:
         url = server.url("/")
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
         common = ["--redis", redis.url, "--crawl-id", "flushed", "-q", "--lease", "3"]
@@ -654,6 +663,7 @@ def test_flushall_mid_crawl_stops_every_worker_and_nobody_says_done(
         for out in outputs:  # both are in the crawl
             wait_for_records([out], 10)
         assert redis.command("FLUSHALL") == "+OK"
+        hold.set()
         codes, _ = wait_all(processes)
         stderrs = [p.stderr.read() for p in processes]  # type: ignore[union-attr]
     assert codes == [75, 75], stderrs
