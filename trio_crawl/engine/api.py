@@ -120,6 +120,27 @@ def _one(callback: C | None) -> tuple[C, ...]:
     return () if callback is None else (callback,)
 
 
+def _plan(
+    config: CrawlConfig,
+    fetcher: Fetcher | None,
+    state: str | None,
+    warc: str | None,
+    on_record: RecordCallback | None,
+    on_item: ItemCallback | None,
+    on_depth_update: DepthUpdateCallback | None,
+) -> CrawlPlan:
+    """The plan both library entry points hand to the crawl builder."""
+    return CrawlPlan(
+        config=config,
+        fetcher=fetcher,
+        state=state,
+        warc=warc,
+        on_record=_one(on_record),
+        on_item=_one(on_item),
+        on_depth_update=_one(on_depth_update),
+    )
+
+
 async def run_crawl(
     start_urls: StartURLs,
     *,
@@ -138,19 +159,19 @@ async def run_crawl(
     ``CrawlOptions``). ``on_record`` is called synchronously for each record
     as it is final, ``on_item`` for each item a handler yields,
     ``on_depth_update`` for each ``DepthUpdate`` (a shorter path to a URL
-    whose record was already out; without ``state`` only). ``state``
+    whose record was already out, with or without ``state``). ``state``
     names a SQLite file that keeps the crawl's frontier: the same call again
     resumes it (see ``open_crawler``). ``warc`` names a WARC file that
     archives every exchange (see ``open_crawler``).
     """
-    plan = CrawlPlan(
-        config=crawl_config(start_urls, options),
-        fetcher=fetcher,
-        state=state,
-        warc=warc,
-        on_record=_one(on_record),
-        on_item=_one(on_item),
-        on_depth_update=_one(on_depth_update),
+    plan = _plan(
+        crawl_config(start_urls, options),
+        fetcher,
+        state,
+        warc,
+        on_record,
+        on_item,
+        on_depth_update,
     )
     async with _unwrapped(), open_crawl(plan) as built:
         summary = await built.crawler.run()
@@ -365,14 +386,14 @@ async def open_crawler(
     fails mid-crawl (disk full, killed) cancels the crawl, and
     ``OutputError`` is raised when the block ends.
     """
-    plan = CrawlPlan(
-        config=crawl_config(start_urls, options),
-        fetcher=fetcher,
-        state=state,
-        warc=warc,
-        on_record=_one(on_record),
-        on_item=_one(on_item),
-        on_depth_update=_one(on_depth_update),
+    plan = _plan(
+        crawl_config(start_urls, options),
+        fetcher,
+        state,
+        warc,
+        on_record,
+        on_item,
+        on_depth_update,
     )
     config = plan.config
     async with _unwrapped(), open_crawl(plan) as built:
