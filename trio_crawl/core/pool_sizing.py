@@ -178,10 +178,13 @@ class PoolSizer:
 
     def _decide(self, cpu: float, lag: float, busy: float) -> int:
         s, n = self.settings, self.target
+        # A shrink scales the workers that made the CPU (or the lag), not the
+        # idle ones: from a large pool with little work, one step, not many.
+        working = min(float(n), max(busy, 1.0))
         if cpu > s.cpu_high:
-            return min(n - 1, math.floor(n * s.cpu_goal / cpu))
+            return min(n - 1, math.floor(working * s.cpu_goal / cpu))
         if lag > s.lag_high and cpu >= s.cpu_low:
-            return min(n - 1, math.floor(n * 0.75))
+            return min(n - 1, math.floor(working * 0.75))
         if cpu < s.cpu_low and lag < s.lag_low and busy >= s.busy_high * n:
             estimate = busy * s.cpu_goal / max(cpu, 1e-3)
             return min(2 * n, max(n + 1, math.floor(estimate)))
