@@ -401,7 +401,7 @@ def test_rate_holds_across_workers_as_the_server_sees_it(
     # As for Crawl-delay below: an arrival may come late through a loaded
     # machine and the next on time; the whole crawl keeps the rate.
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.5 / rate, sorted(gaps)[:5]
+    assert sum(1 for gap in gaps if gap < 0.5 / rate) <= 2, sorted(gaps)[:5]
     assert times[-1] - times[0] >= 0.95 * (len(times) - 1) / rate, times
     per_worker = [len(records(out)) for out in outputs]
     assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
@@ -529,11 +529,12 @@ def test_crawl_delay_holds_across_workers_as_the_server_sees_it(
     assert len(times) == 13
     assert len(robots) == 1
     # Redis starts each request at least `delay` after the one before; the
-    # server sees them through two processes and a loaded machine, so one
-    # arrival may come late and the next on time. Without the shared delay
-    # three workers fetch side by side: gaps near 0, the 13 in well under 2 s.
+    # server sees them through three processes on a loaded machine, so an
+    # arrival may come late and the next on time (a short gap or two).
+    # Without the shared delay three workers fetch side by side: most gaps
+    # near 0, the 13 requests in well under 2 s.
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.5 * delay, sorted(gaps)[:5]
+    assert sum(1 for gap in gaps if gap < 0.5 * delay) <= 2, sorted(gaps)[:5]
     assert times[-1] - times[0] >= 0.95 * 12 * delay, times
     assert_consistent(redis_server, crawl_id)
 
