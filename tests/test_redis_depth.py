@@ -213,8 +213,9 @@ class Held:
         return self.frontier._remote
 
 
+@pytest.mark.parametrize("owner", ["stays", "leaves"])
 async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded_it(
-    redis_server: RedisServer, crawl_id: str
+    redis_server: RedisServer, crawl_id: str, owner: str
 ) -> None:
     """P is first found 3 links away (root -> x1 -> x2 -> P) and recorded by
     worker a; y1's link lowers it to 2 while a's finish is still unsent
@@ -222,7 +223,8 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
     Both corrections are a's: had b written the second, the consumer could
     see it first (two replies on two sockets come back in either order),
     a 2 -> 0 right after a record that says 3. The crawl is not done before
-    a has written it."""
+    it is written: by a, or (``leaves``: a leaves first) by the next worker
+    that calls."""
     config = CrawlConfig(start_urls=[url("")], ignore_robots=True)
     async with (
         open_redis_frontier(redis_server.url, crawl_id, config, name="a") as fa,
@@ -253,8 +255,13 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
         await b.fetch("z1", [])
         counters = await b.sync()
         assert not counters.done and counters.unfinished == 1  # a's correction
-        counters = await a.sync()
-        assert a.corrections[1:] == [(url("P"), 2, 0, url("sitemap"))]
-        assert b.corrections == []
+        second = [(url("P"), 2, 0, url("sitemap"))]
+        if owner == "stays":
+            counters = await a.sync()
+            assert (a.corrections[1:], b.corrections) == (second, [])
+        else:
+            await fa.aclose()
+            counters = await b.sync()
+            assert (a.corrections[1:], b.corrections) == ([], second)
         assert counters.done and counters.unfinished == 0
         assert await check_crawl(redis_server.url, crawl_id) == []
