@@ -213,6 +213,36 @@ class Held:
         return self.frontier._remote
 
 
+async def held_sync(worker: Held) -> wire.Counters:
+    """A sync call whose crawl's "done" reaches the worker (on the
+    listener's connection) before the reply does: until the reply is read,
+    the worker still waits (it may carry corrections to write), and no
+    longer after."""
+    frontier = worker.frontier
+    calls = frontier._calls
+    real = calls.fcall
+    answered, read = trio.Event(), trio.Event()
+
+    async def fcall(name: str, args: Sequence[object]) -> Any:
+        reply = await real(name, args)
+        frontier._signals.done = True  # what the listener does on "done"
+        answered.set()
+        await read.wait()
+        return reply
+
+    calls.fcall = fcall  # type: ignore[method-assign]
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker.sync)
+            await answered.wait()
+            assert frontier.waiting == 1
+            read.set()
+    finally:
+        calls.fcall = real  # type: ignore[method-assign]
+    assert frontier.waiting == 0
+    return frontier._remote
+
+
 @pytest.mark.parametrize("owner", ["stays", "leaves"])
 async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded_it(
     redis_server: RedisServer, crawl_id: str, owner: str
@@ -223,8 +253,9 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
     Both corrections are a's: had b written the second, the consumer could
     see it first (two replies on two sockets come back in either order),
     a 2 -> 0 right after a record that says 3. The crawl is not done before
-    it is written: by a, or (``leaves``: a leaves first) by the next worker
-    that calls."""
+    it is written: by a (whose call makes the crawl done: a does not end
+    before it has read the reply), or (``leaves``: a leaves first) by the
+    next worker that calls."""
     config = CrawlConfig(start_urls=[url("")], ignore_robots=True)
     async with (
         open_redis_frontier(redis_server.url, crawl_id, config, name="a") as fa,
@@ -257,7 +288,7 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
         assert not counters.done and counters.unfinished == 1  # a's correction
         second = [(url("P"), 2, 0, url("sitemap"))]
         if owner == "stays":
-            counters = await a.sync()
+            counters = await held_sync(a)
             assert (a.corrections[1:], b.corrections) == (second, [])
         else:
             await fa.aclose()

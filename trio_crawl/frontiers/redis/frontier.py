@@ -151,6 +151,8 @@ class RedisFrontier:
         self._leases: dict[Entry, Lease] = {}
         self._deferred: dict[bytes, Entry] = {}
         self._pending = 0  # leases whose move is in the outbox or on the wire
+        #: A sync call is on the wire: its reply may carry corrections to write.
+        self._syncing = False
         self._outbox = Batch()
         # what Redis said last
         self._signals = Signals()
@@ -405,7 +407,10 @@ class RedisFrontier:
         if self._stopping or self._lost is not None or self._closed:
             return 0
         if self._done:
-            return self._pending
+            # The call that made the crawl done may still be on the wire (its
+            # "done" can come first, on the listener's connection): its reply
+            # may carry corrections this worker must write.
+            return self._pending + int(self._syncing)
         elsewhere = self._remote_unfinished - len(self._leases)
         return self._pending + max(1, elsewhere)
 
@@ -516,6 +521,14 @@ class RedisFrontier:
 
     async def _round(self, want: int) -> None:
         """One sync call: this worker's moves, then a take of ``want`` URLs."""
+        self._syncing = True
+        try:
+            await self._sync(want)
+        finally:
+            self._syncing = False
+        self._check_idle()
+
+    async def _sync(self, want: int) -> None:
         batch, self._outbox = self._outbox, Batch()
         confirmed = batch.confirmed
         self._signals.remote_kick = False
@@ -552,7 +565,6 @@ class RedisFrontier:
         self._due_at = now + reply.due / 1000 if reply.due >= 0 else math.inf
         if not reply.alive:
             self._signals.rejoin = True
-        self._check_idle()
 
     def _take(self, taken: wire.Taken) -> None:
         entry = self._deferred.pop(taken.digest, None)
