@@ -144,7 +144,8 @@ end
 -- could reach the consumer in either order (two replies, two sockets). One
 -- for another live worker waits in ``fx:<owner>`` for that worker's next
 -- sync, counted as unfinished (the crawl is not done before it is written);
--- one for a worker gone (or the caller's own) comes in this reply.
+-- one for a worker gone (or the caller's own) comes in this reply. The
+-- worker that writes it, which writes the page's next ones too.
 local function correct(C, url, depth, ref, previous, owner)
   local f = C.fixes
   if owner and owner ~= '' and owner ~= C.owner
@@ -152,12 +153,13 @@ local function correct(C, url, depth, ref, previous, owner)
     redis.call('RPUSH', C.p .. 'fx:' .. owner, url, depth, ref or '', previous)
     C.unfinished = C.unfinished + 1
     C.changed = true -- an idle owner is woken to write it
-    return
+    return owner
   end
   f[#f + 1] = url
   f[#f + 1] = depth
   f[#f + 1] = ref or ''
   f[#f + 1] = previous
+  return C.owner
 end
 
 -- Corrections waiting in ``key`` come in this reply, before any this call
@@ -321,7 +323,7 @@ local function lower(C, d, depth, ref)
       local raw = redis.call('HGET', C.p .. 'dn', dd)
       local rec = raw and cmsgpack.unpack(raw)
       if rec and nd < rec[D_DEPTH] then
-        correct(C, rec[D_URL], nd, via, rec[D_DEPTH], rec[D_OWNER])
+        rec[D_OWNER] = correct(C, rec[D_URL], nd, via, rec[D_DEPTH], rec[D_OWNER])
         redis.call('SREM', C.p .. 'u:' .. rec[D_DEPTH], dd)
         rec[D_DEPTH] = nd
         rec[D_REF] = via
