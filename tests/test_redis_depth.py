@@ -296,3 +296,40 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
             assert (a.corrections[1:], b.corrections) == ([], second)
         assert counters.done and counters.unfinished == 0
         assert await check_crawl(redis_server.url, crawl_id) == []
+
+
+async def test_a_page_whose_worker_left_is_corrected_by_one_worker_from_then_on(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """P is recorded by a at depth 3, and a leaves. c's call lowers it to 2:
+    a is gone, so c writes that correction, and P's next ones: b's seed
+    lowers it to 0, and c writes that too, after its first."""
+    config = CrawlConfig(start_urls=[url("")], ignore_robots=True)
+    async with (
+        open_redis_frontier(redis_server.url, crawl_id, config, name="a") as fa,
+        open_redis_frontier(redis_server.url, crawl_id, config, name="b") as fb,
+        open_redis_frontier(redis_server.url, crawl_id, config, name="c") as fc,
+    ):
+        a, b, c = Held(fa), Held(fb), Held(fc)
+        await a.take("")
+        await a.fetch("", ["x1", "y1", "z1"])
+        await a.take("x1")
+        await c.take("y1")
+        await b.take("z1")  # held: P is not settled
+        await a.fetch("x1", ["x2"])
+        await a.take("x2")
+        await a.fetch("x2", ["P"])
+        await a.take("P")
+        await a.fetch("P", [])
+        await a.sync()
+        await fa.aclose()
+        await c.fetch("y1", ["P"])
+        await c.sync()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fb.admit_seeds, [url("P")], url("sitemap"))
+            await trio.testing.wait_all_tasks_blocked()
+            await b.sync()
+        await c.sync()
+        assert (a.corrections, b.corrections) == ([], [])
+        assert c.corrections == [(url("P"), 3, 2, url("y1")), (url("P"), 2, 0, url("sitemap"))]
+        assert await check_crawl(redis_server.url, crawl_id) == []
