@@ -43,10 +43,14 @@ queued URLs first, but never waits for a slow shallow page. A URL's depth
 is the shortest path known when it is handed out; when a shorter path is
 found later, Redis lowers it and passes the decrease on through the links
 it keeps for finished pages (until they are settled, as in
-``core/frontier.py`` rule 7). A page whose record is already written gets a
-``DepthCorrection`` (``attach``'s ``correct``), from whichever worker's call
-found the shorter path; a page still being fetched gets it from the worker
-that fetched it, right after its record. Links ``max_depth`` cut off are
+``core/frontier.py`` rule 7). Every ``DepthCorrection`` (``attach``'s
+``correct``) of a page comes from the worker that wrote its record: a page
+still being fetched gets it right after its record, with its finish; a page
+already recorded gets it at that worker's next sync, whichever worker's call
+found the shorter path (Redis keeps it for that worker meanwhile, counted as
+unfinished). So a page's corrections reach the consumer in the order Redis
+made them, each naming the depth the one before it set: two workers' replies
+could come back in either order. Links ``max_depth`` cut off are
 kept as well, and admitted if a shorter path brings them within reach: so
 exactly the pages within ``max_depth`` links are fetched, each once.
 """
@@ -147,6 +151,8 @@ class RedisFrontier:
         self._leases: dict[Entry, Lease] = {}
         self._deferred: dict[bytes, Entry] = {}
         self._pending = 0  # leases whose move is in the outbox or on the wire
+        #: A sync call is on the wire: its reply may carry corrections to write.
+        self._syncing = False
         self._outbox = Batch()
         # what Redis said last
         self._signals = Signals()
@@ -401,7 +407,10 @@ class RedisFrontier:
         if self._stopping or self._lost is not None or self._closed:
             return 0
         if self._done:
-            return self._pending
+            # The call that made the crawl done may still be on the wire (its
+            # "done" can come first, on the listener's connection): its reply
+            # may carry corrections this worker must write.
+            return self._pending + int(self._syncing)
         elsewhere = self._remote_unfinished - len(self._leases)
         return self._pending + max(1, elsewhere)
 
@@ -512,6 +521,14 @@ class RedisFrontier:
 
     async def _round(self, want: int) -> None:
         """One sync call: this worker's moves, then a take of ``want`` URLs."""
+        self._syncing = True
+        try:
+            await self._sync(want)
+        finally:
+            self._syncing = False
+        self._check_idle()
+
+    async def _sync(self, want: int) -> None:
         batch, self._outbox = self._outbox, Batch()
         confirmed = batch.confirmed
         self._signals.remote_kick = False
@@ -535,8 +552,9 @@ class RedisFrontier:
         if reply.refused:
             # Moves of leases Redis had taken back (the retaker sends their links).
             self.refused += reply.refused
-        # Each after the record it corrects: this worker's finishes in this
-        # call came after their records, and other workers' before this call.
+        # Each after the record it corrects, and after the corrections made
+        # before it: Redis gives a record's corrections only to the worker
+        # that wrote it, in order (this call's finishes came after their records).
         for correction in reply.corrections:
             self._correct(correction)
         for taken in reply.taken:
@@ -547,7 +565,6 @@ class RedisFrontier:
         self._due_at = now + reply.due / 1000 if reply.due >= 0 else math.inf
         if not reply.alive:
             self._signals.rejoin = True
-        self._check_idle()
 
     def _take(self, taken: wire.Taken) -> None:
         entry = self._deferred.pop(taken.digest, None)

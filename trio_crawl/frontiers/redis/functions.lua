@@ -6,10 +6,13 @@ local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
 local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
 -- E_LDEPTH: the depth it had when last leased (what the holder's record says).
 local E_LDEPTH = 13
--- A finished page not settled yet (``dn``): URL, depth, referrer, links. A
+-- A finished page not settled yet (``dn``): URL, depth, referrer, links,
+-- and the worker that wrote its record (its corrections go to that worker). A
 -- link is {digest, hop} (hop: 1 a link, 0 a redirect), or, for one
 -- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}.
-local D_URL, D_DEPTH, D_REF, D_LINKS = 1, 2, 3, 4
+local D_URL, D_DEPTH, D_REF, D_LINKS, D_OWNER = 1, 2, 3, 4, 5
+-- Fields of a depth correction (in a reply, or waiting in ``fx:<owner>``).
+local FIX = 4
 
 local COUNTERS = {'unfinished', 'fresh', 'started', 'maxp', 'done', 'low', 'maxd',
   'leased', 'finished', 'refused', 'L', 's', 'n', 'ival', 'plim', 'setup', 'lease',
@@ -134,12 +137,40 @@ local function is_settled(C, depth)
   return C.nosettle == 0 and depth <= C.low
 end
 
-local function correct(C, url, depth, ref, previous)
+-- A record's correction goes to the worker that wrote the record: that
+-- worker's corrections of a page come after its record and after each
+-- other, in the order Redis made them. Had the worker whose call found the
+-- shorter path written it, two corrections of one page from two workers
+-- could reach the consumer in either order (two replies, two sockets). One
+-- for another live worker waits in ``fx:<owner>`` for that worker's next
+-- sync, counted as unfinished (the crawl is not done before it is written);
+-- one for a worker gone (or the caller's own) comes in this reply. The
+-- worker that writes it, which writes the page's next ones too.
+local function correct(C, url, depth, ref, previous, owner)
   local f = C.fixes
+  if owner and owner ~= '' and owner ~= C.owner
+      and redis.call('ZSCORE', C.p .. 'w', owner) then
+    redis.call('RPUSH', C.p .. 'fx:' .. owner, url, depth, ref or '', previous)
+    C.unfinished = C.unfinished + 1
+    C.changed = true -- an idle owner is woken to write it
+    return owner
+  end
   f[#f + 1] = url
   f[#f + 1] = depth
   f[#f + 1] = ref or ''
   f[#f + 1] = previous
+  return C.owner
+end
+
+-- Corrections waiting in ``key`` come in this reply, before any this call
+-- makes (they were made first).
+local function take_fixes(C, key)
+  local items = redis.call('LRANGE', key, 0, -1)
+  if #items == 0 then return end
+  redis.call('DEL', key)
+  local f = C.fixes
+  for _, x in ipairs(items) do f[#f + 1] = x end
+  C.unfinished = C.unfinished - #items / FIX
 end
 
 local function keep_done(C, d, rec)
@@ -263,8 +294,8 @@ end
 
 -- A shorter path: URL ``d`` is ``depth`` links away, through ``ref``. Lower
 -- it and pass the decrease on through the links of finished pages, each
--- written record getting a correction (shallowest paths first, so that a
--- page is lowered once per call as a rule).
+-- written record getting a correction, for the worker that wrote it
+-- (shallowest paths first, so that a page is lowered once per call as a rule).
 local function lower(C, d, depth, ref)
   local work = {{d, depth, ref}}
   local k = 1
@@ -292,7 +323,7 @@ local function lower(C, d, depth, ref)
       local raw = redis.call('HGET', C.p .. 'dn', dd)
       local rec = raw and cmsgpack.unpack(raw)
       if rec and nd < rec[D_DEPTH] then
-        correct(C, rec[D_URL], nd, via, rec[D_DEPTH])
+        rec[D_OWNER] = correct(C, rec[D_URL], nd, via, rec[D_DEPTH], rec[D_OWNER])
         redis.call('SREM', C.p .. 'u:' .. rec[D_DEPTH], dd)
         rec[D_DEPTH] = nd
         rec[D_REF] = via
@@ -376,6 +407,13 @@ local function reclaim(C, owner)
   end
   redis.call('DEL', key)
   redis.call('ZREM', C.p .. 'w', owner)
+  -- Its corrections still waiting: any worker's next sync writes them.
+  local fx = C.p .. 'fx:' .. owner
+  if redis.call('EXISTS', fx) == 1 then
+    push_all(C.p .. 'fx', redis.call('LRANGE', fx, 0, -1))
+    redis.call('DEL', fx)
+    C.changed = true
+  end
 end
 
 local function reclaim_expired(C)
@@ -394,7 +432,7 @@ local function finish(C, d, token, started, children, args, i)
     return i + 7 * children -- a stale lease: its children come with the retaker
   end
   local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
-  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was) end
+  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
   local links = {}
   for _ = 1, children do
     local cd, url, hostname, ref, chain, payload =
@@ -414,7 +452,7 @@ local function finish(C, d, token, started, children, args, i)
   count_depth(C, depth, -1)
   advance_low(C)
   if not is_settled(C, depth) then
-    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links})
+    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links, C.owner})
   end
   C.unfinished = C.unfinished - 1
   C.finished = C.finished + 1
@@ -680,6 +718,8 @@ local function sync(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
   local C = open(keys[1])
   C.owner = args[1]
+  take_fixes(C, C.p .. 'fx:' .. C.owner)
+  take_fixes(C, C.p .. 'fx')
   local want = tonumber(args[2])
   local floor = tonumber(args[3])
   local i = 4
@@ -863,6 +903,9 @@ local function check(keys, args)
       bad(url .. ': unknown state ' .. tostring(state))
     end
   end
+  local waiting_fixes = redis.call('LLEN', p .. 'fx')
+  for owner, _ in pairs(live) do waiting_fixes = waiting_fixes + redis.call('LLEN', p .. 'fx:' .. owner) end
+  total = total + waiting_fixes / FIX
   local function same(name, counted, stored)
     if counted ~= stored then
       bad(name .. ': counted ' .. counted .. ', stored ' .. stored)

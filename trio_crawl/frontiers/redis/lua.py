@@ -30,8 +30,13 @@ cluster would keep them on one node):
                ``infl`` (leased URLs), ``ok`` (robots.txt read)
 ``ud``         hash: depth -> unfinished URLs at that depth (to settle, not a gate)
 ``dn``         hash: digest -> a finished page not settled yet (MessagePack:
-               URL, depth, referrer, links), kept so that a shorter path
-               found later corrects its record and reaches its links
+               URL, depth, referrer, links, the worker that wrote its
+               record), kept so that a shorter path found later corrects
+               its record and reaches its links
+``fx:<owner>`` list: depth corrections (4 fields each) of records that
+               worker wrote, found by another worker's call: written by
+               that worker, in order, at its next sync (counted unfinished)
+``fx``         list: corrections whose worker left before writing them
 ``u:<d>``      set: digests of the pages in ``dn`` at depth d
 ``w``          sorted set: live workers, scored by their lease expiry
 ``wl:<owner>`` set: digests leased to that worker
