@@ -703,7 +703,8 @@ def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
     replies stop each worker with one line, exit 75, without a traceback,
     and the password of the URL is not in it."""
     redis = own_redis(password="s3cret-pw")
-    with serve_site(slow_site(400, 0.02)) as server:
+    hold = threading.Event()  # /hold answers after the cap: the crawl cannot end first
+    with serve_site(slow_site(400, 0.02, hold)) as server:
         out = tmp_path / "out.jsonl"
         args = [server.url("/"), "--redis", redis.url, "--crawl-id", "oom", "-q", "-o", str(out)]
         if processes:
@@ -712,8 +713,10 @@ def test_an_error_reply_mid_crawl_is_one_line_and_exit_75(
         else:
             parts = [out]
         worker = start_worker(*args)
-        wait_for_records(parts, 20)
+        for part in parts:  # every worker is in the crawl: its refusal is mid-crawl
+            wait_for_records([part], 10)
         assert redis.command("CONFIG", "SET", "maxmemory", "1") == "+OK"
+        hold.set()
         _, stderr = worker.communicate(timeout=60)
     assert worker.returncode == 75, stderr
     lines = error_lines(stderr)
