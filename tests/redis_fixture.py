@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,23 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 def crawl_id() -> str:
     """A crawl id of its own for each test: the session's Redis is shared."""
     return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Start redis-servers of the test's own (options, password) and stop
+    them after: for tests that break their server (OOM, FLUSHALL)."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    started: list[RedisServer] = []
+
+    def start(*extra: str, password: str | None = None) -> RedisServer:
+        server = start_redis(tmp_path_factory.mktemp("own"), *extra, password=password)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        if server.process.poll() is None:
+            server.process.kill()
+        server.process.wait()

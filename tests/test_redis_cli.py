@@ -626,23 +626,7 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line]
 
 
-@pytest.fixture
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Start redis-servers of the test's own (options, password) and stop them after."""
-    if redis_fixture.REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
-    started: list[RedisServer] = []
-
-    def start(*extra: str, password: str | None = None) -> RedisServer:
-        server = start_redis(tmp_path_factory.mktemp("own"), *extra, password=password)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        if server.process.poll() is None:
-            server.process.kill()
-        server.process.wait()
+own_redis = redis_fixture.own_redis
 
 
 def wait_for_records(paths: Sequence[Path], n: int) -> None:

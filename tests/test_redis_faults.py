@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +19,14 @@ from trio_crawl.testing import Site, page, serve_site
 
 import redis_fixture
 from cli_helpers import run_cli as cli
-from redis_fixture import RedisServer, start_redis
+from redis_fixture import start_redis
 
 pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
 
 TIMEOUT = 60
 
 
-@pytest.fixture
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Start redis-servers of the test's own and stop them after."""
-    if redis_fixture.REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
-    started: list[RedisServer] = []
-
-    def start(*extra: str, password: str | None = None) -> RedisServer:
-        server = start_redis(tmp_path_factory.mktemp("own"), *extra, password=password)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
+own_redis = redis_fixture.own_redis
 
 
 def small_site(size: int = 20) -> Site:
