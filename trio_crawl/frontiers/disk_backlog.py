@@ -20,10 +20,11 @@ What the engine relies on
    the termination invariant counts it as a fourth place (docs/termination.md).
 3. Start and Finish are written behind: ``note`` keeps them in a list, and
    they are applied, in order and in one transaction, before the next disk
-   call (``admit``, ``take``) or by ``flush``, which the frontier calls every
-   ``FLUSH_INTERVAL`` (0.5 s). Losing the last ones in a crash only means a URL
-   looks in flight on resume, and the output file, which is reconciled first,
-   says whether it was recorded.
+   call (``admit``, ``take``; an offer applies them first in its own
+   transaction, one commit per page instead of two) or by ``flush``, which
+   the frontier calls every ``FLUSH_INTERVAL`` (0.5 s). Losing the last ones
+   in a crash only means a URL looks in flight on resume, and the output
+   file, which is reconciled first, says whether it was recorded.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import TypeVar
 
 import trio
 
-from .sqlite_state import Admit, CrawlState, Offered, Op, Row
+from .sqlite_state import Admit, CrawlState, Finish, Offered, Op, Row, Start
 
 T = TypeVar("T")
 
@@ -49,18 +50,23 @@ class DiskBacklog:
         self.state = state
         self.queued_on_disk = state.queued_on_disk()
         self._limiter = trio.CapacityLimiter(1)
-        self._pending: list[Op] = []
+        self._pending: list[Start | Finish] = []
 
     async def _run(self, fn: Callable[[], T]) -> T:
         return await trio.to_thread.run_sync(fn, limiter=self._limiter)
 
     def _apply_pending(self) -> None:
         """In the worker thread: write the noted ops first (keeps their order)."""
-        ops, self._pending = self._pending, []
+        ops = self._take_pending()
         if ops:
             self.state.apply(ops)
 
-    def note(self, op: Op) -> None:
+    def _take_pending(self) -> list[Start | Finish]:
+        """In the worker thread: the noted ops, for an offer to apply first."""
+        ops, self._pending = self._pending, []
+        return ops
+
+    def note(self, op: Start | Finish) -> None:
         """Keep a Start/Finish to be written before the next disk call or by
         ``flush``. Not a checkpoint."""
         self._pending.append(op)
@@ -98,9 +104,13 @@ class DiskBacklog:
         """``CrawlState.offer_links`` in the worker thread (atomic, as ``admit``)."""
 
         def work() -> Offered:
-            self._apply_pending()
             return self.state.offer_links(
-                parent, links, room=room, max_depth=max_depth, settles=settles
+                parent,
+                links,
+                room=room,
+                max_depth=max_depth,
+                settles=settles,
+                before=self._take_pending(),
             )
 
         return self._count(await self._run(work))
@@ -109,8 +119,7 @@ class DiskBacklog:
         """``CrawlState.offer_seeds`` in the worker thread."""
 
         def work() -> Offered:
-            self._apply_pending()
-            return self.state.offer_seeds(urls, referrer, room=room)
+            return self.state.offer_seeds(urls, referrer, room=room, before=self._take_pending())
 
         return self._count(await self._run(work))
 
@@ -120,9 +129,13 @@ class DiskBacklog:
         """``CrawlState.offer_redirect`` in the worker thread."""
 
         def work() -> Offered:
-            self._apply_pending()
             return self.state.offer_redirect(
-                parent, target, room=room, max_depth=max_depth, settles=settles
+                parent,
+                target,
+                room=room,
+                max_depth=max_depth,
+                settles=settles,
+                before=self._take_pending(),
             )
 
         return self._count(await self._run(work))
