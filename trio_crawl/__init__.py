@@ -16,6 +16,11 @@ subpackages are the implementation, laid out by layer, and may change:
     sites/      local sites served on 127.0.0.1 (the demo, tests)
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core.config import CrawlConfig
 from .core.http import FetchConfig
 from .core.models import CrawlRecord, DepthUpdate, ErrorInfo, FetchResult
@@ -40,11 +45,39 @@ from .errors import (
 from .fetch.base import Fetcher
 from .frontiers.base import FrontierBackend
 from .frontiers.memory import MemoryFrontier
-from .frontiers.redis import RedisFrontier, open_redis_frontier
-from .frontiers.redis import check_crawl as check_redis_crawl
-from .frontiers.redis import delete_crawl as delete_redis_crawl
-from .frontiers.sqlite import SqliteFrontier
 from .workpool import Room, WorkPool, WorkPoolStatistics
+
+if TYPE_CHECKING:
+    from .frontiers.redis import RedisFrontier, open_redis_frontier
+    from .frontiers.redis import check_crawl as check_redis_crawl
+    from .frontiers.redis import delete_crawl as delete_redis_crawl
+    from .frontiers.sqlite import SqliteFrontier
+
+#: Public names imported on first use (PEP 562): a crawl in memory needs
+#: neither the Redis nor the SQLite frontier, and importing them slows every
+#: start of ``trio-crawl``.
+#: name -> (module, its name there)
+_LAZY = {
+    "RedisFrontier": (".frontiers.redis", "RedisFrontier"),
+    "open_redis_frontier": (".frontiers.redis", "open_redis_frontier"),
+    "check_redis_crawl": (".frontiers.redis", "check_crawl"),
+    "delete_redis_crawl": (".frontiers.redis", "delete_crawl"),
+    "SqliteFrontier": (".frontiers.sqlite", "SqliteFrontier"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module, __name__), attribute)
+    globals()[name] = value  # the next lookup finds it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ConfigError",
