@@ -9,6 +9,11 @@ jar (``http.cookiejar``, ``urllib.request``), handlers' ``lxml.html``; with
 is chosen, and the library's public names for them still work (the face
 imports them on first use). Checked in fresh interpreters: this one has
 imported everything already.
+
+And Ctrl-C while those modules load ends as Ctrl-C before a crawl does: exit
+130 and one line, no traceback. ``import trio_crawl`` loads nothing heavy,
+and the entry (``trio_crawl.__main__.run``) imports the command line inside
+a ``try``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -154,3 +160,46 @@ def test_every_public_name_resolves_to_its_module() -> None:
         assert getattr(trio_crawl, name) is not None, name
     with pytest.raises(AttributeError, match=r"has no attribute 'NoSuchName'"):
         trio_crawl.NoSuchName  # noqa: B018
+
+
+#: Sends this process SIGINT while it imports trio (the first heavy import of
+#: the command line: KeyboardInterrupt is raised inside it, as a Ctrl-C then
+#: would be), then starts ``trio-crawl`` the way ENTRY says.
+INTERRUPTED_IMPORT = textwrap.dedent(
+    """
+    import os, runpy, signal, sys
+
+    class InterruptTrioImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == "trio":
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, InterruptTrioImport())
+    sys.argv = ["trio-crawl", "--version"]
+    ENTRY
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        # the console script (pyproject's [project.scripts])
+        "from trio_crawl.__main__ import run; run()",
+        # python -m trio_crawl
+        "runpy.run_module('trio_crawl', run_name='__main__', alter_sys=True)",
+    ],
+    ids=["console-script", "python-m"],
+)
+def test_ctrl_c_while_importing_exits_130_without_a_traceback(entry: str) -> None:
+    result = run_python(INTERRUPTED_IMPORT.replace("ENTRY", entry))
+    assert result.stderr == "trio-crawl: error: interrupted before the crawl started\n"
+    assert result.returncode == 130
+    assert result.stdout == ""  # stopped before --version was answered
+
+
+def test_the_console_script_is_the_guarded_entry() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"] == {"trio-crawl": "trio_crawl.__main__:run"}
