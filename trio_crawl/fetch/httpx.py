@@ -280,8 +280,9 @@ def make_client(
     Proxies follow ``FetchConfig.proxy`` and the environment (``fetch.proxy``)
     and CA settings are honoured (rule 8); the client keeps no cookies
     (rule 10). Host names are looked up through ``resolver`` (rule 11; a new
-    ``CachingResolver`` when None), shared by every transport. Raises ``ImportError`` for ``http2`` without the ``h2``
-    package, and ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
+    ``CachingResolver`` when None), shared by every transport. Raises
+    ``ImportError`` for ``http2`` without the ``h2`` package, and
+    ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
     """
     limits = httpx2.Limits(
         max_connections=config.max_connections,
