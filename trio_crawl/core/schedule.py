@@ -34,6 +34,21 @@ Rules
    something without any request finishing first; None if no such time
    (nothing parked, or everything waits for a request on its host to end,
    which the engine reports through ``release``).
+8. Memory: a broad crawl meets hosts without end, so a host is *forgotten*
+   once it is idle (nothing in flight, queued or reserved) and its next
+   start is due (its interval since the last start has passed): at once
+   when its interval is 0, else by the first ``try_start``/``pop_ready``
+   whose ``now`` has passed it (``forget_idle(now)`` does it on demand).
+   What rules 1 and 6 still need of it is only a Crawl-delay different from
+   the default, kept as two floats (``_delays``); a forgotten host seen
+   again starts fresh, which is what it would have done: its next start
+   was already due. Retries deferred for it (rule 4) do not keep it. The one
+   visible difference: when ``pop_ready`` hands over jobs of several hosts
+   at once, a forgotten host's come first (its due time counts as "long
+   ago"); each host's own jobs keep their order, and a ``next_deadline`` in
+   the past may be an earlier past time.
+   ``forget_idle_hosts=False`` keeps every host for ever (the reference the
+   tests compare with).
 """
 
 from __future__ import annotations
@@ -60,13 +75,16 @@ RATE_SLACK = 0.05
 RANDOM_WAIT_RANGE = (0.5, 1.5)
 
 
+_NEVER = float("-inf")
+
+
 @dataclass(slots=True)
 class _Host(Generic[J]):
     interval: float
     #: The shortest gap a random wait may draw (the Crawl-delay, with slack).
     floor: float = 0.0
     in_flight: int = 0
-    next_start: float = float("-inf")
+    next_start: float = _NEVER
     queue: deque[J] = field(default_factory=deque)
     reserved: set[J] = field(default_factory=set)
     #: The time under which this host sits in the timed heap (None: not there).
@@ -83,6 +101,7 @@ class PoliteSchedule(Generic[J]):
         max_per_host: int | None = None,
         random_wait: bool = False,
         rng: random.Random | None = None,
+        forget_idle_hosts: bool = True,
     ) -> None:
         if rate is not None and rate <= 0:
             raise ValueError("rate must be > 0")
@@ -91,7 +110,15 @@ class PoliteSchedule(Generic[J]):
         self._base_interval = 0.0 if rate is None else (1.0 / rate) * (1 + RATE_SLACK)
         self._max_per_host = max_per_host
         self._rng = (rng or random.Random()) if random_wait else None
+        self._forget = forget_idle_hosts
+        #: Hosts that are busy, or idle but not yet due (rule 8).
         self._hosts: dict[str, _Host[J]] = {}
+        #: host -> (interval, floor) of a host not in ``_hosts`` whose
+        #: Crawl-delay makes them differ from the default (rule 8).
+        self._delays: dict[str, tuple[float, float]] = {}
+        #: Idle hosts to forget once due: (next start, seq, host); stale
+        #: entries (the host got busy again) are skipped.
+        self._idle: list[tuple[float, int, str]] = []
         self._deferred: list[tuple[float, int, J, str]] = []
         self._seq = itertools.count()
         #: Hosts that have queued jobs and might become startable by time.
@@ -104,16 +131,29 @@ class PoliteSchedule(Generic[J]):
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
         """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
-        state = self._host(host)
-        wanted = self._base_interval
-        state.floor = 0.0
+        wanted, floor = self._base_interval, 0.0
         if delay is not None and delay > 0:
-            state.floor = delay * (1 + RATE_SLACK)
-            wanted = max(wanted, state.floor)
-        state.interval = wanted
+            floor = delay * (1 + RATE_SLACK)
+            wanted = max(wanted, floor)
+        state = self._hosts.get(host)
+        if state is not None:
+            state.interval, state.floor = wanted, floor
+        elif (wanted, floor) == (self._base_interval, 0.0):
+            self._delays.pop(host, None)  # the default: nothing to remember
+        else:
+            self._delays[host] = (wanted, floor)
 
     def interval(self, host: str) -> float:
-        return self._host(host).interval
+        state = self._hosts.get(host)
+        if state is not None:
+            return state.interval
+        return self._delays.get(host, (self._base_interval, 0.0))[0]
+
+    @property
+    def known_hosts(self) -> int:
+        """Hosts the schedule holds state for: busy, or idle but not yet due
+        (rule 8; with ``forget_idle_hosts=False``, every host ever seen)."""
+        return len(self._hosts)
 
     # -- questions ---------------------------------------------------------
 
@@ -131,10 +171,10 @@ class PoliteSchedule(Generic[J]):
         timed = self._timed
         while timed:
             when, _, host = timed[0]
-            state = self._hosts[host]
-            if state.armed != when or not self._eligible(state):
+            state = self._hosts.get(host)
+            if state is None or state.armed != when or not self._eligible(state):
                 heapq.heappop(timed)  # stale entry
-                if state.armed == when:
+                if state is not None and state.armed == when:
                     state.armed = None
                 continue
             if best is None or when < best:
@@ -146,6 +186,8 @@ class PoliteSchedule(Generic[J]):
 
     def try_start(self, job: J, host: str, now: float) -> bool:
         """May ``job`` start now? If yes, record the start; if not, park it."""
+        if self._idle and self._idle[0][0] <= now:
+            self.forget_idle(now)
         state = self._host(host)
         if state.interval == 0 and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
@@ -174,13 +216,14 @@ class PoliteSchedule(Generic[J]):
 
     def release(self, host: str) -> None:
         """A request to ``host`` ended (success or failure)."""
-        state = self._hosts[host]
-        if state.in_flight <= 0:
+        state = self._hosts.get(host)
+        if state is None or state.in_flight <= 0:
             raise RuntimeError(f"schedule invariant broken: release of idle host {host}")
         state.in_flight -= 1
         if not state.in_flight:
             self.hosts_in_flight -= 1
         self._arm(host, state)
+        self._may_forget(host, state)
 
     def unreserve(self, job: J, host: str) -> None:
         """A reserved job will not start after all (stopping, budget spent)."""
@@ -188,18 +231,20 @@ class PoliteSchedule(Generic[J]):
         if state is not None:
             state.reserved.discard(job)
             self._arm(host, state)
+            self._may_forget(host, state)
 
     def defer(self, job: J, host: str, not_before: float) -> None:
         """Park ``job`` until ``not_before`` (a retry back-off)."""
-        self._host(host)
         heapq.heappush(self._deferred, (not_before, next(self._seq), job, host))
 
     def pop_ready(self, now: float) -> list[J]:
         """Jobs that may start now, each with its host slot reserved."""
+        if self._idle and self._idle[0][0] <= now:
+            self.forget_idle(now)
         deferred = self._deferred
         while deferred and deferred[0][0] <= now:
             _, _, job, host = heapq.heappop(deferred)
-            state = self._hosts[host]
+            state = self._host(host)
             state.queue.append(job)
             self._queued += 1
             self._arm(host, state)
@@ -207,8 +252,8 @@ class PoliteSchedule(Generic[J]):
         timed = self._timed
         while timed and timed[0][0] <= now:
             when, _, host = heapq.heappop(timed)
-            state = self._hosts[host]
-            if state.armed != when:
+            state = self._hosts.get(host)
+            if state is None or state.armed != when:
                 continue  # stale entry
             state.armed = None
             while (
@@ -232,13 +277,14 @@ class PoliteSchedule(Generic[J]):
         if removed:
             self._deferred = [item for item in self._deferred if not predicate(item[2])]
             heapq.heapify(self._deferred)
-        for host, state in self._hosts.items():
+        for host, state in list(self._hosts.items()):
             gone = [job for job in state.queue if predicate(job)]
             if gone:
                 state.queue = deque(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
                 self._arm(host, state)
+                self._may_forget(host, state)
         return removed
 
     def drain(self) -> list[J]:
@@ -250,17 +296,48 @@ class PoliteSchedule(Generic[J]):
             state.queue.clear()
         self._queued = 0
         self._timed.clear()
-        for state in self._hosts.values():
+        for host, state in list(self._hosts.items()):
             state.armed = None
+            self._may_forget(host, state)
         return jobs
+
+    def forget_idle(self, now: float) -> None:
+        """Forget the idle hosts whose next start is due by ``now`` (rule 8).
+        ``try_start`` and ``pop_ready`` do it as time passes."""
+        idle = self._idle
+        while idle and idle[0][0] <= now:
+            when, _, host = heapq.heappop(idle)
+            state = self._hosts.get(host)
+            if state is not None and state.next_start == when and self._is_idle(state):
+                self._forget_host(host, state)
 
     # -- internals ---------------------------------------------------------
 
     def _host(self, host: str) -> _Host[J]:
         state = self._hosts.get(host)
         if state is None:
-            state = self._hosts[host] = _Host(interval=self._base_interval)
+            interval, floor = self._delays.pop(host, (self._base_interval, 0.0))
+            state = self._hosts[host] = _Host(interval=interval, floor=floor)
         return state
+
+    @staticmethod
+    def _is_idle(state: _Host[J]) -> bool:
+        return not (state.in_flight or state.queue or state.reserved)
+
+    def _may_forget(self, host: str, state: _Host[J]) -> None:
+        """Forget an idle host now if its next start is surely due (interval 0:
+        it was its last start), else once it is (rule 8)."""
+        if not self._forget or not self._is_idle(state):
+            return
+        if state.interval == 0 or state.next_start == _NEVER:
+            self._forget_host(host, state)
+        else:
+            heapq.heappush(self._idle, (state.next_start, next(self._seq), host))
+
+    def _forget_host(self, host: str, state: _Host[J]) -> None:
+        del self._hosts[host]
+        if (state.interval, state.floor) != (self._base_interval, 0.0):
+            self._delays[host] = (state.interval, state.floor)
 
     def _has_capacity(self, state: _Host[J]) -> bool:
         limit = self._max_per_host
