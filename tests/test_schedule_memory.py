@@ -6,12 +6,14 @@ with the same operations and compares every answer."""
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from trio_crawl.core.fifo import Fifo
 from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
 
 H = "a.test:80"
@@ -67,6 +69,37 @@ def test_a_deferred_retry_does_not_keep_its_host() -> None:
     s.forget_idle(2.0)
     assert s.known_hosts == 0 and s.waiting == 1
     assert s.pop_ready(5.0) == ["a"] and s.try_start("a", H, 5.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.one_of(st.integers(0, 10**6), st.just("pop")), max_size=300))
+def test_fifo_behaves_like_a_deque(ops: list[int | str]) -> None:
+    """Appends and pops in any mix (long runs of each reach the compaction)."""
+    fifo: Fifo[int] = Fifo()
+    model: deque[int] = deque()
+    for op in ops:
+        if op == "pop":
+            if model:
+                assert fifo.popleft() == model.popleft()
+            else:
+                with pytest.raises(IndexError):
+                    fifo.popleft()
+        else:
+            assert isinstance(op, int)
+            fifo.append(op)
+            model.append(op)
+        assert list(fifo) == list(model) and len(fifo) == len(model)
+        assert bool(fifo) == bool(model)
+    fifo.clear()
+    assert not fifo and list(fifo) == []
+
+
+def test_a_long_fifo_drops_what_it_gave() -> None:
+    fifo = Fifo(range(1000))
+    for expected in range(990):
+        assert fifo.popleft() == expected
+    assert list(fifo) == list(range(990, 1000))
+    assert len(fifo._items) < 1000  # compacted on the way, not kept for ever
 
 
 HOSTS = st.sampled_from(["a:80", "b:80", "c:80"])

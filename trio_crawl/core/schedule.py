@@ -37,10 +37,10 @@ Rules
 8. Memory: a broad crawl meets hosts without end, so a host is *forgotten*
    once it is idle (nothing in flight, queued or reserved) and its next
    start is due (its interval since the last start has passed): at once
-   when its interval is 0, else by the first ``try_start``/``pop_ready``
+   when its last start left no gap, else by the first ``try_start``/``pop_ready``
    whose ``now`` has passed it (``forget_idle(now)`` does it on demand).
    What rules 1 and 6 still need of it is only a Crawl-delay different from
-   the default, kept as two floats (``_delays``); a forgotten host seen
+   the default, kept as one float (``_delays``); a forgotten host seen
    again starts fresh, which is what it would have done: its next start
    was already due. Retries deferred for it (rule 4) do not keep it. The one
    visible difference: when ``pop_ready`` hands over jobs of several hosts
@@ -56,10 +56,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from .fifo import Fifo
 
 J = TypeVar("J", bound=Hashable)
 
@@ -85,8 +86,10 @@ class _Host(Generic[J]):
     floor: float = 0.0
     in_flight: int = 0
     next_start: float = _NEVER
-    queue: deque[J] = field(default_factory=deque)
-    reserved: set[J] = field(default_factory=set)
+    queue: Fifo[J] = field(default_factory=Fifo)
+    #: Jobs handed over by ``pop_ready`` and not started yet (None: none;
+    #: most hosts never need the set, and an empty one is 216 bytes).
+    reserved: set[J] | None = None
     #: The time under which this host sits in the timed heap (None: not there).
     armed: float | None = None
 
@@ -113,9 +116,10 @@ class PoliteSchedule(Generic[J]):
         self._forget = forget_idle_hosts
         #: Hosts that are busy, or idle but not yet due (rule 8).
         self._hosts: dict[str, _Host[J]] = {}
-        #: host -> (interval, floor) of a host not in ``_hosts`` whose
+        #: host -> floor (its Crawl-delay with slack; the interval is the
+        #: larger of it and the base one) of a host not in ``_hosts`` whose
         #: Crawl-delay makes them differ from the default (rule 8).
-        self._delays: dict[str, tuple[float, float]] = {}
+        self._delays: dict[str, float] = {}
         #: Idle hosts to forget once due: (next start, seq, host); stale
         #: entries (the host got busy again) are skipped.
         self._idle: list[tuple[float, int, str]] = []
@@ -131,23 +135,20 @@ class PoliteSchedule(Generic[J]):
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
         """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
-        wanted, floor = self._base_interval, 0.0
-        if delay is not None and delay > 0:
-            floor = delay * (1 + RATE_SLACK)
-            wanted = max(wanted, floor)
+        floor = delay * (1 + RATE_SLACK) if delay is not None and delay > 0 else 0.0
         state = self._hosts.get(host)
         if state is not None:
-            state.interval, state.floor = wanted, floor
-        elif (wanted, floor) == (self._base_interval, 0.0):
-            self._delays.pop(host, None)  # the default: nothing to remember
+            state.interval, state.floor = max(self._base_interval, floor), floor
+        elif floor:
+            self._delays[host] = floor
         else:
-            self._delays[host] = (wanted, floor)
+            self._delays.pop(host, None)  # the default: nothing to remember
 
     def interval(self, host: str) -> float:
         state = self._hosts.get(host)
         if state is not None:
             return state.interval
-        return self._delays.get(host, (self._base_interval, 0.0))[0]
+        return max(self._base_interval, self._delays.get(host, 0.0))
 
     @property
     def known_hosts(self) -> int:
@@ -191,13 +192,12 @@ class PoliteSchedule(Generic[J]):
         state = self._host(host)
         if state.interval == 0 and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
-            state.reserved.discard(job)
+            _unreserve(state, job)
             if not state.in_flight:
                 self.hosts_in_flight += 1
             state.in_flight += 1
             return True
-        if job in state.reserved:
-            state.reserved.discard(job)
+        if _unreserve(state, job):
             self._record_start(state, now)
             self._arm(host, state)
             return True
@@ -229,7 +229,7 @@ class PoliteSchedule(Generic[J]):
         """A reserved job will not start after all (stopping, budget spent)."""
         state = self._hosts.get(host)
         if state is not None:
-            state.reserved.discard(job)
+            _unreserve(state, job)
             self._arm(host, state)
             self._may_forget(host, state)
 
@@ -252,9 +252,10 @@ class PoliteSchedule(Generic[J]):
         timed = self._timed
         while timed and timed[0][0] <= now:
             when, _, host = heapq.heappop(timed)
-            state = self._hosts.get(host)
-            if state is None or state.armed != when:
+            timed_state = self._hosts.get(host)
+            if timed_state is None or timed_state.armed != when:
                 continue  # stale entry
+            state = timed_state
             state.armed = None
             while (
                 state.queue
@@ -264,6 +265,8 @@ class PoliteSchedule(Generic[J]):
             ):
                 job = state.queue.popleft()
                 self._queued -= 1
+                if state.reserved is None:
+                    state.reserved = set()
                 state.reserved.add(job)
                 ready.append(job)
             self._arm(host, state)
@@ -280,7 +283,7 @@ class PoliteSchedule(Generic[J]):
         for host, state in list(self._hosts.items()):
             gone = [job for job in state.queue if predicate(job)]
             if gone:
-                state.queue = deque(job for job in state.queue if not predicate(job))
+                state.queue = Fifo(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
                 self._arm(host, state)
@@ -316,8 +319,9 @@ class PoliteSchedule(Generic[J]):
     def _host(self, host: str) -> _Host[J]:
         state = self._hosts.get(host)
         if state is None:
-            interval, floor = self._delays.pop(host, (self._base_interval, 0.0))
-            state = self._hosts[host] = _Host(interval=interval, floor=floor)
+            floor = self._delays.pop(host, 0.0)
+            state = _Host(interval=max(self._base_interval, floor), floor=floor)
+            self._hosts[host] = state
         return state
 
     @staticmethod
@@ -325,23 +329,24 @@ class PoliteSchedule(Generic[J]):
         return not (state.in_flight or state.queue or state.reserved)
 
     def _may_forget(self, host: str, state: _Host[J]) -> None:
-        """Forget an idle host now if its next start is surely due (interval 0:
-        it was its last start), else once it is (rule 8)."""
+        """Forget an idle host now if its next start is not held back (no
+        gap since its last start), else once it is due (rule 8)."""
         if not self._forget or not self._is_idle(state):
             return
-        if state.interval == 0 or state.next_start == _NEVER:
+        if state.next_start == _NEVER:
             self._forget_host(host, state)
         else:
             heapq.heappush(self._idle, (state.next_start, next(self._seq), host))
 
     def _forget_host(self, host: str, state: _Host[J]) -> None:
         del self._hosts[host]
-        if (state.interval, state.floor) != (self._base_interval, 0.0):
-            self._delays[host] = (state.interval, state.floor)
+        if state.floor:
+            self._delays[host] = state.floor
 
     def _has_capacity(self, state: _Host[J]) -> bool:
         limit = self._max_per_host
-        return limit is None or state.in_flight + len(state.reserved) < limit
+        reserved = 0 if state.reserved is None else len(state.reserved)
+        return limit is None or state.in_flight + reserved < limit
 
     def _record_start(self, state: _Host[J], now: float) -> None:
         if not state.in_flight:
@@ -350,7 +355,9 @@ class PoliteSchedule(Generic[J]):
         gap = state.interval
         if self._rng is not None and gap > 0:  # rule 6
             gap = max(state.floor, gap * self._rng.uniform(*RANDOM_WAIT_RANGE))
-        state.next_start = now + gap
+        # No gap: the next start may come at any time from now on, which is
+        # also what "never" says, and it lets the host be forgotten (rule 8).
+        state.next_start = now + gap if gap > 0 else _NEVER
 
     def _eligible(self, state: _Host[J]) -> bool:
         """Has queued jobs that only time (not a finishing request) can free."""
@@ -361,3 +368,14 @@ class PoliteSchedule(Generic[J]):
         if self._eligible(state) and state.armed != state.next_start:
             state.armed = state.next_start
             heapq.heappush(self._timed, (state.next_start, next(self._seq), host))
+
+
+def _unreserve(state: _Host[J], job: J) -> bool:
+    """Take ``job`` out of its host's reserved set; whether it was there."""
+    reserved = state.reserved
+    if reserved is None or job not in reserved:
+        return False
+    reserved.discard(job)
+    if not reserved:
+        state.reserved = None
+    return True
