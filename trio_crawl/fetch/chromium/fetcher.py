@@ -86,7 +86,7 @@ class ChromiumStatistics:
     """``rendered``: pages rendered; ``failed``: renders that failed;
     ``browsers``: browsers started (more than one: restarts); ``blocked``:
     browser requests refused, by reason (scope, robots, kind, requisite,
-    scheme, popup, dialog); ``auto``: with ``--render auto``, what was
+    scheme, popup, dialog, download); ``auto``: with ``--render auto``, what was
     rendered where, and why."""
 
     rendered: int

@@ -11,9 +11,10 @@ Rules:
    failed with ``BlockedByClient`` and counted in ``blocked``.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
    own tabs are resumed by ``new_tab``; a page we did not create is a popup
-   and is closed before it runs; other targets (frames, workers) are
-   resumed, since their requests meet rule 1.
-3. Downloads are denied browser-wide.
+   and is closed before its document loads (every request it makes is
+   failed); other targets (frames, workers) are resumed, since their
+   requests meet rule 1.
+3. Downloads are denied browser-wide, and counted (``download``).
 4. When the pipe closes every render of this browser fails (``BrowserClosed``
    reaches them through their own commands and event channels).
 """
@@ -59,6 +60,7 @@ class BrowserSession:
         self._own: set[str] = set()
         self._attached: dict[str, str] = {}
         self._attach_events: dict[str, trio.Event] = {}
+        self._popups: set[str] = set()
         #: Refused requests by reason, for the summary.
         self.blocked: Counter[str] = Counter()
         self._nursery: trio.Nursery | None = None
@@ -69,7 +71,9 @@ class BrowserSession:
         """Set the browser up, then route its events until the pipe closes."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self.cdp.send("Browser.setDownloadBehavior", {"behavior": "deny"})
+            await self.cdp.send(
+                "Browser.setDownloadBehavior", {"behavior": "deny", "eventsEnabled": True}
+            )
             await self.cdp.send(
                 "Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
             )
@@ -85,6 +89,9 @@ class BrowserSession:
                     self._attached_to(event)
                 elif event.method == "Target.detachedFromTarget":
                     self._attached.pop(event.params.get("targetId", ""), None)
+                    self._popups.discard(event.params.get("targetId", ""))
+                elif event.method == "Browser.downloadWillBegin":
+                    self.blocked["download"] += 1  # denied: nothing is written
             nursery.cancel_scope.cancel()
 
     # -- targets -------------------------------------------------------------
@@ -113,9 +120,7 @@ class BrowserSession:
         target = info["targetId"]
         self._attached[target] = session
         if info.get("type") == "page" and (info.get("openerId") or info.get("openerFrameId")):
-            self.blocked["popup"] += 1
-            self._fire("Target.closeTarget", {"targetId": target})
-            return
+            return self._close_popup(target, session, info)
         waiter = self._attach_events.get(target)
         if waiter is not None:  # ours: new_tab waits for it
             waiter.set()
@@ -123,6 +128,27 @@ class BrowserSession:
             return  # ours (Tab.open resumes it), or a stray page: left paused
         if event.params.get("waitingForDebugger"):
             self._fire("Runtime.runIfWaitingForDebugger", {}, session)
+
+    def _close_popup(self, target: str, session: str, info: dict[str, Any]) -> None:
+        """Close a page we did not open (rule 2). It is resumed first: its
+        opener's ``window.open`` waits for it, and the opener's scripts would
+        stop for good if it were closed while paused. Whatever it requests
+        in the moment before it closes is failed (``route_request``). A tab
+        counts the windows its page opens (``Page.windowOpen``, also those
+        Chromium's popup blocker stops); a popup whose opener is not one of
+        our tabs is counted here."""
+        self._popups.add(target)
+        if info.get("openerId") not in self._own:
+            self.blocked["popup"] += 1
+        assert self._nursery is not None
+        self._nursery.start_soon(self._resume_and_close, target, session)
+
+    async def _resume_and_close(self, target: str, session: str) -> None:
+        """In this order: a popup closed while paused leaves its opener stuck."""
+        with contextlib.suppress(CdpError, BrowserClosed):
+            await self.cdp.send("Runtime.runIfWaitingForDebugger", {}, session)
+        with contextlib.suppress(CdpError, BrowserClosed):
+            await self.cdp.send("Target.closeTarget", {"targetId": target})
 
     # -- requests ------------------------------------------------------------
 
@@ -133,6 +159,10 @@ class BrowserSession:
         kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
         frame = params.get("frameId", "")
         life = self.lives.get(frame)
+        if frame in self._popups:  # a popup's navigation, or a script written into it
+            return self._fire(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+            )
         if life is None and kind == "Document" and frame in self._own:
             # A tab between pages (a late timer of the last one): it goes nowhere.
             return self._fail(request_id, "client_redirect", None)
