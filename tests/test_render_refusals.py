@@ -7,11 +7,13 @@ summary's counters and the exact URL set; skipped where there is no Chromium.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import trio
@@ -22,6 +24,8 @@ from trio_crawl.core.models import CrawlRecord
 from trio_crawl.fetch.chromium import ChromiumFetcher
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page
+
+from forward_proxy import serve_proxy
 
 JSON = "application/json"
 
@@ -242,3 +246,73 @@ async def test_downloads_are_refused_counted_and_never_written(
     assert server.count("/attachment") == 1
     assert summary.render_blocked["download"] == 2
     assert written == [] and cwd == []
+
+
+# -- a proxy with a login ---------------------------------------------------------------
+
+LOGIN = ("proxy-user", "pr0xy:pass word")  # a colon and a space: sent percent-encoded
+PROXIED = """
+fetch('/links.json', {method: 'POST', body: 'x'}).then(r => r.json()).then(list => {
+  for (const href of list) {
+    const a = document.createElement('a'); a.href = href; document.body.append(a); } });
+fetch('/secret', {method: 'POST', body: 'x'}).then(r => {
+  const a = document.createElement('a'); a.href = '/status-' + r.status; document.body.append(a);
+});
+"""
+
+
+@pytest.mark.parametrize("given", ["--proxy", "http_proxy"])
+async def test_the_browser_logs_in_to_the_crawls_proxy_and_gives_its_login_to_nobody_else(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    site = Site(
+        {
+            "/": html('<script src="/lib.js"></script>' + script(PROXIED)),
+            "/lib.js": Response(
+                body=b"const a = document.createElement('a'); a.href = '/from-script';"
+                b" document.currentScript.after(a);",
+                content_type="text/javascript",
+            ),
+            "/links.json": Response(body=b'["/from-post"]', content_type=JSON),
+            # A server's own challenge: the page gets the 401, the server no login.
+            "/secret": Response(
+                status=401,
+                body=b"{}",
+                content_type=JSON,
+                headers=(("WWW-Authenticate", 'Basic realm="site"'),),
+            ),
+            **{p: page() for p in ("/from-script", "/from-post", "/status-401")},
+        }
+    )
+    with serve_site(site) as server, serve_proxy(server.port, login=LOGIN) as proxy:
+        user, password = (quote(part, safe="") for part in LOGIN)
+        with_login = proxy.url.replace("http://", f"http://{user}:{password}@")
+        if given == "--proxy":  # loopback included
+            records, summary = await crawl(server.url("/"), proxy=with_login)
+            base = server.base_url
+        else:  # never for loopback: a name only the proxy can reach
+            monkeypatch.setenv("http_proxy", with_login)
+            records, summary = await crawl("http://site.invalid/")
+            base = "http://site.invalid"
+    assert {url.removeprefix(base) for url in records} == {
+        "/",
+        "/from-script",
+        "/from-post",
+        "/status-401",
+    }
+    assert all(r.error is None for r in records.values())
+    # The browser's own requests went through the proxy, after a challenge it answered.
+    forwarded = [path for _, path in proxy.forwarded]
+    assert ("POST", "/links.json") in proxy.forwarded and "/lib.js" in forwarded
+    assert proxy.refused >= 1
+    # Everything the site received came through the proxy.
+    assert sorted(forwarded) == sorted(server.targets())
+    # No server got the proxy's login, not even the one that asked for a login.
+    secret = base64.b64encode(":".join(LOGIN).encode()).decode()
+    for request in server.log:
+        assert "authorization" not in request.headers, request.target
+        assert not any(secret in value for value in request.headers.values())
+    assert summary.render_blocked.get("scope", 0) == 0

@@ -15,7 +15,12 @@ Rules:
    failed); other targets (frames, workers) are resumed, since their
    requests meet rule 1.
 3. Downloads are denied browser-wide, and counted (``download``).
-4. When the pipe closes every render of this browser fails (``BrowserClosed``
+4. A login challenge (``Fetch.authRequired``, ``handleAuthRequests``) from
+   the crawl's proxy gets the proxy's login (``proxy.BrowserProxy``), once
+   per request (a second challenge means it was refused: cancelled); any
+   other, a web server's 401 included, is cancelled: the page sees the 401,
+   and no server ever gets the proxy's login.
+5. When the pipe closes every render of this browser fails (``BrowserClosed``
    reaches them through their own commands and event channels).
 """
 
@@ -34,6 +39,7 @@ from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
 from .policy import RequestPolicy, Verdict, resource_kind
+from .proxy import BrowserProxy
 
 __all__ = ["BrowserSession", "RobotsLookup"]
 
@@ -48,9 +54,17 @@ class BrowserSession:
     nursery for the browser's lifetime."""
 
     def __init__(
-        self, browser: Browser, policy: RequestPolicy, robots: RobotsLookup | None
+        self,
+        browser: Browser,
+        policy: RequestPolicy,
+        robots: RobotsLookup | None,
+        *,
+        proxy: BrowserProxy | None = None,
     ) -> None:
         self.browser = browser
+        self._proxy = proxy or BrowserProxy()
+        #: Requests already given a proxy login (a second challenge: it was refused).
+        self._logged_in: set[str] = set()
         self.cdp: CdpConnection = browser.cdp
         self._policy = policy
         self._robots = robots
@@ -75,7 +89,11 @@ class BrowserSession:
                 "Browser.setDownloadBehavior", {"behavior": "deny", "eventsEnabled": True}
             )
             await self.cdp.send(
-                "Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
+                "Fetch.enable",
+                {
+                    "patterns": [{"urlPattern": "*", "requestStage": "Request"}],
+                    "handleAuthRequests": True,
+                },
             )
             await self.cdp.send(
                 "Target.setAutoAttach",
@@ -85,6 +103,8 @@ class BrowserSession:
             async for event in self._events:
                 if event.method == "Fetch.requestPaused":
                     self.route_request(event.params)
+                elif event.method == "Fetch.authRequired":
+                    self._authenticate(event.params)
                 elif event.method == "Target.attachedToTarget":
                     self._attached_to(event)
                 elif event.method == "Target.detachedFromTarget":
@@ -149,6 +169,27 @@ class BrowserSession:
             await self.cdp.send("Runtime.runIfWaitingForDebugger", {}, session)
         with contextlib.suppress(CdpError, BrowserClosed):
             await self.cdp.send("Target.closeTarget", {"targetId": target})
+
+    # -- logins --------------------------------------------------------------
+
+    def _authenticate(self, params: dict[str, Any]) -> None:
+        """Answer a login challenge (rule 4): the proxy's login to the
+        proxy, once per request; nothing to a web server (its 401 reaches
+        the page as it is)."""
+        request_id = params["requestId"]
+        challenge = params.get("authChallenge", {})
+        login = None
+        if challenge.get("source") == "Proxy" and request_id not in self._logged_in:
+            login = self._proxy.login_for(challenge.get("origin", ""))
+        if login is None:
+            self._logged_in.discard(request_id)
+            answer: dict[str, str] = {"response": "CancelAuth"}
+        else:
+            self._logged_in.add(request_id)
+            answer = {"response": "ProvideCredentials", "username": login[0], "password": login[1]}
+        self._fire(
+            "Fetch.continueWithAuth", {"requestId": request_id, "authChallengeResponse": answer}
+        )
 
     # -- requests ------------------------------------------------------------
 
