@@ -210,9 +210,10 @@ class BrowserSession:
         if life is not None:
             life.request_started(trio.current_time())
             if kind == "Document":
-                if life.document_request(url) is DocumentStep.FULFILL:
+                step = life.document_request(url, navigation="networkId" in params)
+                if step is DocumentStep.FULFILL:
                     return self._fulfill(request_id, life)
-                return self._fail(request_id, "client_redirect", life)
+                return self._fail(request_id, "client_redirect", life)  # or a download
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
             return self._fire("Fetch.continueRequest", {"requestId": request_id})
