@@ -10,10 +10,10 @@ Rules:
    else goes through ``RequestPolicy`` and robots.txt; what is refused is
    failed with ``BlockedByClient`` and counted in ``blocked``.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
-   own tabs are resumed by ``new_tab``; a page we did not create is a popup
-   and is closed before its document loads (every request it makes is
-   failed); other targets (frames, workers) are resumed, since their
-   requests meet rule 1.
+   own tabs are resumed by ``new_tab``; a page we did not create is a popup:
+   resumed (its opener's ``window.open`` waits for it) and closed at once,
+   before its document loads; what it requests meanwhile is failed. Other
+   targets (frames, workers) are resumed, since their requests meet rule 1.
 3. Downloads are denied browser-wide, and counted (``download``).
 4. A login challenge (``Fetch.authRequired``, ``handleAuthRequests``) from
    the crawl's proxy gets the proxy's login (``proxy.BrowserProxy``), once
