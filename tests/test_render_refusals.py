@@ -45,6 +45,17 @@ POPUPS = ("/popup-on-load", "/popup-timer", "/popup-click")
 
 
 async def test_popups_a_page_opens_are_never_loaded_and_are_counted() -> None:
+    timer_ran = threading.Event()
+
+    def timer_done(request: SiteRequest) -> Response:
+        timer_ran.set()
+        return ok(request)
+
+    def after_timer(request: SiteRequest) -> Response:
+        """Held until the timer ran: the page's load waits for it."""
+        timer_ran.wait(LIMIT)
+        return Response(body=b"", content_type="text/javascript")
+
     with serve_site(Site({}, fallback=lambda r: popup_page("/far-popup-ran"))) as other:
         site = Site(
             {
@@ -54,7 +65,10 @@ async def test_popups_a_page_opens_are_never_loaded_and_are_counted() -> None:
                 ),
                 "/from-timer": html(
                     script("setTimeout(() => { open('/popup-timer'); fetch('/timer-ran') }, 9)")
+                    + '<script src="/after-timer.js"></script>'
                 ),
+                "/timer-ran": timer_done,
+                "/after-timer.js": after_timer,
                 # A target=_blank link the page's script clicks (and removes: no link to follow).
                 "/by-click": html(
                     script(
@@ -195,6 +209,16 @@ async def test_downloads_are_refused_counted_and_never_written(
 ) -> None:
     monkeypatch.chdir(tmp_path)
 
+    went_on = threading.Event()
+
+    def clicked(request: SiteRequest) -> Response:
+        went_on.set()
+        return ok(request)
+
+    def hold(request: SiteRequest) -> Response:
+        went_on.wait(LIMIT)
+        return Response(body=b"", content_type="text/javascript")
+
     attachment = Response(
         body=MARK.encode() * 100,
         content_type="text/plain",
@@ -209,9 +233,12 @@ async def test_downloads_are_refused_counted_and_never_written(
                     f"const a = document.createElement('a'); a.download = '{MARK}-link.bin';"
                     " a.href = '/file.bin'; document.body.append(a); a.click(); a.remove();"
                     " setTimeout(() => { const b = document.createElement('a');"
-                    " b.href = '/after-click'; document.body.append(b); }, 200);"
+                    " b.href = '/after-click'; document.body.append(b); fetch('/clicked'); }, 99);"
                 )
+                + '<script src="/hold.js"></script>'  # the page loads once the timer ran
             ),
+            "/clicked": clicked,
+            "/hold.js": hold,
             "/after-click": page(),
             "/frame-download": html(
                 script(
