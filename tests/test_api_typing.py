@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import typing
-from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,11 @@ from trio_crawl.engine.api import CrawlOptions
 REPO = Path(__file__).resolve().parent.parent
 
 
-#: Names the library annotates with but imports for type checkers only
-#: (``if TYPE_CHECKING``: a crawl without cookies never loads http.cookiejar),
-#: which get_type_hints must be given.
-ANNOTATION_ONLY = {"CookieJar": CookieJar}
-
-
 def test_crawl_options_mirror_crawl_config() -> None:
     fields = {f.name: f for f in dataclasses.fields(CrawlConfig)}
     del fields["start_urls"]
-    options = typing.get_type_hints(CrawlOptions, localns=ANNOTATION_ONLY)
-    config = typing.get_type_hints(CrawlConfig, localns=ANNOTATION_ONLY)
+    options = typing.get_type_hints(CrawlOptions)
+    config = typing.get_type_hints(CrawlConfig)
     assert set(options) == set(fields)
     for name, hint in options.items():
         assert hint == config[name], name

@@ -3,9 +3,8 @@ largest fixed cost).
 
 ``trio-crawl URL -o FILE`` (memory frontier, the curl fetcher, no option that
 needs more) must not import the optional features' modules: the SQLite and
-Redis frontiers, the WARC writer, the mirror, the Chromium fetcher, the cookie
-jar (``http.cookiejar``, ``urllib.request``), handlers' ``lxml.html``; with
-``-q``, not rich either. Each is imported where its option
+Redis frontiers, the WARC writer, the mirror, the Chromium fetcher, handlers'
+``lxml.html``; with ``-q``, not rich either. Each is imported where its option
 is chosen, and the library's public names for them still work (the face
 imports them on first use). Checked in fresh interpreters: this one has
 imported everything already.
@@ -49,8 +48,6 @@ OPTIONAL = (
     "trio_crawl.engine.render",
     "trio_crawl.fetch.chromium",
     "trio_crawl.fetch.cookies",
-    "http.cookiejar",
-    "urllib.request",
     "lxml.html",
 )
 #: What only the summary table and the live display use (not with -q).

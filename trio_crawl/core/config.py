@@ -11,7 +11,8 @@ import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from http.cookiejar import CookieJar
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
@@ -23,9 +24,6 @@ from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origin
 from .pool_sizing import INITIAL_WORKERS, machine_ceiling
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
-
-if TYPE_CHECKING:  # http.cookiejar loads urllib and email: only a crawl with cookies needs it
-    from http.cookiejar import CookieJar
 
 FETCHERS = ("curl", "httpx", "asks")
 

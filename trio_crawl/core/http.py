@@ -8,12 +8,9 @@ this module; it imports nothing of theirs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from http.cookiejar import CookieJar
 
 from .identity import Credentials
-
-if TYPE_CHECKING:  # http.cookiejar loads urllib and email: only a crawl with cookies needs it
-    from http.cookiejar import CookieJar
 
 DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 

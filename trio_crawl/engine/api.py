@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, Unpack
+from http.cookiejar import CookieJar
+from typing import Literal, TypedDict, TypeVar, Unpack
 
 import trio
 
@@ -25,9 +26,6 @@ from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
 from .fetchers import open_fetcher as open_fetcher  # re-exported: the library's face
 from .statistics import EngineStatistics
-
-if TYPE_CHECKING:  # http.cookiejar loads urllib and email: only a crawl with cookies needs it
-    from http.cookiejar import CookieJar
 
 T = TypeVar("T")
 C = TypeVar("C")
