@@ -58,10 +58,9 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
 from .recording import Recorder
-from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot
+from .statistics import RunClock, snapshot, with_render_statistics
 
 
 class Crawler:

@@ -3,16 +3,17 @@
 The rendering fetcher (``fetch.chromium``) cannot import the engine; this
 module gives it what it needs from the crawl: the scope, whether requisites
 and robots.txt count, and a ``RobotsCache`` for the browser's own requests.
+Only a crawl that renders imports it (``fetchers.open_fetcher``), and with it
+the Chromium fetcher; what a render adds to the summary is
+``statistics.with_render_statistics``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
-from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
 from ..fetch.chromium import (
     ChromiumFetcher,
@@ -55,21 +56,3 @@ async def open_render_fetcher(
         inner, settings, policy, None if config.ignore_robots else robots
     ) as fetcher:
         yield fetcher
-
-
-def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
-    """``summary`` with what the rendering fetcher did, if it is one."""
-    if not isinstance(fetcher, ChromiumFetcher):
-        return summary
-    stats = fetcher.statistics()
-    return dataclasses.replace(
-        summary,
-        rendered=stats.rendered,
-        render_failures=stats.failed,
-        browsers=stats.browsers,
-        render_blocked=stats.blocked,
-        render_auto={
-            r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
-            for r in stats.auto
-        },
-    )

@@ -30,6 +30,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -49,6 +50,7 @@ from .browser import open_browser
 from .cdp import BrowserClosed, CdpError
 from .life import PageLife
 from .policy import RequestPolicy
+from .proxy import browser_proxy
 from .session import BrowserSession, RobotsLookup
 from .tab import RenderFailed, Tab
 
@@ -69,7 +71,8 @@ class RenderSettings:
     at once; ``render_wait``: the longest wait for a page to settle;
     ``timeout``: a page's whole budget (fetch and render); ``auto``:
     render only where it adds links (``--render auto``, ``auto.RenderPlanner``);
-    ``proxy``: the crawl's (``""``: none; None: the environment's).
+    ``proxy``: the crawl's (``""``: none; None: the environment's): the
+    browser's own requests use it too, its login included (``proxy``).
     """
 
     executable: str
@@ -86,7 +89,7 @@ class ChromiumStatistics:
     """``rendered``: pages rendered; ``failed``: renders that failed;
     ``browsers``: browsers started (more than one: restarts); ``blocked``:
     browser requests refused, by reason (scope, robots, kind, requisite,
-    scheme, popup, dialog); ``auto``: with ``--render auto``, what was
+    scheme, popup, dialog, download); ``auto``: with ``--render auto``, what was
     rendered where, and why."""
 
     rendered: int
@@ -147,6 +150,7 @@ class ChromiumFetcher:
         self._blocked: Counter[str] = Counter()
         self._closed = False
         self._planner = RenderPlanner() if settings.auto else None
+        self._proxy = browser_proxy(settings.proxy, os.environ)
 
     def statistics(self) -> ChromiumStatistics:
         blocked = Counter(self._blocked)
@@ -260,9 +264,9 @@ class ChromiumFetcher:
         self, *, task_status: trio.TaskStatus[BrowserSession] = trio.TASK_STATUS_IGNORED
     ) -> None:
         async with open_browser(
-            self.settings.executable, self.settings.user_agent, self.settings.proxy
+            self.settings.executable, self.settings.user_agent, self._proxy.flags
         ) as browser:
-            session = BrowserSession(browser, self._policy, self._robots)
+            session = BrowserSession(browser, self._policy, self._robots, proxy=self._proxy)
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)
                 task_status.started(session)
