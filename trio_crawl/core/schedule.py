@@ -16,7 +16,9 @@ Rules
    server's.
 2. Concurrency: at most ``max_per_host`` requests in flight to one host.
 3. Order: a host's parked jobs start in FIFO order; a new job for a host that
-   has parked jobs queues behind them.
+   has parked jobs queues behind them. An *urgent* job (``urgent=True``: a
+   request of a page being rendered, which holds a browser tab while it
+   waits) queues behind the host's urgent jobs only, ahead of the rest.
 4. Back-off: ``defer(job, host, not_before)`` parks a job until a time
    (retries); when due it joins the back of its host's queue.
 5. Hand-over: ``pop_ready(now)`` returns jobs whose turn has come and
@@ -68,6 +70,8 @@ class _Host(Generic[J]):
     in_flight: int = 0
     next_start: float = float("-inf")
     queue: deque[J] = field(default_factory=deque)
+    #: Rule 3: parked urgent jobs, started before ``queue``.
+    urgent: deque[J] = field(default_factory=deque)
     reserved: set[J] = field(default_factory=set)
     #: The time under which this host sits in the timed heap (None: not there).
     armed: float | None = None
@@ -144,8 +148,9 @@ class PoliteSchedule(Generic[J]):
 
     # -- transitions -------------------------------------------------------
 
-    def try_start(self, job: J, host: str, now: float) -> bool:
-        """May ``job`` start now? If yes, record the start; if not, park it."""
+    def try_start(self, job: J, host: str, now: float, *, urgent: bool = False) -> bool:
+        """May ``job`` start now? If yes, record the start; if not, park it
+        (``urgent``: ahead of the host's other parked jobs, rule 3)."""
         state = self._host(host)
         if state.interval == 0 and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
@@ -160,14 +165,15 @@ class PoliteSchedule(Generic[J]):
             self._arm(host, state)
             return True
         if (
-            not state.queue
+            not state.urgent
+            and (urgent or not state.queue)
             and not state.reserved
             and self._has_capacity(state)
             and now >= state.next_start
         ):
             self._record_start(state, now)
             return True
-        state.queue.append(job)
+        (state.urgent if urgent else state.queue).append(job)
         self._queued += 1
         self._arm(host, state)
         return False
@@ -180,6 +186,19 @@ class PoliteSchedule(Generic[J]):
         state.in_flight -= 1
         if not state.in_flight:
             self.hosts_in_flight -= 1
+        self._arm(host, state)
+
+    def withdraw(self, job: J, host: str) -> None:
+        """``job``, parked or reserved, will not start after all (its
+        waiter was cancelled): it leaves the schedule."""
+        state = self._hosts.get(host)
+        if state is None:
+            return
+        for queue in (state.urgent, state.queue):
+            if job in queue:
+                queue.remove(job)
+                self._queued -= 1
+        state.reserved.discard(job)
         self._arm(host, state)
 
     def unreserve(self, job: J, host: str) -> None:
@@ -212,12 +231,12 @@ class PoliteSchedule(Generic[J]):
                 continue  # stale entry
             state.armed = None
             while (
-                state.queue
+                (state.urgent or state.queue)
                 and self._has_capacity(state)
                 and now >= state.next_start
                 and (state.interval == 0 or not state.reserved)
             ):
-                job = state.queue.popleft()
+                job = (state.urgent or state.queue).popleft()
                 self._queued -= 1
                 state.reserved.add(job)
                 ready.append(job)
@@ -233,8 +252,9 @@ class PoliteSchedule(Generic[J]):
             self._deferred = [item for item in self._deferred if not predicate(item[2])]
             heapq.heapify(self._deferred)
         for host, state in self._hosts.items():
-            gone = [job for job in state.queue if predicate(job)]
+            gone = [job for job in (*state.urgent, *state.queue) if predicate(job)]
             if gone:
+                state.urgent = deque(job for job in state.urgent if not predicate(job))
                 state.queue = deque(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
@@ -246,7 +266,9 @@ class PoliteSchedule(Generic[J]):
         jobs: list[J] = [job for _, _, job, _ in self._deferred]
         self._deferred.clear()
         for state in self._hosts.values():
+            jobs.extend(state.urgent)
             jobs.extend(state.queue)
+            state.urgent.clear()
             state.queue.clear()
         self._queued = 0
         self._timed.clear()
@@ -277,7 +299,9 @@ class PoliteSchedule(Generic[J]):
 
     def _eligible(self, state: _Host[J]) -> bool:
         """Has queued jobs that only time (not a finishing request) can free."""
-        return bool(state.queue) and not state.reserved and self._has_capacity(state)
+        return (
+            bool(state.queue or state.urgent) and not state.reserved and self._has_capacity(state)
+        )
 
     def _arm(self, host: str, state: _Host[J]) -> None:
         """Make sure a host with startable queued jobs is in the timed heap."""

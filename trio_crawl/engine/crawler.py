@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Iterable
 
 import trio
@@ -58,7 +59,7 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
 from .recording import Recorder
-from .render import with_render_statistics
+from .render import attach_render, with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
 from .statistics import RunClock, snapshot
@@ -107,6 +108,9 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
+        #: URLs whose request holds its host's slot (``_handle``), by count.
+        self._holding: Counter[str] = Counter()
+        attach_render(fetcher, self.schedule, self.request_over)
 
     # -- public ------------------------------------------------------------
 
@@ -165,6 +169,16 @@ class Crawler:
 
     # -- one URL -----------------------------------------------------------
 
+    def request_over(self, url: str) -> None:
+        """The request for ``url`` is over though its page is still being
+        read (rendered, with requests of its own to make): its host's slot
+        is free from now, not when the fetcher returns. Not a checkpoint."""
+        if self._holding[url] > 0:
+            self._holding[url] -= 1
+            self.schedule.release(host_port(url))
+        if not self._holding[url]:
+            del self._holding[url]
+
     def _correct(self, correction: DepthCorrection) -> None:
         self._delivery.write_correction(correction, self._clock.t())
 
@@ -200,12 +214,13 @@ class Crawler:
         t0 = trio.current_time()
         result: FetchResult | None = None
         failure: FetchError | None = None
+        self._holding[entry.url] += 1
         try:
             result = await fetch_entry(self._fetcher, entry, self.config)
         except FetchError as exc:
             failure = exc
         finally:
-            self.schedule.release(host)
+            self.request_over(entry.url)  # unless the fetcher said so already
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
             self._responses.heard(entry, result)  # settled before the record

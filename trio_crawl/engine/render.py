@@ -2,17 +2,20 @@
 
 The rendering fetcher (``fetch.chromium``) cannot import the engine; this
 module gives it what it needs from the crawl: the scope, whether requisites
-and robots.txt count, and a ``RobotsCache`` for the browser's own requests.
+and robots.txt count, a ``RobotsCache`` for the browser's own requests, and
+the crawl's politeness schedule (``CrawlPoliteness``), so that what a
+page's scripts ask for waits for its host as the crawler's requests do.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
 from ..core.stats import CrawlSummary
+from ..core.url import canonicalize, host_port
 from ..fetch.base import Fetcher
 from ..fetch.chromium import (
     ChromiumFetcher,
@@ -21,6 +24,8 @@ from ..fetch.chromium import (
     open_chromium_fetcher,
 )
 from ..fetch.chromium.session import RobotsLookup
+from ..fetch.chromium.subrequests import NoTurn
+from .politeness import ScheduleRoom
 from .robots_gate import RobotsCache
 
 
@@ -40,6 +45,7 @@ async def open_render_fetcher(
         timeout=config.timeout,
         auto=config.render == "auto",
         proxy=config.proxy,
+        keep_requisites=config.page_requisites,
     )
     policy = RequestPolicy(
         config.scope().allows,
@@ -55,6 +61,38 @@ async def open_render_fetcher(
         inner, settings, policy, None if config.ignore_robots else robots
     ) as fetcher:
         yield fetcher
+
+
+class CrawlPoliteness:
+    """The crawl's schedule as the browser's requests meet it
+    (``fetch.chromium.subrequests.Politeness``): a request waits for its
+    host's turn (rate, Crawl-delay, random wait, per-host concurrency)
+    among the crawler's own; ``request_over`` frees the slot of a page
+    about to be rendered."""
+
+    def __init__(self, schedule: ScheduleRoom, request_over: Callable[[str], None]) -> None:
+        self._schedule = schedule
+        self.request_over = request_over
+
+    @asynccontextmanager
+    async def turn(self, url: str) -> AsyncIterator[None]:
+        host = host_port(canonicalize(url) or url)  # the policy let only canonical ones by
+        if not await self._schedule.wait_turn(host):
+            raise NoTurn(url)
+        try:
+            yield
+        finally:
+            self._schedule.release(host)
+
+
+def attach_render(
+    fetcher: Fetcher, schedule: ScheduleRoom, request_over: Callable[[str], None]
+) -> None:
+    """Put a rendering fetcher's browser requests under a crawl's
+    politeness (``schedule``); ``request_over(url)`` frees the slot of the
+    crawler's request for ``url``. Other fetchers: nothing to do."""
+    if isinstance(fetcher, ChromiumFetcher):
+        fetcher.attach(CrawlPoliteness(schedule, request_over))
 
 
 def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:

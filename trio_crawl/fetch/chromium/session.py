@@ -8,7 +8,11 @@ Rules:
    own document is fulfilled from the crawler's response (``life``), a
    later main-frame navigation is a client-side redirect (failed), anything
    else goes through ``RequestPolicy`` and robots.txt; what is refused is
-   failed with ``BlockedByClient`` and counted in ``blocked``.
+   failed with ``BlockedByClient`` and counted in ``blocked``; what is
+   allowed is sent by the crawl under its politeness (``subrequests``) and
+   given to the browser (``Fetch.fulfillRequest``), or, for a method other
+   than GET, sent by the browser once its host's turn has come.
+   A page's requests still waiting when its render ends are abandoned.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
    own tabs are resumed by ``new_tab``; a page we did not create is a popup
    and is closed before it runs; other targets (frames, workers) are
@@ -28,13 +32,24 @@ from typing import Any
 
 import trio
 
+from ...core.models import FetchResult
 from ...core.robots import RobotsPolicy
+from ...errors import FetchError
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
 from .policy import RequestPolicy, Verdict, resource_kind
+from .subrequests import BrowserRequests, NoTurn
 
 __all__ = ["BrowserSession", "RobotsLookup"]
+
+#: ``FetchError`` kinds as the browser's network error reasons.
+_ERROR_REASONS = {
+    "timeout": "TimedOut",
+    "connect": "ConnectionFailed",
+    "reset": "ConnectionReset",
+    "too_large": "BlockedByResponse",
+}
 
 #: ``RobotsCache``-shaped: the cached policy now, or fetch it.
 RobotsLookup = tuple[
@@ -47,12 +62,23 @@ class BrowserSession:
     nursery for the browser's lifetime."""
 
     def __init__(
-        self, browser: Browser, policy: RequestPolicy, robots: RobotsLookup | None
+        self,
+        browser: Browser,
+        policy: RequestPolicy,
+        robots: RobotsLookup | None,
+        requests: BrowserRequests,
+        *,
+        request_limit: float = 30.0,
     ) -> None:
         self.browser = browser
         self.cdp: CdpConnection = browser.cdp
         self._policy = policy
         self._robots = robots
+        self._requests = requests
+        #: Seconds an allowed request may take, its turn included.
+        self._request_limit = request_limit
+        #: The cancel scopes of the requests each render is waiting for, by tab.
+        self._pending: dict[str, set[trio.CancelScope]] = {}
         self._events = self.cdp.subscribe(None)
         #: Renders in progress, by their tab's main frame id (= target id).
         self.lives: dict[str, PageLife] = {}
@@ -103,9 +129,15 @@ class BrowserSession:
 
     async def close_tab(self, target: str) -> None:
         self._own.discard(target)
-        self.lives.pop(target, None)
+        self.page_ended(target)
         with contextlib.suppress(CdpError):
             await self.cdp.send("Target.closeTarget", {"targetId": target})
+
+    def page_ended(self, target: str) -> None:
+        """The render in ``target`` is over: what it still waits for is abandoned."""
+        self.lives.pop(target, None)
+        for scope in self._pending.pop(target, ()):
+            scope.cancel()
 
     def _attached_to(self, event: CdpEvent) -> None:
         info = event.params["targetInfo"]
@@ -140,11 +172,11 @@ class BrowserSession:
             life.request_started(trio.current_time())
             if kind == "Document":
                 if life.document_request(url) is DocumentStep.FULFILL:
-                    return self._fulfill(request_id, life)
+                    return self._fulfill(request_id, life.result)
                 return self._fail(request_id, "client_redirect", life)
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
-            return self._fire("Fetch.continueRequest", {"requestId": request_id})
+            return self._send(request_id, params, life)
         if verdict is not Verdict.ROBOTS:
             return self._fail(request_id, verdict.value, life)
         assert self._robots is not None
@@ -154,7 +186,7 @@ class BrowserSession:
         except ValueError:
             return self._fail(request_id, "scheme", life)
         if policy is not None:
-            return self._robots_answer(request_id, url, policy, life)
+            return self._robots_answer(request_id, params, policy, life)
         assert self._nursery is not None
 
         async def ask_robots() -> None:
@@ -162,20 +194,54 @@ class BrowserSession:
                 answer = await fetch(url)
             except ValueError:
                 return self._fail(request_id, "scheme", life)
-            self._robots_answer(request_id, url, answer, life)
+            self._robots_answer(request_id, params, answer, life)
 
         self._nursery.start_soon(ask_robots)
 
     def _robots_answer(
-        self, request_id: str, url: str, policy: RobotsPolicy, life: PageLife | None
+        self, request_id: str, params: dict[str, Any], policy: RobotsPolicy, life: PageLife | None
     ) -> None:
-        if policy.allows(url):
-            self._fire("Fetch.continueRequest", {"requestId": request_id})
+        if policy.allows(params["request"]["url"]):
+            self._send(request_id, params, life)
         else:
             self._fail(request_id, "robots", life)
 
-    def _fulfill(self, request_id: str, life: PageLife) -> None:
-        result = life.result
+    def _send(self, request_id: str, params: dict[str, Any], life: PageLife | None) -> None:
+        """An allowed request goes out through the crawl (rule 1), bounded
+        by ``request_limit`` and, for a page's own, by its render."""
+        assert self._nursery is not None
+        scope = trio.CancelScope(deadline=trio.current_time() + self._request_limit)
+        frame = params.get("frameId", "") if life is not None else ""
+        if frame:
+            self._pending.setdefault(frame, set()).add(scope)
+        self._nursery.start_soon(self._forward, request_id, params["request"], scope, frame)
+
+    async def _forward(
+        self, request_id: str, request: dict[str, Any], scope: trio.CancelScope, frame: str
+    ) -> None:
+        url: str = request["url"]
+        headers: dict[str, str] = request.get("headers", {})
+        reason = "Aborted"  # the render ended, or the request took too long
+        try:
+            with scope:
+                if request.get("method", "GET") != "GET":
+                    async with self._requests.turn(url):
+                        self._requests.sent += 1
+                        self._fire("Fetch.continueRequest", {"requestId": request_id})
+                    return
+                return self._fulfill(request_id, await self._requests.for_browser(url, headers))
+        except FetchError as exc:
+            reason = _ERROR_REASONS.get(exc.kind, "Failed")
+        except NoTurn:
+            pass
+        finally:
+            pending = self._pending.get(frame)
+            if pending is not None:
+                pending.discard(scope)
+        self._requests.failed += 1
+        self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+
+    def _fulfill(self, request_id: str, result: FetchResult) -> None:
         self._fire(
             "Fetch.fulfillRequest",
             {
