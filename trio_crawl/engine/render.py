@@ -106,6 +106,7 @@ def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSumm
         render_failures=stats.failed,
         browsers=stats.browsers,
         render_blocked=stats.blocked,
+        render_requests=stats.requests,
         render_auto={
             r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
             for r in stats.auto

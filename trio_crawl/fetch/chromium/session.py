@@ -79,6 +79,8 @@ class BrowserSession:
         self._request_limit = request_limit
         #: The cancel scopes of the requests each render is waiting for, by tab.
         self._pending: dict[str, set[trio.CancelScope]] = {}
+        #: Requests the browser sends itself, until their response (by request id).
+        self._answered: dict[str, trio.Event] = {}
         self._events = self.cdp.subscribe(None)
         #: Renders in progress, by their tab's main frame id (= target id).
         self.lives: dict[str, PageLife] = {}
@@ -97,7 +99,14 @@ class BrowserSession:
             self._nursery = nursery
             await self.cdp.send("Browser.setDownloadBehavior", {"behavior": "deny"})
             await self.cdp.send(
-                "Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
+                "Fetch.enable",
+                {
+                    "patterns": [
+                        {"urlPattern": "*", "requestStage": "Request"},
+                        # Only requests we let the browser send get here again (rule 1).
+                        {"urlPattern": "*", "requestStage": "Response"},
+                    ]
+                },
             )
             await self.cdp.send(
                 "Target.setAutoAttach",
@@ -161,6 +170,8 @@ class BrowserSession:
     def route_request(self, params: dict[str, Any]) -> None:
         """Answer one paused request (rule 1). Not a checkpoint."""
         request_id = params["requestId"]
+        if "responseStatusCode" in params or "responseErrorReason" in params:
+            return self._response_came(request_id, params)
         url: str = params["request"]["url"]
         kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
         frame = params.get("frameId", "")
@@ -224,10 +235,15 @@ class BrowserSession:
         reason = "Aborted"  # the render ended, or the request took too long
         try:
             with scope:
-                if request.get("method", "GET") != "GET":
+                if request.get("method", "GET") != "GET":  # held until its response
                     async with self._requests.turn(url):
                         self._requests.sent += 1
-                        self._fire("Fetch.continueRequest", {"requestId": request_id})
+                        answered = self._answered[request_id] = trio.Event()
+                        try:
+                            self._fire("Fetch.continueRequest", {"requestId": request_id})
+                            await answered.wait()
+                        finally:
+                            self._answered.pop(request_id, None)
                     return
                 return self._fulfill(request_id, await self._requests.for_browser(url, headers))
         except FetchError as exc:
@@ -240,6 +256,18 @@ class BrowserSession:
                 pending.discard(scope)
         self._requests.failed += 1
         self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+
+    def _response_came(self, request_id: str, params: dict[str, Any]) -> None:
+        """A request the browser sent itself has its answer: its host's slot
+        is free, and the answer goes on to the page."""
+        answered = self._answered.pop(request_id, None)
+        if answered is not None:
+            answered.set()
+        error = params.get("responseErrorReason")
+        if error:
+            self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": error})
+        else:
+            self._fire("Fetch.continueRequest", {"requestId": request_id})
 
     def _fulfill(self, request_id: str, result: FetchResult) -> None:
         self._fire(

@@ -21,8 +21,9 @@ Rules:
    the crawler fetched answers the browser on the next page.
 3. Other methods (a script's POST, a CORS preflight) carry what the crawl's
    fetcher cannot send: they wait for their host's turn like a GET, then
-   Chromium sends them (``Fetch.continueRequest``). They count against the
-   host's rate; their slot is free once they are sent.
+   Chromium sends them (``Fetch.continueRequest``). Their slot is free when
+   their response's head comes (the Fetch domain's response stage), or when
+   the render ends.
 4. The browser's request headers are passed on, except those the fetcher
    owns (``Host``, connection headers, content codings, ``User-Agent``). A
    request for a byte range is fetched but its answer is not kept.
