@@ -156,6 +156,10 @@ class BrowserRequests:
         flight = self._flights[key] = _Flight()
         try:
             async with self.turn(url):
+                stored = self.store.get(url)  # the crawler's, while we waited
+                if stored is not None:
+                    self.reused += 1
+                    return stored
                 flight.sending = True
                 self.fetched += 1
                 result = await self.inner.fetch(url, sent, any_body=True)
@@ -182,8 +186,12 @@ class BrowserRequests:
             self.reused += 1
             return stored
         keep = self.keep_crawler and any_body
-        if not keep or key in self._flights:
+        if not keep:
             return await self.inner.fetch(url, headers, any_body=any_body)
+        if key in self._flights:  # a browser request waits for its turn: not for us
+            result = await self.inner.fetch(url, headers, any_body=any_body)
+            self.store.put(url, result)
+            return result
         flight = self._flights[key] = _Flight(sending=True)
         try:
             result = await self.inner.fetch(url, headers, any_body=any_body)
