@@ -23,7 +23,7 @@ import trio
 import trio_crawl
 from trio_crawl.core.browser import find_browser
 from trio_crawl.core.models import CrawlRecord
-from trio_crawl.core.schedule import RATE_SLACK
+from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
 from trio_crawl.errors import ConfigError
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
@@ -173,9 +173,19 @@ def requisites_site() -> Site:
     )
 
 
-async def test_a_requisite_the_browser_loaded_is_fetched_once_and_recorded_once() -> None:
+async def test_a_requisite_the_browser_loaded_is_fetched_once_and_recorded_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    starts: list[str] = []
+    record_start = PoliteSchedule._record_start
+
+    def counted(schedule: PoliteSchedule[Any], host: Any, now: float) -> None:
+        starts.append("start")
+        record_start(schedule, host, now)
+
+    monkeypatch.setattr(PoliteSchedule, "_record_start", counted)
     with serve_site(requisites_site()) as server:
-        records, summary = await crawl(server.url("/"), page_requisites=True, workers=2)
+        records, summary = await crawl(server.url("/"), page_requisites=True, workers=2, rate=50.0)
         received = Counter(server.targets())
     requisites = ["/app.js", "/bg.png", "/first.png", "/logo.png", "/second.png", "/style.css"]
     assert paths(records, server) == sorted(["/", "/second", *requisites])  # each once
@@ -186,3 +196,7 @@ async def test_a_requisite_the_browser_loaded_is_fetched_once_and_recorded_once(
         "/robots.txt", "/", "/second", "/data.json", *requisites
     }  # fmt: skip
     assert summary.render_requests["reused"] >= len(requisites)
+    # Every request took its host's slot under --rate (robots.txt is asked
+    # before the schedule); a requisite answered from what the browser
+    # loaded is no request and took none.
+    assert len(starts) == received.total() - received["/robots.txt"]

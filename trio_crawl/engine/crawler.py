@@ -59,7 +59,7 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
 from .recording import Recorder
-from .render import attach_render, with_render_statistics
+from .render import answered_at_once, attach_render, with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
 from .statistics import RunClock, snapshot
@@ -173,11 +173,11 @@ class Crawler:
         """The request for ``url`` is over though its page is still being
         read (rendered, with requests of its own to make): its host's slot
         is free from now, not when the fetcher returns. Not a checkpoint."""
-        if self._holding[url] > 0:
-            self._holding[url] -= 1
+        held = self._holding.pop(url, 0)
+        if held:
             self.schedule.release(host_port(url))
-        if not self._holding[url]:
-            del self._holding[url]
+            if held > 1:
+                self._holding[url] = held - 1
 
     def _correct(self, correction: DepthCorrection) -> None:
         self._delivery.write_correction(correction, self._clock.t())
@@ -202,10 +202,13 @@ class Crawler:
                 return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
-        if not self.schedule.try_start(entry, host):
+        at_once = answered_at_once(self._fetcher, entry)  # no request: no slot
+        if at_once:
+            self.schedule.unreserve(entry, host)
+        elif not self.schedule.try_start(entry, host):
             return  # parked in the schedule; our token goes back to the pool
         if not self.frontier.start(entry):
-            return self.schedule.release(host)
+            return None if at_once else self.schedule.release(host)
         if entry.attempts == 1 and self.frontier.budget_spent:
             # That was the last page of the budget: what waits for a first
             # start will never get one, so it stops counting as work now.
@@ -214,7 +217,8 @@ class Crawler:
         t0 = trio.current_time()
         result: FetchResult | None = None
         failure: FetchError | None = None
-        self._holding[entry.url] += 1
+        if not at_once:
+            self._holding[entry.url] += 1
         try:
             result = await fetch_entry(self._fetcher, entry, self.config)
         except FetchError as exc:

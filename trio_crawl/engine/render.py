@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
+from ..core.frontier import Entry
+from ..core.requisites import REQUISITE
 from ..core.stats import CrawlSummary
 from ..core.url import canonicalize, host_port
 from ..fetch.base import Fetcher
@@ -93,6 +95,18 @@ def attach_render(
     crawler's request for ``url``. Other fetchers: nothing to do."""
     if isinstance(fetcher, ChromiumFetcher):
         fetcher.attach(CrawlPoliteness(schedule, request_over))
+
+
+def answered_at_once(fetcher: Fetcher, entry: Entry) -> bool:
+    """Whether ``fetcher`` has ``entry``'s answer without a request: a
+    requisite the browser already loaded. Such an entry takes no slot of
+    its host (nothing is sent); nothing between this check and the fetch
+    is a checkpoint, so the answer is still there."""
+    return (
+        entry.payload is REQUISITE
+        and isinstance(fetcher, ChromiumFetcher)
+        and fetcher.requests.has_answer(entry.url)
+    )
 
 
 def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:

@@ -169,6 +169,11 @@ class BrowserRequests:
             del self._flights[key]
             flight.done.set()
 
+    def has_answer(self, url: str) -> bool:
+        """Whether ``for_crawler(url, None, any_body=True)`` would answer
+        from the store. Not a checkpoint."""
+        return urlsplit(url).path != "/robots.txt" and self.store.get(url) is not None
+
     async def for_crawler(
         self, url: str, headers: dict[str, str] | None, *, any_body: bool
     ) -> FetchResult:
@@ -184,6 +189,7 @@ class BrowserRequests:
         stored = self.store.get(url)
         if stored is not None and (any_body or is_html_content_type(stored.content_type)):
             self.reused += 1
+            await trio.lowlevel.checkpoint()
             return stored
         keep = self.keep_crawler and any_body
         if not keep:
