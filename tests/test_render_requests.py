@@ -92,8 +92,8 @@ SCRIPTED = {
             """
 const add = (list) => { for (const href of list) {
   const a = document.createElement('a'); a.href = href; document.body.append(a); } };
-fetch('/links.json').then(r => r.json()).then(add);
 fetch('/posted', {method: 'POST', body: 'x'}).then(r => r.json()).then(add);
+setTimeout(() => fetch('/links.json').then(r => r.json()).then(add), 50);  // behind the POST
 """
         )
     ),
