@@ -233,11 +233,13 @@ class BrowserSession:
         url: str = request["url"]
         headers: dict[str, str] = request.get("headers", {})
         reason = "Aborted"  # the render ended, or the request took too long
+        continued = False
         try:
             with scope:
                 if request.get("method", "GET") != "GET":  # held until its response
                     async with self._requests.turn(url):
                         self._requests.sent += 1
+                        continued = True  # from now on the browser's to finish
                         answered = self._answered[request_id] = trio.Event()
                         try:
                             self._fire("Fetch.continueRequest", {"requestId": request_id})
@@ -254,8 +256,9 @@ class BrowserSession:
             pending = self._pending.get(frame)
             if pending is not None:
                 pending.discard(scope)
-        self._requests.failed += 1
-        self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+        if not continued:
+            self._requests.failed += 1
+            self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
 
     def _response_came(self, request_id: str, params: dict[str, Any]) -> None:
         """A request the browser sent itself has its answer: its host's slot
