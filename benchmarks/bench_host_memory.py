@@ -8,7 +8,10 @@ objects; libcurl's DNS cache and connections are C memory, a few hundred
 bytes per cached name, not counted here):
 
 * schedule: ``PoliteSchedule`` with ``max_per_host=1``, one request in flight
-  and one URL parked per host (its deque, reserved set, Crawl-delay);
+  and one URL parked per host (its queue, Crawl-delay);
+* schedule, finished: the same once both URLs of every host have been
+  fetched and the Crawl-delay has passed (what is left: the Crawl-delay of
+  each host, since robots.txt is read once per host);
 * robots: ``RobotsCache`` holding each host's decided policy (a 404: allow all);
 * gate: ``HostGate``'s set of hosts whose Crawl-delay was applied;
 * budget: ``HostBudget`` counting each host's admitted URLs;
@@ -61,12 +64,25 @@ def main() -> None:
     hosts = [f"h{i}.example.com:80" for i in range(n)]
     urls = [f"http://h{i}.example.com/page" for i in range(n)]
 
-    def schedule() -> object:
+    def schedule() -> PoliteSchedule[str]:
         s = PoliteSchedule[str](max_per_host=1)
         for i, host in enumerate(hosts):
             s.set_crawl_delay(host, 1.0)
             s.try_start(f"a{i}", host, 0.0)  # in flight
             s.try_start(f"b{i}", host, 0.0)  # parked behind it
+        return s
+
+    def schedule_finished() -> object:
+        s = schedule()
+        for host in hosts:
+            s.release(host)  # the first URL of each host is done
+        ready = s.pop_ready(2.0)  # Crawl-delay passed: the parked ones go
+        assert len(ready) == n
+        for i, host in enumerate(hosts):
+            s.try_start(f"b{i}", host, 2.0)
+            s.release(host)
+        s.pop_ready(10.0)  # time passes; the schedule notices as it is used
+        assert s.waiting == 0
         return s
 
     def robots() -> object:
@@ -110,6 +126,8 @@ def main() -> None:
         total += size
         print(f"  {name:<9} {size / n:8.0f} bytes/host")
     print(f"  {'per host':<9} {total / n:8.0f} bytes/host ({total / 1e6:,.1f} MB in all)")
+    size, _ = measure(schedule_finished)
+    print(f"  schedule, all hosts finished: {size / n:6.0f} bytes/host")
     size, _ = measure(frontier)
     print(f"  frontier  {size / n / 2:8.0f} bytes/URL (two URLs a host, URL text included)")
 

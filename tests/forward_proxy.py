@@ -7,10 +7,14 @@ and only ever connect to 127.0.0.1. Bodies are passed on as they come
 (content codings untouched), with a ``Content-Length``. ``CONNECT host:port``
 (https through the proxy) opens a tunnel to ``127.0.0.1:tunnel_port``,
 whatever host it names, and relays bytes both ways until either side closes.
+With a ``login``, a request without that ``Proxy-Authorization: Basic``
+login is answered 407 (and counted in ``refused``), not forwarded. POST is
+forwarded too, with its body.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import select
@@ -40,6 +44,12 @@ class ForwardProxy:
     tunnel_port: int | None = None
     #: (request line, lower-cased headers) of every request, in order
     seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    #: ``(user, password)`` the proxy requires; None: none
+    login: tuple[str, str] | None = None
+    #: requests answered 407 (no login, or a wrong one)
+    refused: int = 0
+    #: (method, path) of every request forwarded, in order
+    forwarded: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def lines(self) -> list[str]:
@@ -53,6 +63,20 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
+        def logged_in(self) -> bool:
+            if proxy.login is None:
+                return True
+            want = base64.b64encode(":".join(proxy.login).encode()).decode()
+            if self.headers.get("Proxy-Authorization", "") == f"Basic {want}":
+                return True
+            proxy.refused += 1
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))  # not forwarded
+            self.send_response(407, "Proxy Authentication Required")
+            self.send_header("Proxy-Authenticate", 'Basic realm="test proxy"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
+
         def do_GET(self) -> None:
             headers = {k.lower(): v for k, v in self.headers.items()}
             proxy.seen.append((self.requestline, headers))
@@ -60,13 +84,17 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
             if not target.scheme:  # origin-form: not a proxy request
                 self.send_error(400, "absolute-form request expected")
                 return
+            if not self.logged_in():
+                return
             path = target.path or "/"
             if target.query:
                 path += "?" + target.query
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            proxy.forwarded.append((self.command, path))
             upstream = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=10)
             try:
                 sent = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-                upstream.request("GET", path, headers=sent)
+                upstream.request(self.command, path, body=body or None, headers=sent)
                 answer = upstream.getresponse()
                 body = answer.read()
                 self.send_response(answer.status, answer.reason)
@@ -78,6 +106,8 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             finally:
                 upstream.close()
+
+        do_POST = do_GET
 
         def do_CONNECT(self) -> None:
             proxy.seen.append((self.requestline, {k.lower(): v for k, v in self.headers.items()}))
@@ -107,10 +137,12 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve_proxy(upstream_port: int, tunnel_port: int | None = None) -> Iterator[ForwardProxy]:
+def serve_proxy(
+    upstream_port: int, tunnel_port: int | None = None, login: tuple[str, str] | None = None
+) -> Iterator[ForwardProxy]:
     """A running proxy forwarding to ``127.0.0.1:upstream_port`` (tunnels:
-    to ``127.0.0.1:tunnel_port``)."""
-    proxy = ForwardProxy(url="", upstream_port=upstream_port, tunnel_port=tunnel_port)
+    to ``127.0.0.1:tunnel_port``), requiring ``login`` if given."""
+    proxy = ForwardProxy(url="", upstream_port=upstream_port, tunnel_port=tunnel_port, login=login)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
     server.daemon_threads = True
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -350,3 +350,33 @@ def test_cli_flags_reach_the_fetch_config(ca_file: str) -> None:
 def test_the_record_says_which_protocol_when_known() -> None:
     assert CrawlRecord("http://h/", 200, 0, protocol="HTTP/2").to_json()["protocol"] == "HTTP/2"
     assert "protocol" not in CrawlRecord("http://h/", None, 0).to_json()
+
+
+async def test_httpx_connects_to_the_cached_address_but_verifies_the_name(
+    ca: Any, ca_file: str, tls_dir: Path
+) -> None:
+    """The certificate names only ``a.test`` (no IP): verifying against the
+    address would fail. ``a.test`` passes (SNI and check on the name);
+    ``b.test``, on the same address, is refused: ``tls``."""
+    from trio_crawl.fetch.httpx import open_httpx_fetcher
+    from trio_crawl.fetch.resolve import CachingResolver
+
+    looked_up: list[str] = []
+
+    async def resolve(name: str) -> list[str]:
+        looked_up.append(name)
+        return ["127.0.0.1"]
+
+    config = FetchConfig(ca_bundle=ca_file, http2=True)
+    with trio.fail_after(20):
+        async with (
+            serve_https(server_cert(ca, tls_dir, "a.test")) as base,
+            open_httpx_fetcher(config, resolver=CachingResolver(resolve)) as fetcher,
+        ):
+            port = base.rpartition(":")[2]
+            result = await fetcher.fetch(f"https://a.test:{port}/page")
+            with pytest.raises(FetchError) as info:
+                await fetcher.fetch(f"https://b.test:{port}/page")
+    assert result.status == 200 and result.http_version == "HTTP/2"
+    assert info.value.kind == "tls" and "b.test" in str(info.value)
+    assert looked_up == ["a.test", "b.test"]

@@ -36,6 +36,21 @@ Rules
    something without any request finishing first; None if no such time
    (nothing parked, or everything waits for a request on its host to end,
    which the engine reports through ``release``).
+8. Memory: a broad crawl meets hosts without end, so a host is *forgotten*
+   once it is idle (nothing in flight, queued or reserved) and its next
+   start is due (its interval since the last start has passed): at once
+   when its last start left no gap, else by the first ``try_start``/``pop_ready``
+   whose ``now`` has passed it (``forget_idle(now)`` does it on demand).
+   What rules 1 and 6 still need of it is only a Crawl-delay different from
+   the default, kept as one float (``_delays``); a forgotten host seen
+   again starts fresh, which is what it would have done: its next start
+   was already due. Retries deferred for it (rule 4) do not keep it. The one
+   visible difference: when ``pop_ready`` hands over jobs of several hosts
+   at once, a forgotten host's come first (its due time counts as "long
+   ago"); each host's own jobs keep their order, and a ``next_deadline`` in
+   the past may be an earlier past time.
+   ``forget_idle_hosts=False`` keeps every host for ever (the reference the
+   tests compare with).
 """
 
 from __future__ import annotations
@@ -43,10 +58,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from .fifo import Fifo
 
 J = TypeVar("J", bound=Hashable)
 
@@ -62,17 +78,22 @@ RATE_SLACK = 0.05
 RANDOM_WAIT_RANGE = (0.5, 1.5)
 
 
+_NEVER = float("-inf")
+
+
 @dataclass(slots=True)
 class _Host(Generic[J]):
     interval: float
     #: The shortest gap a random wait may draw (the Crawl-delay, with slack).
     floor: float = 0.0
     in_flight: int = 0
-    next_start: float = float("-inf")
-    queue: deque[J] = field(default_factory=deque)
-    #: Rule 3: parked urgent jobs, started before ``queue``.
-    urgent: deque[J] = field(default_factory=deque)
-    reserved: set[J] = field(default_factory=set)
+    next_start: float = _NEVER
+    queue: Fifo[J] = field(default_factory=Fifo)
+    #: Rule 3: parked urgent jobs, started before ``queue`` (None: none).
+    urgent: Fifo[J] | None = None
+    #: Jobs handed over by ``pop_ready`` and not started yet (None: none;
+    #: most hosts never need the set, and an empty one is 216 bytes).
+    reserved: set[J] | None = None
     #: The time under which this host sits in the timed heap (None: not there).
     armed: float | None = None
 
@@ -87,6 +108,7 @@ class PoliteSchedule(Generic[J]):
         max_per_host: int | None = None,
         random_wait: bool = False,
         rng: random.Random | None = None,
+        forget_idle_hosts: bool = True,
     ) -> None:
         if rate is not None and rate <= 0:
             raise ValueError("rate must be > 0")
@@ -95,7 +117,16 @@ class PoliteSchedule(Generic[J]):
         self._base_interval = 0.0 if rate is None else (1.0 / rate) * (1 + RATE_SLACK)
         self._max_per_host = max_per_host
         self._rng = (rng or random.Random()) if random_wait else None
+        self._forget = forget_idle_hosts
+        #: Hosts that are busy, or idle but not yet due (rule 8).
         self._hosts: dict[str, _Host[J]] = {}
+        #: host -> floor (its Crawl-delay with slack; the interval is the
+        #: larger of it and the base one) of a host not in ``_hosts`` whose
+        #: Crawl-delay makes them differ from the default (rule 8).
+        self._delays: dict[str, float] = {}
+        #: Idle hosts to forget once due: (next start, seq, host); stale
+        #: entries (the host got busy again) are skipped.
+        self._idle: list[tuple[float, int, str]] = []
         self._deferred: list[tuple[float, int, J, str]] = []
         self._seq = itertools.count()
         #: Hosts that have queued jobs and might become startable by time.
@@ -108,16 +139,26 @@ class PoliteSchedule(Generic[J]):
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
         """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
-        state = self._host(host)
-        wanted = self._base_interval
-        state.floor = 0.0
-        if delay is not None and delay > 0:
-            state.floor = delay * (1 + RATE_SLACK)
-            wanted = max(wanted, state.floor)
-        state.interval = wanted
+        floor = delay * (1 + RATE_SLACK) if delay is not None and delay > 0 else 0.0
+        state = self._hosts.get(host)
+        if state is not None:
+            state.interval, state.floor = max(self._base_interval, floor), floor
+        elif floor:
+            self._delays[host] = floor
+        else:
+            self._delays.pop(host, None)  # the default: nothing to remember
 
     def interval(self, host: str) -> float:
-        return self._host(host).interval
+        state = self._hosts.get(host)
+        if state is not None:
+            return state.interval
+        return max(self._base_interval, self._delays.get(host, 0.0))
+
+    @property
+    def known_hosts(self) -> int:
+        """Hosts the schedule holds state for: busy, or idle but not yet due
+        (rule 8; with ``forget_idle_hosts=False``, every host ever seen)."""
+        return len(self._hosts)
 
     # -- questions ---------------------------------------------------------
 
@@ -135,10 +176,10 @@ class PoliteSchedule(Generic[J]):
         timed = self._timed
         while timed:
             when, _, host = timed[0]
-            state = self._hosts[host]
-            if state.armed != when or not self._eligible(state):
+            state = self._hosts.get(host)
+            if state is None or state.armed != when or not self._eligible(state):
                 heapq.heappop(timed)  # stale entry
-                if state.armed == when:
+                if state is not None and state.armed == when:
                     state.armed = None
                 continue
             if best is None or when < best:
@@ -151,16 +192,17 @@ class PoliteSchedule(Generic[J]):
     def try_start(self, job: J, host: str, now: float, *, urgent: bool = False) -> bool:
         """May ``job`` start now? If yes, record the start; if not, park it
         (``urgent``: ahead of the host's other parked jobs, rule 3)."""
+        if self._idle and self._idle[0][0] <= now:
+            self.forget_idle(now)
         state = self._host(host)
         if state.interval == 0 and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
-            state.reserved.discard(job)
+            _unreserve(state, job)
             if not state.in_flight:
                 self.hosts_in_flight += 1
             state.in_flight += 1
             return True
-        if job in state.reserved:
-            state.reserved.discard(job)
+        if _unreserve(state, job):
             self._record_start(state, now)
             self._arm(host, state)
             return True
@@ -173,20 +215,26 @@ class PoliteSchedule(Generic[J]):
         ):
             self._record_start(state, now)
             return True
-        (state.urgent if urgent else state.queue).append(job)
+        if not urgent:
+            state.queue.append(job)
+        elif state.urgent is None:
+            state.urgent = Fifo([job])
+        else:
+            state.urgent.append(job)
         self._queued += 1
         self._arm(host, state)
         return False
 
     def release(self, host: str) -> None:
         """A request to ``host`` ended (success or failure)."""
-        state = self._hosts[host]
-        if state.in_flight <= 0:
+        state = self._hosts.get(host)
+        if state is None or state.in_flight <= 0:
             raise RuntimeError(f"schedule invariant broken: release of idle host {host}")
         state.in_flight -= 1
         if not state.in_flight:
             self.hosts_in_flight -= 1
         self._arm(host, state)
+        self._may_forget(host, state)
 
     def withdraw(self, job: J, host: str) -> None:
         """``job``, parked or reserved, will not start after all (its
@@ -194,31 +242,37 @@ class PoliteSchedule(Generic[J]):
         state = self._hosts.get(host)
         if state is None:
             return
-        for queue in (state.urgent, state.queue):
-            if job in queue:
-                queue.remove(job)
-                self._queued -= 1
-        state.reserved.discard(job)
+        if state.urgent is not None and job in state.urgent:
+            kept = Fifo(other for other in state.urgent if other != job)
+            state.urgent = kept or None
+            self._queued -= 1
+        elif job in state.queue:
+            state.queue = Fifo(other for other in state.queue if other != job)
+            self._queued -= 1
+        _unreserve(state, job)
         self._arm(host, state)
+        self._may_forget(host, state)
 
     def unreserve(self, job: J, host: str) -> None:
         """A reserved job will not start after all (stopping, budget spent)."""
         state = self._hosts.get(host)
         if state is not None:
-            state.reserved.discard(job)
+            _unreserve(state, job)
             self._arm(host, state)
+            self._may_forget(host, state)
 
     def defer(self, job: J, host: str, not_before: float) -> None:
         """Park ``job`` until ``not_before`` (a retry back-off)."""
-        self._host(host)
         heapq.heappush(self._deferred, (not_before, next(self._seq), job, host))
 
     def pop_ready(self, now: float) -> list[J]:
         """Jobs that may start now, each with its host slot reserved."""
+        if self._idle and self._idle[0][0] <= now:
+            self.forget_idle(now)
         deferred = self._deferred
         while deferred and deferred[0][0] <= now:
             _, _, job, host = heapq.heappop(deferred)
-            state = self._hosts[host]
+            state = self._host(host)
             state.queue.append(job)
             self._queued += 1
             self._arm(host, state)
@@ -226,9 +280,10 @@ class PoliteSchedule(Generic[J]):
         timed = self._timed
         while timed and timed[0][0] <= now:
             when, _, host = heapq.heappop(timed)
-            state = self._hosts[host]
-            if state.armed != when:
+            timed_state = self._hosts.get(host)
+            if timed_state is None or timed_state.armed != when:
                 continue  # stale entry
+            state = timed_state
             state.armed = None
             while (
                 (state.urgent or state.queue)
@@ -236,8 +291,15 @@ class PoliteSchedule(Generic[J]):
                 and now >= state.next_start
                 and (state.interval == 0 or not state.reserved)
             ):
-                job = (state.urgent or state.queue).popleft()
+                if state.urgent:
+                    job = state.urgent.popleft()
+                    if not state.urgent:
+                        state.urgent = None
+                else:
+                    job = state.queue.popleft()
                 self._queued -= 1
+                if state.reserved is None:
+                    state.reserved = set()
                 state.reserved.add(job)
                 ready.append(job)
             self._arm(host, state)
@@ -251,14 +313,16 @@ class PoliteSchedule(Generic[J]):
         if removed:
             self._deferred = [item for item in self._deferred if not predicate(item[2])]
             heapq.heapify(self._deferred)
-        for host, state in self._hosts.items():
-            gone = [job for job in (*state.urgent, *state.queue) if predicate(job)]
+        for host, state in list(self._hosts.items()):
+            urgent = state.urgent or Fifo[J]()
+            gone = [job for job in (*urgent, *state.queue) if predicate(job)]
             if gone:
-                state.urgent = deque(job for job in state.urgent if not predicate(job))
-                state.queue = deque(job for job in state.queue if not predicate(job))
+                state.urgent = Fifo(job for job in urgent if not predicate(job)) or None
+                state.queue = Fifo(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
                 self._arm(host, state)
+                self._may_forget(host, state)
         return removed
 
     def drain(self) -> list[J]:
@@ -266,27 +330,60 @@ class PoliteSchedule(Generic[J]):
         jobs: list[J] = [job for _, _, job, _ in self._deferred]
         self._deferred.clear()
         for state in self._hosts.values():
-            jobs.extend(state.urgent)
+            jobs.extend(state.urgent or ())
             jobs.extend(state.queue)
-            state.urgent.clear()
+            state.urgent = None
             state.queue.clear()
         self._queued = 0
         self._timed.clear()
-        for state in self._hosts.values():
+        for host, state in list(self._hosts.items()):
             state.armed = None
+            self._may_forget(host, state)
         return jobs
+
+    def forget_idle(self, now: float) -> None:
+        """Forget the idle hosts whose next start is due by ``now`` (rule 8).
+        ``try_start`` and ``pop_ready`` do it as time passes."""
+        idle = self._idle
+        while idle and idle[0][0] <= now:
+            when, _, host = heapq.heappop(idle)
+            state = self._hosts.get(host)
+            if state is not None and state.next_start == when and self._is_idle(state):
+                self._forget_host(host, state)
 
     # -- internals ---------------------------------------------------------
 
     def _host(self, host: str) -> _Host[J]:
         state = self._hosts.get(host)
         if state is None:
-            state = self._hosts[host] = _Host(interval=self._base_interval)
+            floor = self._delays.pop(host, 0.0)
+            state = _Host(interval=max(self._base_interval, floor), floor=floor)
+            self._hosts[host] = state
         return state
+
+    @staticmethod
+    def _is_idle(state: _Host[J]) -> bool:
+        return not (state.in_flight or state.queue or state.urgent or state.reserved)
+
+    def _may_forget(self, host: str, state: _Host[J]) -> None:
+        """Forget an idle host now if its next start is not held back (no
+        gap since its last start), else once it is due (rule 8)."""
+        if not self._forget or not self._is_idle(state):
+            return
+        if state.next_start == _NEVER:
+            self._forget_host(host, state)
+        else:
+            heapq.heappush(self._idle, (state.next_start, next(self._seq), host))
+
+    def _forget_host(self, host: str, state: _Host[J]) -> None:
+        del self._hosts[host]
+        if state.floor:
+            self._delays[host] = state.floor
 
     def _has_capacity(self, state: _Host[J]) -> bool:
         limit = self._max_per_host
-        return limit is None or state.in_flight + len(state.reserved) < limit
+        reserved = 0 if state.reserved is None else len(state.reserved)
+        return limit is None or state.in_flight + reserved < limit
 
     def _record_start(self, state: _Host[J], now: float) -> None:
         if not state.in_flight:
@@ -295,7 +392,9 @@ class PoliteSchedule(Generic[J]):
         gap = state.interval
         if self._rng is not None and gap > 0:  # rule 6
             gap = max(state.floor, gap * self._rng.uniform(*RANDOM_WAIT_RANGE))
-        state.next_start = now + gap
+        # No gap: the next start may come at any time from now on, which is
+        # also what "never" says, and it lets the host be forgotten (rule 8).
+        state.next_start = now + gap if gap > 0 else _NEVER
 
     def _eligible(self, state: _Host[J]) -> bool:
         """Has queued jobs that only time (not a finishing request) can free."""
@@ -308,3 +407,14 @@ class PoliteSchedule(Generic[J]):
         if self._eligible(state) and state.armed != state.next_start:
             state.armed = state.next_start
             heapq.heappush(self._timed, (state.next_start, next(self._seq), host))
+
+
+def _unreserve(state: _Host[J], job: J) -> bool:
+    """Take ``job`` out of its host's reserved set; whether it was there."""
+    reserved = state.reserved
+    if reserved is None or job not in reserved:
+        return False
+    reserved.discard(job)
+    if not reserved:
+        state.reserved = None
+    return True

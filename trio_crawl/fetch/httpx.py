@@ -16,7 +16,7 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
    broken gzip/deflate/brotli data is ``FetchError("decode")``.
 5. Deadlines: httpx enforces connect and read timeouts; ``trio.fail_after``
    around the whole exchange enforces the total (pool wait included).
-   (rules 8 and 9 concern only the client ``make_client`` builds; a
+   (rules 8, 9 and 11 concern only the client ``make_client`` builds; a
    user-supplied client keeps its own TLS and HTTP/2 settings.)
 6. Every foreign exception becomes a ``FetchError`` on one path,
    ``errors.translated_errors`` with this module's ``error_kind``, the
@@ -41,6 +41,10 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
     ``ProxyRouter`` (httpx's own reading of the environment is off:
     ``trust_env=False``). A user-supplied client gets the identity headers
     and cookies too, but keeps its own transport, proxies and cookie jar.
+11. Host names are looked up once per crawl, off the event loop: every
+    transport of the client connects through one ``ResolvingBackend``
+    (``fetch.httpx_network``) sharing one ``CachingResolver``
+    (``fetch.resolve``); TLS and the ``Host`` header keep the name.
 
 Exceptions and their kinds (see ``error_kind``)::
 
@@ -81,8 +85,10 @@ from .body import (
 )
 from .decode import ACCEPT_ENCODING, is_decode_error
 from .errors import translated_errors
+from .httpx_network import ResolvingBackend, use_backend
 from .identity import Identity
 from .request import check_url, request_headers
+from .resolve import CachingResolver
 from .tls import is_tls_failure, ssl_context
 
 Transport = httpx2.AsyncBaseTransport
@@ -266,13 +272,17 @@ class ProxyRouter(httpx2.AsyncBaseTransport):
             await transport.aclose()
 
 
-def make_client(config: FetchConfig) -> httpx2.AsyncClient:
+def make_client(
+    config: FetchConfig, resolver: CachingResolver | None = None
+) -> httpx2.AsyncClient:
     """The client ``open_httpx_fetcher`` uses when given none.
 
     Proxies follow ``FetchConfig.proxy`` and the environment (``fetch.proxy``)
     and CA settings are honoured (rule 8); the client keeps no cookies
-    (rule 10). Raises ``ImportError`` for ``http2`` without the ``h2``
-    package, and ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
+    (rule 10). Host names are looked up through ``resolver`` (rule 11; a new
+    ``CachingResolver`` when None), shared by every transport. Raises
+    ``ImportError`` for ``http2`` without the ``h2`` package, and
+    ``FileNotFoundError`` for a ``ca_bundle`` that does not exist.
     """
     limits = httpx2.Limits(
         max_connections=config.max_connections,
@@ -284,18 +294,21 @@ def make_client(config: FetchConfig) -> httpx2.AsyncClient:
         )
     context = ssl_context(config.ca_bundle, os.environ)
     verify = True if context is None else context
+    backend = ResolvingBackend(CachingResolver() if resolver is None else resolver)
 
     def transport(proxy: str | None) -> Transport:
-        return httpx2.AsyncHTTPTransport(
+        made = httpx2.AsyncHTTPTransport(
             verify=verify, http2=config.http2, limits=limits, proxy=proxy, trust_env=False
         )
+        use_backend(made, backend)
+        return made
 
     chooser = ProxyChooser(config.proxy, os.environ)
     return httpx2.AsyncClient(
         verify=verify,
         http2=config.http2,
         limits=limits,
-        transport=ProxyRouter(chooser, transport) if chooser.may_proxy else None,
+        transport=ProxyRouter(chooser, transport) if chooser.may_proxy else transport(None),
         cookies=CookieJar(policy=_NoCookies()),
         timeout=httpx2.Timeout(config.timeout, connect=config.connect_timeout, pool=None),
         follow_redirects=False,
@@ -306,17 +319,23 @@ def make_client(config: FetchConfig) -> httpx2.AsyncClient:
 
 @asynccontextmanager
 async def open_httpx_fetcher(
-    config: FetchConfig, client: httpx2.AsyncClient | None = None
+    config: FetchConfig,
+    client: httpx2.AsyncClient | None = None,
+    *,
+    resolver: CachingResolver | None = None,
 ) -> AsyncIterator[HttpxFetcher]:
     """An ``HttpxFetcher`` for the duration of the block.
 
-    With no ``client``, creates one (``make_client``) and closes it on exit,
-    even when the block is cancelled. A given client (``httpx2`` or plain
-    ``httpx``) is used as is and left open.
+    With no ``client``, creates one (``make_client``, with ``resolver``) and
+    closes it on exit, even when the block is cancelled. A given client
+    (``httpx2`` or plain ``httpx``) is used as is and left open (and resolves
+    names its own way: ``resolver`` is then a ``ValueError``).
     """
+    if client is not None and resolver is not None:
+        raise ValueError("open_httpx_fetcher(): give a client or a resolver, not both")
     owns = client is None
     fetcher = HttpxFetcher(
-        config, make_client(config) if client is None else client, owns_client=owns
+        config, make_client(config, resolver) if client is None else client, owns_client=owns
     )
     try:
         yield fetcher

@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
@@ -42,17 +42,11 @@ EXIT_GRACE = 5.0
 
 
 def browser_command(
-    executable: str, profile: str, user_agent: str, proxy: str | None = None
+    executable: str, profile: str, user_agent: str, proxy_flags: Sequence[str] = ()
 ) -> list[str]:
     """Chromium's argument list: headless, the pipe, a fresh profile, the
-    crawl's User-Agent and proxy (``""``: none; None: the environment's), and
-    the background features that would talk to the network switched off."""
-    if proxy is None:
-        proxy_flags = []
-    elif proxy == "":
-        proxy_flags = ["--no-proxy-server"]
-    else:
-        proxy_flags = [f"--proxy-server={proxy}"]
+    crawl's User-Agent and proxy (``proxy.browser_proxy``), and the
+    background features that would talk to the network switched off."""
     return [
         executable,
         f"--user-agent={user_agent}",
@@ -147,7 +141,7 @@ def _alive(pid: int) -> bool:
 
 @asynccontextmanager
 async def open_browser(
-    executable: str, user_agent: str, proxy: str | None = None
+    executable: str, user_agent: str, proxy_flags: Sequence[str] = ()
 ) -> AsyncIterator[Browser]:
     """Start the browser; close and reap it, and remove its profile, on exit
     (also when cancelled)."""
@@ -163,7 +157,7 @@ async def open_browser(
 
     try:
         process = await trio.lowlevel.open_process(
-            browser_command(executable, profile, user_agent, proxy),
+            browser_command(executable, profile, user_agent, proxy_flags),
             env=browser_environment(os.environ, profile),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

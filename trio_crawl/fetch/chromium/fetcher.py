@@ -36,6 +36,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -55,6 +56,7 @@ from .browser import open_browser
 from .cdp import BrowserClosed, CdpError
 from .life import PageLife
 from .policy import RequestPolicy
+from .proxy import browser_proxy
 from .session import BrowserSession, RobotsLookup
 from .store import ResponseStore
 from .subrequests import BrowserRequests, Politeness
@@ -77,7 +79,8 @@ class RenderSettings:
     at once; ``render_wait``: the longest wait for a page to settle;
     ``timeout``: a page's whole budget (fetch and render); ``auto``:
     render only where it adds links (``--render auto``, ``auto.RenderPlanner``);
-    ``proxy``: the crawl's (``""``: none; None: the environment's);
+    ``proxy``: the crawl's (``""``: none; None: the environment's): the
+    browser's own requests use it too, its login included (``proxy``);
     ``keep_requisites``: keep what the crawler fetches with ``any_body``
     (requisites) for the browser (``--page-requisites``).
     """
@@ -97,8 +100,8 @@ class ChromiumStatistics:
     """``rendered``: pages rendered; ``failed``: renders that failed;
     ``browsers``: browsers started (more than one: restarts); ``blocked``:
     browser requests refused, by reason (scope, robots, kind, requisite,
-    scheme, popup, dialog); ``auto``: with ``--render auto``, what was
-    rendered where, and why; ``requests``: the browser's allowed requests,
+    scheme, popup, dialog, download); ``auto``: with ``--render auto``, what
+    was rendered where, and why; ``requests``: the browser's allowed requests,
     by how they were answered (``fetched`` by the crawl, ``reused``: a
     response the crawl already had, for the browser or the crawler;
     ``sent`` by the browser after its turn; ``failed``)."""
@@ -162,6 +165,7 @@ class ChromiumFetcher:
         self._blocked: Counter[str] = Counter()
         self._closed = False
         self._planner = RenderPlanner() if settings.auto else None
+        self._proxy = browser_proxy(settings.proxy, os.environ)
         self.requests = BrowserRequests(
             inner, ResponseStore(), keep_crawler=settings.keep_requisites
         )
@@ -291,7 +295,7 @@ class ChromiumFetcher:
         self, *, task_status: trio.TaskStatus[BrowserSession] = trio.TASK_STATUS_IGNORED
     ) -> None:
         async with open_browser(
-            self.settings.executable, self.settings.user_agent, self.settings.proxy
+            self.settings.executable, self.settings.user_agent, self._proxy.flags
         ) as browser:
             session = BrowserSession(
                 browser,
@@ -299,6 +303,7 @@ class ChromiumFetcher:
                 self._robots,
                 self.requests,
                 request_limit=self.settings.timeout,
+                proxy=self._proxy,
             )
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)

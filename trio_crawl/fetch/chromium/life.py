@@ -18,6 +18,10 @@ Rules:
    and none has started or ended for ``QUIET`` seconds (a ``fetch()`` whose
    answer is slow is waited for); ``settled_at`` says when that will be,
    given what is known now.
+4. A later main-frame document request the tab's network log never saw
+   (no ``networkId``: the download manager's, for an ``<a download>`` the
+   page clicked) is a download, not a navigation: it is failed and the page
+   goes on (the browser counts the download when it begins).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class DocumentStep(enum.Enum):
 
     FULFILL = "fulfill"  # the page itself: answer it with the fetched response
     CLIENT_REDIRECT = "client_redirect"  # a later navigation: note it, fail it
+    DOWNLOAD = "download"  # a download the page started: fail it, the page stays
 
 
 def fulfilled_headers(result: FetchResult) -> list[dict[str, str]]:
@@ -82,11 +87,14 @@ class PageLife:
     def __post_init__(self) -> None:
         self.last_request_at = self.started_at
 
-    def document_request(self, url: str) -> DocumentStep:
-        """A main-frame document request for ``url`` (rules 1 and 2)."""
+    def document_request(self, url: str, navigation: bool = True) -> DocumentStep:
+        """A main-frame document request for ``url`` (rules 1, 2 and 4);
+        ``navigation``: the tab's own network log saw it."""
         if not self.document_sent and (url == self.url or canonicalize(url) == self.url):
             self.document_sent = True
             return DocumentStep.FULFILL
+        if self.document_sent and not navigation:
+            return DocumentStep.DOWNLOAD
         if self.document_sent and self.client_redirect is None:
             self.client_redirect = url
             self.on_leave()

@@ -14,11 +14,17 @@ Rules:
    than GET, sent by the browser once its host's turn has come.
    A page's requests still waiting when its render ends are abandoned.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
-   own tabs are resumed by ``new_tab``; a page we did not create is a popup
-   and is closed before it runs; other targets (frames, workers) are
-   resumed, since their requests meet rule 1.
-3. Downloads are denied browser-wide.
-4. When the pipe closes every render of this browser fails (``BrowserClosed``
+   own tabs are resumed by ``new_tab``; a page we did not create is a popup:
+   resumed (its opener's ``window.open`` waits for it) and closed at once,
+   before its document loads; what it requests meanwhile is failed. Other
+   targets (frames, workers) are resumed, since their requests meet rule 1.
+3. Downloads are denied browser-wide, and counted (``download``).
+4. A login challenge (``Fetch.authRequired``, ``handleAuthRequests``) from
+   the crawl's proxy gets the proxy's login (``proxy.BrowserProxy``), once
+   per request (a second challenge means it was refused: cancelled); any
+   other, a web server's 401 included, is cancelled: the page sees the 401,
+   and no server ever gets the proxy's login.
+5. When the pipe closes every render of this browser fails (``BrowserClosed``
    reaches them through their own commands and event channels).
 """
 
@@ -39,6 +45,7 @@ from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
 from .policy import RequestPolicy, Verdict, resource_kind
+from .proxy import BrowserProxy
 from .subrequests import BrowserRequests, NoTurn
 
 __all__ = ["BrowserSession", "RobotsLookup"]
@@ -69,8 +76,12 @@ class BrowserSession:
         requests: BrowserRequests,
         *,
         request_limit: float = 30.0,
+        proxy: BrowserProxy | None = None,
     ) -> None:
         self.browser = browser
+        self._proxy = proxy or BrowserProxy()
+        #: Requests already given a proxy login (a second challenge: it was refused).
+        self._logged_in: set[str] = set()
         self.cdp: CdpConnection = browser.cdp
         self._policy = policy
         self._robots = robots
@@ -87,6 +98,7 @@ class BrowserSession:
         self._own: set[str] = set()
         self._attached: dict[str, str] = {}
         self._attach_events: dict[str, trio.Event] = {}
+        self._popups: set[str] = set()
         #: Refused requests by reason, for the summary.
         self.blocked: Counter[str] = Counter()
         self._nursery: trio.Nursery | None = None
@@ -97,7 +109,9 @@ class BrowserSession:
         """Set the browser up, then route its events until the pipe closes."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self.cdp.send("Browser.setDownloadBehavior", {"behavior": "deny"})
+            await self.cdp.send(
+                "Browser.setDownloadBehavior", {"behavior": "deny", "eventsEnabled": True}
+            )
             await self.cdp.send(
                 "Fetch.enable",
                 {
@@ -105,7 +119,8 @@ class BrowserSession:
                         {"urlPattern": "*", "requestStage": "Request"},
                         # Only requests we let the browser send get here again (rule 1).
                         {"urlPattern": "*", "requestStage": "Response"},
-                    ]
+                    ],
+                    "handleAuthRequests": True,
                 },
             )
             await self.cdp.send(
@@ -116,10 +131,15 @@ class BrowserSession:
             async for event in self._events:
                 if event.method == "Fetch.requestPaused":
                     self.route_request(event.params)
+                elif event.method == "Fetch.authRequired":
+                    self._authenticate(event.params)
                 elif event.method == "Target.attachedToTarget":
                     self._attached_to(event)
                 elif event.method == "Target.detachedFromTarget":
                     self._attached.pop(event.params.get("targetId", ""), None)
+                    self._popups.discard(event.params.get("targetId", ""))
+                elif event.method == "Browser.downloadWillBegin":
+                    self.blocked["download"] += 1  # denied: nothing is written
             nursery.cancel_scope.cancel()
 
     # -- targets -------------------------------------------------------------
@@ -154,9 +174,7 @@ class BrowserSession:
         target = info["targetId"]
         self._attached[target] = session
         if info.get("type") == "page" and (info.get("openerId") or info.get("openerFrameId")):
-            self.blocked["popup"] += 1
-            self._fire("Target.closeTarget", {"targetId": target})
-            return
+            return self._close_popup(target, session, info)
         waiter = self._attach_events.get(target)
         if waiter is not None:  # ours: new_tab waits for it
             waiter.set()
@@ -164,6 +182,48 @@ class BrowserSession:
             return  # ours (Tab.open resumes it), or a stray page: left paused
         if event.params.get("waitingForDebugger"):
             self._fire("Runtime.runIfWaitingForDebugger", {}, session)
+
+    def _close_popup(self, target: str, session: str, info: dict[str, Any]) -> None:
+        """Close a page we did not open (rule 2). It is resumed first: its
+        opener's ``window.open`` waits for it, and the opener's scripts would
+        stop for good if it were closed while paused. Whatever it requests
+        in the moment before it closes is failed (``route_request``). A tab
+        counts the windows its page opens (``Page.windowOpen``, also those
+        Chromium's popup blocker stops); a popup whose opener is not one of
+        our tabs is counted here."""
+        self._popups.add(target)
+        if info.get("openerId") not in self._own:
+            self.blocked["popup"] += 1
+        assert self._nursery is not None
+        self._nursery.start_soon(self._resume_and_close, target, session)
+
+    async def _resume_and_close(self, target: str, session: str) -> None:
+        """In this order: a popup closed while paused leaves its opener stuck."""
+        with contextlib.suppress(CdpError, BrowserClosed):
+            await self.cdp.send("Runtime.runIfWaitingForDebugger", {}, session)
+        with contextlib.suppress(CdpError, BrowserClosed):
+            await self.cdp.send("Target.closeTarget", {"targetId": target})
+
+    # -- logins --------------------------------------------------------------
+
+    def _authenticate(self, params: dict[str, Any]) -> None:
+        """Answer a login challenge (rule 4): the proxy's login to the
+        proxy, once per request; nothing to a web server (its 401 reaches
+        the page as it is)."""
+        request_id = params["requestId"]
+        challenge = params.get("authChallenge", {})
+        login = None
+        if challenge.get("source") == "Proxy" and request_id not in self._logged_in:
+            login = self._proxy.login_for(challenge.get("origin", ""))
+        if login is None:
+            self._logged_in.discard(request_id)
+            answer: dict[str, str] = {"response": "CancelAuth"}
+        else:
+            self._logged_in.add(request_id)
+            answer = {"response": "ProvideCredentials", "username": login[0], "password": login[1]}
+        self._fire(
+            "Fetch.continueWithAuth", {"requestId": request_id, "authChallengeResponse": answer}
+        )
 
     # -- requests ------------------------------------------------------------
 
@@ -176,15 +236,20 @@ class BrowserSession:
         kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
         frame = params.get("frameId", "")
         life = self.lives.get(frame)
+        if frame in self._popups:  # a popup's navigation, or a script written into it
+            return self._fire(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+            )
         if life is None and kind == "Document" and frame in self._own:
             # A tab between pages (a late timer of the last one): it goes nowhere.
             return self._fail(request_id, "client_redirect", None)
         if life is not None:
             life.request_started(trio.current_time())
             if kind == "Document":
-                if life.document_request(url) is DocumentStep.FULFILL:
+                step = life.document_request(url, navigation="networkId" in params)
+                if step is DocumentStep.FULFILL:
                     return self._fulfill(request_id, life.result)
-                return self._fail(request_id, "client_redirect", life)
+                return self._fail(request_id, "client_redirect", life)  # or a download
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
             return self._send(request_id, params, life)

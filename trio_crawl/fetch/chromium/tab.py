@@ -4,6 +4,7 @@ Rules:
 
 1. ``render`` arms the tab for the page (``session.lives``), navigates, and
    while it runs watches the tab's events: a dialog is dismissed at once, a
+   window the page opens is counted as a refused ``popup``, a
    crash ends the render (``RenderFailed``), the ``load`` lifecycle event of
    this navigation (matched by its loader id) starts the quiet wait.
 2. The page settles at load plus ``QUIET`` seconds with no request in
@@ -113,6 +114,10 @@ class Tab:
                             {"accept": False},
                             self.session_id,
                         )
+                    elif event.method == "Page.windowOpen":
+                        # A popup: stopped by Chromium's blocker (no user
+                        # gesture) or closed by the session before it runs.
+                        self.session.blocked["popup"] += 1
                     elif event.method == "Inspector.targetCrashed":
                         life.crashed = True
                         nursery.cancel_scope.cancel()
