@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from collections.abc import Iterable
 
 import trio
@@ -59,7 +58,7 @@ from .delivery import (
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
 from .recording import Recorder
-from .render import answered_at_once, attach_render, with_render_statistics
+from .render import attach_render, with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
 from .statistics import RunClock, snapshot
@@ -108,9 +107,7 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
-        #: URLs whose request holds its host's slot (``_handle``), by count.
-        self._holding: Counter[str] = Counter()
-        attach_render(fetcher, self.schedule, self.request_over)
+        self._slots = attach_render(fetcher, self.schedule)  # the browser's requests wait too
 
     # -- public ------------------------------------------------------------
 
@@ -169,16 +166,6 @@ class Crawler:
 
     # -- one URL -----------------------------------------------------------
 
-    def request_over(self, url: str) -> None:
-        """The request for ``url`` is over though its page is still being
-        read (rendered, with requests of its own to make): its host's slot
-        is free from now, not when the fetcher returns. Not a checkpoint."""
-        held = self._holding.pop(url, 0)
-        if held:
-            self.schedule.release(host_port(url))
-            if held > 1:
-                self._holding[url] = held - 1
-
     def _correct(self, correction: DepthCorrection) -> None:
         self._delivery.write_correction(correction, self._clock.t())
 
@@ -202,13 +189,12 @@ class Crawler:
                 return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
-        at_once = answered_at_once(self._fetcher, entry)  # no request: no slot
-        if at_once:
-            self.schedule.unreserve(entry, host)
-        elif not self.schedule.try_start(entry, host):
+        at_once = self._slots.answered_at_once(entry, host)  # no request: no slot
+        if not at_once and not self.schedule.try_start(entry, host):
             return  # parked in the schedule; our token goes back to the pool
+        self._slots.hold(entry.url, held=not at_once)
         if not self.frontier.start(entry):
-            return None if at_once else self.schedule.release(host)
+            return self._slots.release(entry.url)
         if entry.attempts == 1 and self.frontier.budget_spent:
             # That was the last page of the budget: what waits for a first
             # start will never get one, so it stops counting as work now.
@@ -217,14 +203,12 @@ class Crawler:
         t0 = trio.current_time()
         result: FetchResult | None = None
         failure: FetchError | None = None
-        if not at_once:
-            self._holding[entry.url] += 1
         try:
             result = await fetch_entry(self._fetcher, entry, self.config)
         except FetchError as exc:
             failure = exc
         finally:
-            self.request_over(entry.url)  # unless the fetcher said so already
+            self._slots.release(entry.url)  # unless the fetcher did (a page to render)
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
             self._responses.heard(entry, result)  # settled before the record

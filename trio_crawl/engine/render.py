@@ -10,6 +10,7 @@ page's scripts ask for waits for its host as the crawler's requests do.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -65,6 +66,44 @@ async def open_render_fetcher(
         yield fetcher
 
 
+class HostSlots:
+    """The host slots the crawler's requests hold, by URL, each released
+    once: when its fetch ends or, for a page about to be rendered, when the
+    fetcher says its request is over (``request_over``), so that the
+    page's own requests can take the slot while it renders."""
+
+    def __init__(self, schedule: ScheduleRoom, fetcher: ChromiumFetcher | None) -> None:
+        self._schedule = schedule
+        self._fetcher = fetcher
+        self._held: Counter[str] = Counter()
+
+    def answered_at_once(self, entry: Entry, host: str) -> bool:
+        """Whether the fetcher has ``entry``'s answer without a request (a
+        requisite the browser loaded); if so, its reserved slot, if any, is
+        given back. Nothing between this and the fetch is a checkpoint, so
+        the answer is still there when it is asked for."""
+        fetcher = self._fetcher
+        if fetcher is None or entry.payload is not REQUISITE:
+            return False
+        if not fetcher.requests.has_answer(entry.url):
+            return False
+        self._schedule.unreserve(entry, host)
+        return True
+
+    def hold(self, url: str, *, held: bool) -> None:
+        """The request for ``url`` started with its host's slot (if ``held``)."""
+        if held:
+            self._held[url] += 1
+
+    def release(self, url: str) -> None:
+        """The request for ``url`` is over: its slot, if still held, is free."""
+        count = self._held.pop(url, 0)
+        if count:
+            self._schedule.release(host_port(url))
+            if count > 1:
+                self._held[url] = count - 1
+
+
 class CrawlPoliteness:
     """The crawl's schedule as the browser's requests meet it
     (``fetch.chromium.subrequests.Politeness``): a request waits for its
@@ -87,26 +126,14 @@ class CrawlPoliteness:
             self._schedule.release(host)
 
 
-def attach_render(
-    fetcher: Fetcher, schedule: ScheduleRoom, request_over: Callable[[str], None]
-) -> None:
-    """Put a rendering fetcher's browser requests under a crawl's
-    politeness (``schedule``); ``request_over(url)`` frees the slot of the
-    crawler's request for ``url``. Other fetchers: nothing to do."""
-    if isinstance(fetcher, ChromiumFetcher):
-        fetcher.attach(CrawlPoliteness(schedule, request_over))
-
-
-def answered_at_once(fetcher: Fetcher, entry: Entry) -> bool:
-    """Whether ``fetcher`` has ``entry``'s answer without a request: a
-    requisite the browser already loaded. Such an entry takes no slot of
-    its host (nothing is sent); nothing between this check and the fetch
-    is a checkpoint, so the answer is still there."""
-    return (
-        entry.payload is REQUISITE
-        and isinstance(fetcher, ChromiumFetcher)
-        and fetcher.requests.has_answer(entry.url)
-    )
+def attach_render(fetcher: Fetcher, schedule: ScheduleRoom) -> HostSlots:
+    """The slots of a crawl on ``schedule``; a rendering fetcher's browser
+    requests are put under the same schedule."""
+    if not isinstance(fetcher, ChromiumFetcher):
+        return HostSlots(schedule, None)
+    slots = HostSlots(schedule, fetcher)
+    fetcher.attach(CrawlPoliteness(schedule, slots.release))
+    return slots
 
 
 def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
