@@ -200,3 +200,28 @@ async def test_a_requisite_the_browser_loaded_is_fetched_once_and_recorded_once(
     # before the schedule); a requisite answered from what the browser
     # loaded is no request and took none.
     assert len(starts) == received.total() - received["/robots.txt"]
+
+
+async def test_a_request_the_crawl_could_not_fetch_fails_in_the_page() -> None:
+    site = Site(
+        {
+            "/": html(
+                script(
+                    """
+const s = document.createElement('script'); s.src = '/big.js';
+s.onerror = () => { const a = document.createElement('a'); a.href = '/failed';
+                    document.body.append(a); };
+document.head.append(s);
+"""
+                )
+            ),
+            "/big.js": Response(body=b"//" + b"x" * 5000, content_type=JS),
+            "/failed": page(),
+        }
+    )
+    with serve_site(site) as server:
+        records, summary = await crawl(server.url("/"), max_bytes=4000)
+    # Too large for the crawl's fetcher: the browser's request failed, and the page saw it.
+    assert paths(records, server) == ["/", "/failed"]
+    assert server.count("/big.js") == 1
+    assert summary.render_requests["failed"] == 1
