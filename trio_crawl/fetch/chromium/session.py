@@ -11,8 +11,10 @@ Rules:
    failed with ``BlockedByClient`` and counted in ``blocked``; what is
    allowed is sent by the crawl under its politeness (``subrequests``) and
    given to the browser (``Fetch.fulfillRequest``), or, for a method other
-   than GET, sent by the browser once its host's turn has come.
-   A page's requests still waiting when its render ends are abandoned.
+   than GET, sent by the browser once its host's turn has come; such a
+   request pauses again when its response's head comes (the response
+   stage), which frees its host's slot, and goes on. A page's requests
+   still waiting when its render ends are abandoned.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
    own tabs are resumed by ``new_tab``; a page we did not create is a popup:
    resumed (its opener's ``window.open`` waits for it) and closed at once,
