@@ -2,28 +2,33 @@
 
 Rendering only: it reads ``Crawler.statistics()`` snapshots. The refresh
 loop here is a display tick, not part of termination (the engine never polls).
+rich draws both, and is imported by the functions that draw: a quiet crawl
+(``-q``) never imports it (it takes a while to import).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import trio
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from ..core.stats import CrawlSummary
 from ..engine.crawler import Crawler
 from ..engine.statistics import EngineStatistics
 from .common import stderr_console
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
 REFRESH_SECONDS = 0.25
 
 
 def progress_line(s: EngineStatistics) -> Text:
+    from rich.text import Text
+
     rate = s.records / s.elapsed if s.elapsed > 0 else 0.0
     text = Text()
     text.append(f"{s.records:,} done", style="bold green")
@@ -37,6 +42,8 @@ def progress_line(s: EngineStatistics) -> Text:
 
 async def show_progress(crawler: Crawler, console: Console) -> None:
     """Redraw the progress line until cancelled (the caller owns the task)."""
+    from rich.live import Live
+
     with Live(
         progress_line(crawler.statistics()),
         console=console,
@@ -82,6 +89,8 @@ def depth_updates_row(count: int, written_to: str | None) -> str:
 
 
 def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) -> Table:
+    from rich.table import Table
+
     table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()

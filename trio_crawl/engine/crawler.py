@@ -57,11 +57,11 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
+from .politeness import host_slots
 from .recording import Recorder
-from .render import attach_render, with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot
+from .statistics import RunClock, snapshot, with_render_statistics
 
 
 class Crawler:
@@ -107,7 +107,7 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
-        self._slots = attach_render(fetcher, self.schedule)  # the browser's requests wait too
+        self._slots = host_slots(self.schedule, fetcher)  # the browser's requests wait too
 
     # -- public ------------------------------------------------------------
 

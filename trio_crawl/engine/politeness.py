@@ -17,12 +17,17 @@ crawler and a browser tab while it waits. Such a ``Turn`` is not crawl work
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 
 import trio
 
 from ..core.frontier import Entry
+from ..core.requisites import REQUISITE
 from ..core.schedule import PoliteSchedule
+from ..core.url import host_port
+from ..fetch.base import Fetcher
+from .statistics import is_rendering
 
 
 class Turn:
@@ -154,3 +159,52 @@ class ScheduleRoom:
             if self._changed.is_set():
                 self._changed = trio.Event()
             self._hand_over_ready()
+
+
+class HostSlots:
+    """The host slots the crawler's requests hold, by URL, each released
+    once: when its fetch ends or, for a page about to be rendered, when the
+    rendering fetcher says its request is over, so that the page's own
+    requests can take the slot while it renders (``engine/render.py``)."""
+
+    def __init__(self, schedule: ScheduleRoom) -> None:
+        self._schedule = schedule
+        self._held: Counter[str] = Counter()
+        #: Whether the fetcher has a URL's answer without a request (set
+        #: by a rendering fetcher: what the browser already loaded).
+        self.answers: Callable[[str], bool] | None = None
+
+    def answered_at_once(self, entry: Entry, host: str) -> bool:
+        """Whether ``entry`` (a requisite) is answered without a request; if
+        so, its reserved slot, if any, is given back. Nothing between this
+        and the fetch is a checkpoint, so the answer is still there."""
+        answers = self.answers
+        if answers is None or entry.payload is not REQUISITE or not answers(entry.url):
+            return False
+        self._schedule.unreserve(entry, host)
+        return True
+
+    def hold(self, url: str, *, held: bool) -> None:
+        """The request for ``url`` started with its host's slot (if ``held``)."""
+        if held:
+            self._held[url] += 1
+
+    def release(self, url: str) -> None:
+        """The request for ``url`` is over: its slot, if still held, is free."""
+        count = self._held.pop(url, 0)
+        if count:
+            self._schedule.release(host_port(url))
+            if count > 1:
+                self._held[url] = count - 1
+
+
+def host_slots(schedule: ScheduleRoom, fetcher: Fetcher) -> HostSlots:
+    """The slots of a crawl on ``schedule``; a rendering fetcher's browser
+    requests are put under the same schedule (``engine/render.py``,
+    imported only by a crawl that renders)."""
+    slots = HostSlots(schedule)
+    if is_rendering(fetcher):
+        from .render import attach_render
+
+        attach_render(fetcher, schedule, slots)
+    return slots

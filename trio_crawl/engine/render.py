@@ -3,21 +3,19 @@
 The rendering fetcher (``fetch.chromium``) cannot import the engine; this
 module gives it what it needs from the crawl: the scope, whether requisites
 and robots.txt count, a ``RobotsCache`` for the browser's own requests, and
-the crawl's politeness schedule (``CrawlPoliteness``), so that what a
-page's scripts ask for waits for its host as the crawler's requests do.
+the crawl's politeness schedule (``CrawlPoliteness``), so that what a page's
+scripts ask for waits for its host as the crawler's requests do.
+Only a crawl that renders imports it (``fetchers.open_fetcher``), and with it
+the Chromium fetcher; what a render adds to the summary is
+``statistics.with_render_statistics``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
-from ..core.frontier import Entry
-from ..core.requisites import REQUISITE
-from ..core.stats import CrawlSummary
 from ..core.url import canonicalize, host_port
 from ..fetch.base import Fetcher
 from ..fetch.chromium import (
@@ -28,7 +26,7 @@ from ..fetch.chromium import (
 )
 from ..fetch.chromium.session import RobotsLookup
 from ..fetch.chromium.subrequests import NoTurn
-from .politeness import ScheduleRoom
+from .politeness import HostSlots, ScheduleRoom
 from .robots_gate import RobotsCache
 
 
@@ -66,44 +64,6 @@ async def open_render_fetcher(
         yield fetcher
 
 
-class HostSlots:
-    """The host slots the crawler's requests hold, by URL, each released
-    once: when its fetch ends or, for a page about to be rendered, when the
-    fetcher says its request is over (``request_over``), so that the
-    page's own requests can take the slot while it renders."""
-
-    def __init__(self, schedule: ScheduleRoom, fetcher: ChromiumFetcher | None) -> None:
-        self._schedule = schedule
-        self._fetcher = fetcher
-        self._held: Counter[str] = Counter()
-
-    def answered_at_once(self, entry: Entry, host: str) -> bool:
-        """Whether the fetcher has ``entry``'s answer without a request (a
-        requisite the browser loaded); if so, its reserved slot, if any, is
-        given back. Nothing between this and the fetch is a checkpoint, so
-        the answer is still there when it is asked for."""
-        fetcher = self._fetcher
-        if fetcher is None or entry.payload is not REQUISITE:
-            return False
-        if not fetcher.requests.has_answer(entry.url):
-            return False
-        self._schedule.unreserve(entry, host)
-        return True
-
-    def hold(self, url: str, *, held: bool) -> None:
-        """The request for ``url`` started with its host's slot (if ``held``)."""
-        if held:
-            self._held[url] += 1
-
-    def release(self, url: str) -> None:
-        """The request for ``url`` is over: its slot, if still held, is free."""
-        count = self._held.pop(url, 0)
-        if count:
-            self._schedule.release(host_port(url))
-            if count > 1:
-                self._held[url] = count - 1
-
-
 class CrawlPoliteness:
     """The crawl's schedule as the browser's requests meet it
     (``fetch.chromium.subrequests.Politeness``): a request waits for its
@@ -126,30 +86,8 @@ class CrawlPoliteness:
             self._schedule.release(host)
 
 
-def attach_render(fetcher: Fetcher, schedule: ScheduleRoom) -> HostSlots:
-    """The slots of a crawl on ``schedule``; a rendering fetcher's browser
-    requests are put under the same schedule."""
-    if not isinstance(fetcher, ChromiumFetcher):
-        return HostSlots(schedule, None)
-    slots = HostSlots(schedule, fetcher)
+def attach_render(fetcher: ChromiumFetcher, schedule: ScheduleRoom, slots: HostSlots) -> None:
+    """Put ``fetcher``'s browser requests under the crawl's ``schedule``;
+    the crawler takes no slot for a requisite the browser already loaded."""
+    slots.answers = fetcher.requests.has_answer
     fetcher.attach(CrawlPoliteness(schedule, slots.release))
-    return slots
-
-
-def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
-    """``summary`` with what the rendering fetcher did, if it is one."""
-    if not isinstance(fetcher, ChromiumFetcher):
-        return summary
-    stats = fetcher.statistics()
-    return dataclasses.replace(
-        summary,
-        rendered=stats.rendered,
-        render_failures=stats.failed,
-        browsers=stats.browsers,
-        render_blocked=stats.blocked,
-        render_requests=stats.requests,
-        render_auto={
-            r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
-            for r in stats.auto
-        },
-    )
