@@ -18,7 +18,8 @@ Rules:
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
    own tabs are resumed by ``new_tab``; a page we did not create is a popup:
    resumed (its opener's ``window.open`` waits for it) and closed at once,
-   before its document loads; what it requests meanwhile is failed. Other
+   before its document loads; what it requests meanwhile, or after (the
+   crawl, not the closed window, would send it), is failed. Other
    targets (frames, workers) are resumed, since their requests meet rule 1.
 3. Downloads are denied browser-wide, and counted (``download``).
 4. A login challenge (``Fetch.authRequired``, ``handleAuthRequests``) from
@@ -51,6 +52,9 @@ from .proxy import BrowserProxy
 from .subrequests import BrowserRequests, NoTurn
 
 __all__ = ["BrowserSession", "RobotsLookup"]
+
+#: Closed popups remembered: their late requests are failed (rule 2).
+POPUPS_KEPT = 1024
 
 #: ``FetchError`` kinds as the browser's network error reasons.
 _ERROR_REASONS = {
@@ -100,7 +104,9 @@ class BrowserSession:
         self._own: set[str] = set()
         self._attached: dict[str, str] = {}
         self._attach_events: dict[str, trio.Event] = {}
-        self._popups: set[str] = set()
+        #: Popups we closed, the newest ``POPUPS_KEPT``: a request of one
+        #: may still come after it is gone, and is failed, not sent.
+        self._popups: dict[str, None] = {}
         #: Refused requests by reason, for the summary.
         self.blocked: Counter[str] = Counter()
         self._nursery: trio.Nursery | None = None
@@ -139,7 +145,6 @@ class BrowserSession:
                     self._attached_to(event)
                 elif event.method == "Target.detachedFromTarget":
                     self._attached.pop(event.params.get("targetId", ""), None)
-                    self._popups.discard(event.params.get("targetId", ""))
                 elif event.method == "Browser.downloadWillBegin":
                     self.blocked["download"] += 1  # denied: nothing is written
             nursery.cancel_scope.cancel()
@@ -193,7 +198,9 @@ class BrowserSession:
         counts the windows its page opens (``Page.windowOpen``, also those
         Chromium's popup blocker stops); a popup whose opener is not one of
         our tabs is counted here."""
-        self._popups.add(target)
+        self._popups[target] = None
+        if len(self._popups) > POPUPS_KEPT:
+            del self._popups[next(iter(self._popups))]
         if info.get("openerId") not in self._own:
             self.blocked["popup"] += 1
         assert self._nursery is not None
