@@ -45,7 +45,7 @@ def test_the_store_keeps_final_answers_under_their_canonical_url() -> None:
 
 
 def test_the_store_drops_the_least_recently_used_past_its_bytes() -> None:
-    store = ResponseStore(item_bytes=40, total_bytes=100)
+    store = ResponseStore(item_bytes=40, total_bytes=100, entry_bytes=0)
     assert not store.put(f"{SITE}/huge", result(f"{SITE}/huge", size=41))
     for name in "abc":
         assert store.put(f"{SITE}/{name}", result(f"{SITE}/{name}", size=40))
@@ -54,6 +54,14 @@ def test_the_store_drops_the_least_recently_used_past_its_bytes() -> None:
     assert store.get(f"{SITE}/b") is not None  # b is now the most recent
     store.put(f"{SITE}/d", result(f"{SITE}/d", size=40))
     assert store.get(f"{SITE}/c") is None and store.get(f"{SITE}/b") is not None
+
+
+def test_empty_answers_count_too() -> None:
+    store = ResponseStore(total_bytes=10_000)  # each response counts 1 kB beside its body
+    for i in range(100):
+        store.put(f"{SITE}/tick?{i}", result(f"{SITE}/tick?{i}", size=0))
+    assert len(store) == 9 and store.bytes == 9 * 1024
+    assert store.get(f"{SITE}/tick?99") is not None and store.get(f"{SITE}/tick?90") is None
 
 
 def test_the_browsers_headers_are_passed_on_but_those_the_fetcher_owns() -> None:

@@ -14,9 +14,12 @@ Rules:
    503, 504) is asked again next time, as the crawler would; so is a
    response whose body was skipped.
 3. Memory is bounded: a response larger than ``item_bytes`` is not kept,
-   and past ``total_bytes`` the least recently used responses go first. A
-   response that went is fetched again if it is wanted again: the bound
-   trades a second request for memory, never correctness.
+   and past ``total_bytes`` the least recently used responses go first.
+   Each response counts its body plus ``entry_bytes`` for itself (its
+   headers, its key), so that a page fetching endless empty answers cannot
+   fill memory either. A response that went is fetched again if it is
+   wanted again: the bound trades a second request for memory, never
+   correctness.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from ...core.models import FetchResult
 from ...core.retry import should_retry_status
 from ...core.url import canonicalize
 
-__all__ = ["ITEM_BYTES", "TOTAL_BYTES", "ResponseStore", "store_key"]
+__all__ = ["ENTRY_BYTES", "ITEM_BYTES", "TOTAL_BYTES", "ResponseStore", "store_key"]
 
 #: The largest response kept (rule 3).
 ITEM_BYTES = 4 * 1024 * 1024
-#: The most body bytes kept at once (rule 3).
+#: The most bytes kept at once (rule 3).
 TOTAL_BYTES = 64 * 1024 * 1024
+#: What a response costs beside its body (rule 3): a FetchResult, its
+#: headers and its key take about a kilobyte.
+ENTRY_BYTES = 1024
 
 
 def store_key(url: str) -> str:
@@ -44,11 +50,18 @@ class ResponseStore:
     """Responses by URL, least recently used first out. Not thread-safe;
     every method is synchronous."""
 
-    def __init__(self, *, item_bytes: int = ITEM_BYTES, total_bytes: int = TOTAL_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        item_bytes: int = ITEM_BYTES,
+        total_bytes: int = TOTAL_BYTES,
+        entry_bytes: int = ENTRY_BYTES,
+    ) -> None:
         self.item_bytes = item_bytes
         self.total_bytes = total_bytes
+        self.entry_bytes = entry_bytes
         self._kept: OrderedDict[str, FetchResult] = OrderedDict()
-        #: Body bytes of the responses kept now.
+        #: What the responses kept now count (rule 3).
         self.bytes = 0
 
     def __len__(self) -> int:
@@ -74,15 +87,20 @@ class ResponseStore:
         """Keep ``result`` as the answer for ``url`` if rules 2 and 3 allow;
         True if it was kept."""
         size = len(result.body)
-        if not self.keeps(result) or size > self.item_bytes or size > self.total_bytes:
+        if not self.keeps(result) or size > self.item_bytes:
+            return False
+        if self._cost(result) > self.total_bytes:
             return False
         key = store_key(url)
         old = self._kept.pop(key, None)
         if old is not None:
-            self.bytes -= len(old.body)
+            self.bytes -= self._cost(old)
         self._kept[key] = result
-        self.bytes += size
+        self.bytes += self._cost(result)
         while self.bytes > self.total_bytes:
             _, dropped = self._kept.popitem(last=False)
-            self.bytes -= len(dropped.body)
+            self.bytes -= self._cost(dropped)
         return True
+
+    def _cost(self, result: FetchResult) -> int:
+        return len(result.body) + self.entry_bytes
