@@ -15,8 +15,9 @@ import trio.testing
 
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.models import FetchResult
+from trio_crawl.core.requisites import REQUISITE
 from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
-from trio_crawl.engine.politeness import Job, ScheduleRoom
+from trio_crawl.engine.politeness import HostSlots, Job, ScheduleRoom
 from trio_crawl.engine.render import CrawlPoliteness
 from trio_crawl.fetch.chromium.store import ResponseStore
 from trio_crawl.fetch.chromium.subrequests import BrowserRequests, NoTurn, forwarded_headers
@@ -136,6 +137,29 @@ async def test_a_cancelled_turn_holds_nothing_up_and_a_stopping_crawl_refuses_tu
         await trio.testing.wait_all_tasks_blocked()
         assert refused == [f"{SITE}/x"]
         nursery.cancel_scope.cancel()
+
+
+async def test_a_slot_is_released_once_whoever_says_so_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    schedule, _ = room(rate=1.0)
+    slots = HostSlots(schedule)
+    page = Entry(f"{SITE}/", 0, None)
+    requisite = Entry(f"{SITE}/s.css", 1, None, payload=REQUISITE)
+    assert schedule.try_start(page, H)
+    slots.hold(page.url, held=True)
+    slots.release(page.url)  # the fetcher: the page's request is over, its render goes on
+    assert schedule.schedule.in_flight(H) == 0
+    slots.release(page.url)  # the crawler, after the render: nothing more to release
+    assert schedule.schedule.in_flight(H) == 0
+    # A requisite the browser loaded is answered at once: it takes no slot.
+    assert not slots.answered_at_once(requisite, H)
+    slots.answers = {requisite.url}.__contains__
+    assert slots.answered_at_once(requisite, H)
+    assert not slots.answered_at_once(page, H)  # a page is fetched as ever
+    slots.hold(requisite.url, held=False)
+    slots.release(requisite.url)
+    assert schedule.schedule.in_flight(H) == 0
 
 
 # -- BrowserRequests ------------------------------------------------------------
