@@ -225,3 +225,32 @@ document.head.append(s);
     assert paths(records, server) == ["/", "/failed"]
     assert server.count("/big.js") == 1
     assert summary.render_requests["failed"] == 1
+
+
+async def test_a_host_only_the_browser_reaches_gets_its_crawl_delay() -> None:
+    delay = 0.4
+    scripts = [f"/lib{i}.js" for i in range(4)]
+    cdn_site = Site(
+        {
+            "/robots.txt": Response(
+                body=f"User-agent: *\nCrawl-delay: {delay}\n".encode(), content_type="text/plain"
+            ),
+            **{p: Response(body=b"1", content_type=JS) for p in scripts},
+        }
+    )
+    with serve_site(cdn_site) as cdn:
+        # The CDN is another port of 127.0.0.1: allowed, and never a URL of the crawl.
+        tags = "".join(f'<script src="{cdn.url(p)}"></script>' for p in scripts)
+        with serve_site(Site({"/": html(tags)})) as server:
+            records, _ = await crawl(server.url("/"), allow_domains=["127.0.0.1"])
+        arrivals = [entry.time for entry in cdn.log if entry.target in scripts]
+    assert paths(records, server) == ["/"]
+    assert sorted(cdn.targets()) == sorted(["/robots.txt", *scripts])
+    # As in the rate test: a span of k gaps is k Crawl-delays, less 0.25 s of lateness.
+    interval = delay * (1 + RATE_SLACK)
+    short = [
+        (i, j)
+        for i, j in itertools.combinations(range(len(arrivals)), 2)
+        if arrivals[j] - arrivals[i] < (j - i) * interval - 0.25
+    ]
+    assert short == [], arrivals

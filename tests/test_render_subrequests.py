@@ -17,6 +17,7 @@ from trio_crawl.core.frontier import Entry
 from trio_crawl.core.models import FetchResult
 from trio_crawl.core.requisites import REQUISITE
 from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
+from trio_crawl.engine.host_gate import HostGate
 from trio_crawl.engine.politeness import HostSlots, Job, ScheduleRoom
 from trio_crawl.engine.render import CrawlPoliteness
 from trio_crawl.fetch.chromium.store import ResponseStore
@@ -124,9 +125,11 @@ async def test_a_cancelled_turn_holds_nothing_up_and_a_stopping_crawl_refuses_tu
         assert schedule.try_start(parked, H)
         refused: list[str] = []
 
+        politeness = CrawlPoliteness(schedule, lambda url: None, lambda host, delay: None)
+
         async def turn() -> None:
             try:
-                async with CrawlPoliteness(schedule, lambda url: None).turn(f"{SITE}/x"):
+                async with politeness.turn(f"{SITE}/x"):
                     pytest.fail("a turn came to a stopping crawl")
             except NoTurn as exc:
                 refused.append(str(exc))
@@ -162,6 +165,16 @@ async def test_a_slot_is_released_once_whoever_says_so_first(
     assert schedule.schedule.in_flight(H) == 0
 
 
+def test_a_browser_only_hosts_crawl_delay_applies_once_and_capped() -> None:
+    schedule, _ = room(rate=10.0)
+    gate = HostGate(None, schedule, max_crawl_delay=5.0, capped_delays={})
+    gate.crawl_delay_seen("cdn.test:80", 30.0)
+    assert schedule.schedule.interval("cdn.test:80") == pytest.approx(5.0 * (1 + RATE_SLACK))
+    assert gate.capped_delays == {"cdn.test:80": 30.0}
+    gate.crawl_delay_seen("cdn.test:80", None)  # read once: later reads change nothing
+    assert schedule.schedule.interval("cdn.test:80") == pytest.approx(5.0 * (1 + RATE_SLACK))
+
+
 # -- BrowserRequests ------------------------------------------------------------
 
 
@@ -179,6 +192,9 @@ class Turns:
         yield
 
     def request_over(self, url: str) -> None:
+        pass
+
+    def robots_read(self, url: str, crawl_delay: float | None) -> None:
         pass
 
 

@@ -107,7 +107,7 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
-        self._slots = host_slots(self.schedule, fetcher)  # the browser's requests wait too
+        self._slots = host_slots(self.schedule, fetcher, parts.gate.crawl_delay_seen)
 
     # -- public ------------------------------------------------------------
 

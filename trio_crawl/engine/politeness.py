@@ -198,13 +198,16 @@ class HostSlots:
                 self._held[url] = count - 1
 
 
-def host_slots(schedule: ScheduleRoom, fetcher: Fetcher) -> HostSlots:
+def host_slots(
+    schedule: ScheduleRoom, fetcher: Fetcher, crawl_delay: Callable[[str, float | None], None]
+) -> HostSlots:
     """The slots of a crawl on ``schedule``; a rendering fetcher's browser
     requests are put under the same schedule (``engine/render.py``,
-    imported only by a crawl that renders)."""
+    imported only by a crawl that renders), and the Crawl-delay of a host
+    only they reach is applied by ``crawl_delay(host, delay)``."""
     slots = HostSlots(schedule)
     if is_rendering(fetcher):
         from .render import attach_render
 
-        attach_render(fetcher, schedule, slots)
+        attach_render(fetcher, schedule, slots, crawl_delay)
     return slots

@@ -71,13 +71,22 @@ class CrawlPoliteness:
     among the crawler's own; ``request_over`` frees the slot of a page
     about to be rendered."""
 
-    def __init__(self, schedule: ScheduleRoom, request_over: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        schedule: ScheduleRoom,
+        request_over: Callable[[str], None],
+        crawl_delay: Callable[[str, float | None], None],
+    ) -> None:
         self._schedule = schedule
         self.request_over = request_over
+        self._crawl_delay = crawl_delay
+
+    def robots_read(self, url: str, crawl_delay: float | None) -> None:
+        self._crawl_delay(_host(url), crawl_delay)
 
     @asynccontextmanager
     async def turn(self, url: str) -> AsyncIterator[None]:
-        host = host_port(canonicalize(url) or url)  # the policy let only canonical ones by
+        host = _host(url)
         if not await self._schedule.wait_turn(host):
             raise NoTurn(url)
         try:
@@ -86,8 +95,18 @@ class CrawlPoliteness:
             self._schedule.release(host)
 
 
-def attach_render(fetcher: ChromiumFetcher, schedule: ScheduleRoom, slots: HostSlots) -> None:
-    """Put ``fetcher``'s browser requests under the crawl's ``schedule``;
-    the crawler takes no slot for a requisite the browser already loaded."""
+def attach_render(
+    fetcher: ChromiumFetcher,
+    schedule: ScheduleRoom,
+    slots: HostSlots,
+    crawl_delay: Callable[[str, float | None], None],
+) -> None:
+    """Put ``fetcher``'s browser requests under the crawl's ``schedule``
+    (and a host's Crawl-delay, through ``crawl_delay``); the crawler takes
+    no slot for a requisite the browser already loaded."""
     slots.answers = fetcher.requests.has_answer
-    fetcher.attach(CrawlPoliteness(schedule, slots.release))
+    fetcher.attach(CrawlPoliteness(schedule, slots.release, crawl_delay))
+
+
+def _host(url: str) -> str:
+    return host_port(canonicalize(url) or url)  # the policy let only canonical ones by

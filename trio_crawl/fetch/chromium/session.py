@@ -286,7 +286,9 @@ class BrowserSession:
     def _robots_answer(
         self, request_id: str, params: dict[str, Any], policy: RobotsPolicy, life: PageLife | None
     ) -> None:
-        if policy.allows(params["request"]["url"]):
+        url = params["request"]["url"]
+        if policy.allows(url):
+            self._requests.robots_read(url, policy.crawl_delay)
             self._send(request_id, params, life)
         else:
             self._fail(request_id, "robots", life)

@@ -10,10 +10,12 @@ Rules:
    size limits and deadlines), once its host's turn has come under the
    crawl's politeness (``Politeness.turn``: ``--rate``, Crawl-delay,
    ``--random-wait`` and ``--per-host-concurrency``, counted together with
-   the crawler's own requests), and the browser gets the response
-   (``Fetch.fulfillRequest``; ``session`` does that). A failed fetch fails
-   the browser's request. A redirect is passed on as it came: the browser
-   asks for its target, which is judged again.
+   the crawler's own requests; the Crawl-delay of a host that only the
+   browser reaches applies once its robots.txt is read, ``robots_read``),
+   and the browser gets the response (``Fetch.fulfillRequest``;
+   ``session`` does that). A failed fetch fails the browser's request. A
+   redirect is passed on as it came: the browser asks for its target,
+   which is judged again.
 2. One fetch per URL per crawl: answers are kept (``store``); a URL already
    being fetched is waited for, not asked again. The crawler's own fetches
    go through the same store (``for_crawler``): a requisite the browser
@@ -85,6 +87,11 @@ class Politeness(Protocol):
         still being read (rendered): its host's slot is free from now."""
         ...
 
+    def robots_read(self, url: str, crawl_delay: float | None) -> None:
+        """robots.txt allowed a request for ``url``: its host's Crawl-delay
+        applies (if the crawl has not applied it yet)."""
+        ...
+
 
 def forwarded_headers(headers: Mapping[str, str]) -> dict[str, str] | None:
     """The browser's request headers the fetcher sends on (rule 4)."""
@@ -134,6 +141,11 @@ class BrowserRequests:
             return
         async with self.politeness.turn(url):
             yield
+
+    def robots_read(self, url: str, crawl_delay: float | None) -> None:
+        """robots.txt allowed a browser request for ``url`` (rule 1)."""
+        if self.politeness is not None:
+            self.politeness.robots_read(url, crawl_delay)
 
     async def for_browser(self, url: str, headers: Mapping[str, str]) -> FetchResult:
         """The answer to a GET of the browser (rules 1, 2, 4). Checkpoint.
