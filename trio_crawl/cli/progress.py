@@ -127,6 +127,8 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
         table.add_row(
             "refused to the browser", ", ".join(f"{why} × {count:,}" for why, count in blocked)
         )
+    if any(summary.render_requests.values()):
+        table.add_row("browser's requests", browser_requests(summary.render_requests))
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
@@ -143,6 +145,17 @@ def rendered(summary: CrawlSummary) -> str:
     if summary.browsers > 1:
         notes.append(f"browser restarted {summary.browsers - 1:,} times")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def browser_requests(counts: dict[str, int]) -> str:
+    """``30 fetched by the crawl, 12 already fetched, 1 sent in turn``."""
+    words = {
+        "fetched": "fetched by the crawl",
+        "reused": "already fetched",
+        "sent": "sent in turn",
+        "failed": "failed",
+    }
+    return ", ".join(f"{counts[key]:,} {text}" for key, text in words.items() if counts.get(key))
 
 
 def workers_over_time(summary: CrawlSummary, shown: int = 6) -> str:

@@ -23,7 +23,7 @@ from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
-from .politeness import ScheduleRoom
+from .politeness import Job, ScheduleRoom
 from .pool_size import sized_pool
 from .requests import priority
 from .robots_gate import RobotsCache
@@ -90,7 +90,7 @@ def assemble(
     if isinstance(frontier, SharedPoliteness):  # Redis: the server spaces requests
         schedule = SharedScheduleRoom(frontier, publish)
     else:
-        polite = PoliteSchedule[Entry](
+        polite = PoliteSchedule[Job](
             rate=config.rate,
             max_per_host=config.host_concurrency,
             random_wait=config.random_wait,

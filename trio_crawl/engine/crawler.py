@@ -57,6 +57,7 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
+from .politeness import host_slots
 from .recording import Recorder
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
@@ -106,6 +107,7 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
+        self._slots = host_slots(self.schedule, fetcher, parts.gate.crawl_delay_seen)
 
     # -- public ------------------------------------------------------------
 
@@ -187,10 +189,12 @@ class Crawler:
                 return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
-        if not self.schedule.try_start(entry, host):
+        at_once = self._slots.answered_at_once(entry, host)  # no request: no slot
+        if not at_once and not self.schedule.try_start(entry, host):
             return  # parked in the schedule; our token goes back to the pool
+        self._slots.hold(entry.url, held=not at_once)
         if not self.frontier.start(entry):
-            return self.schedule.release(host)
+            return self._slots.release(entry.url)
         if entry.attempts == 1 and self.frontier.budget_spent:
             # That was the last page of the budget: what waits for a first
             # start will never get one, so it stops counting as work now.
@@ -204,7 +208,7 @@ class Crawler:
         except FetchError as exc:
             failure = exc
         finally:
-            self.schedule.release(host)
+            self._slots.release(entry.url)  # unless the fetcher did (a page to render)
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
             self._responses.heard(entry, result)  # settled before the record

@@ -91,7 +91,7 @@ class RunClock:
 
 def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
     """``summary`` with what the rendering fetcher did, if it is one."""
-    if not _is_rendering(fetcher):
+    if not is_rendering(fetcher):
         return summary
     stats = fetcher.statistics()
     return dataclasses.replace(
@@ -100,6 +100,7 @@ def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSumm
         render_failures=stats.failed,
         browsers=stats.browsers,
         render_blocked=stats.blocked,
+        render_requests=stats.requests,
         render_auto={
             r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
             for r in stats.auto
@@ -107,7 +108,7 @@ def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSumm
     )
 
 
-def _is_rendering(fetcher: Fetcher) -> TypeGuard[ChromiumFetcher]:
+def is_rendering(fetcher: Fetcher) -> TypeGuard[ChromiumFetcher]:
     """Whether ``fetcher`` is a ``ChromiumFetcher``, without importing the
     Chromium fetcher into every crawl: an instance of it exists only once its
     module has been imported."""
