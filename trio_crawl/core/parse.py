@@ -662,7 +662,9 @@ def extract_links_and_requisites(
     body: bytes, url: str, content_type: str | None
 ) -> tuple[list[str], list[str]]:
     """``(links, requisites)`` of an HTML page from one parse: ``links`` is
-    exactly ``extract_links(body, url, content_type)``, ``requisites`` the
+    ``extract_links(body, url, content_type)`` (on a page nested past
+    libxml2's tree limit, rule 5, these come from the tokenizer and
+    ``extract_links``'s from libxml2 without a tree), ``requisites`` the
     canonical http(s) URLs of the resources the page needs (``requisites.py``,
     rule 1), resolved against the same base, de-duplicated in first-seen
     order. The two lists are independent: a URL can be in both (an
