@@ -109,6 +109,12 @@ class SqliteFrontier:
         #: them as not done yet (a Finish mark is written behind), so they
         #: stay findable until every offer older than them has returned.
         self._settling: dict[str, tuple[int, Entry]] = {}
+        #: Rows lowered while on their way to memory, by URL: the file handed
+        #: them out (QUEUED_MEM: a feed's ``take`` or another offer kept them)
+        #: before a later offer lowered them, but the task that adopts them
+        #: may resume after the one that learns of the lowering. ``_adopt``
+        #: takes the lower depth.
+        self._in_transit: dict[str, Lowered] = {}
         self._offers_open: set[int] = set()
         self._next_ticket = 0
 
@@ -333,6 +339,9 @@ class SqliteFrontier:
         return 0 if self.core.budget_spent else self._window - self._queued()
 
     def _adopt(self, url: str, depth: int, referrer: str | None) -> None:
+        lowered = self._in_transit.pop(url, None) if self._in_transit else None
+        if lowered is not None and lowered.depth < depth:
+            depth, referrer = lowered.depth, lowered.referrer
         entry = self.core.adopt(url, depth, referrer)
         self._live[url] = entry
         self._publish(entry)
@@ -363,14 +372,19 @@ class SqliteFrontier:
 
     def _lower(self, lowered: Lowered) -> None:
         """A shorter path to ``lowered.url``: an entry held and not written yet
-        takes the depth (its record will say it); a written record is corrected.
+        takes the depth (its record will say it); a written record is corrected;
+        a row the file handed to memory and not adopted yet takes it when adopted.
         Offers come back from the file's thread in any order: one that lowers
         an entry less than another already did is stale, and ignored."""
         entry = self._live.get(lowered.url)
         if entry is None and lowered.url in self._settling:
             entry = self._settling[lowered.url][1]  # recorded while the offer ran
         if entry is None:
-            if lowered.state is State.DONE:
+            if lowered.state is State.QUEUED_MEM:
+                known = self._in_transit.get(lowered.url)
+                if known is None or lowered.depth < known.depth:
+                    self._in_transit[lowered.url] = lowered
+            elif lowered.state is State.DONE:
                 self._correct(
                     DepthCorrection(
                         lowered.url, lowered.depth, lowered.referrer, lowered.previous_depth
