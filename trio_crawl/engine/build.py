@@ -179,6 +179,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
             on_response=on_response,
             on_depth_update=plan.on_depth_update,
             rng=plan.rng,
+            auto_parse_process=plan.fetcher is None,
         )
         if plan.warc is not None:
             resumed = isinstance(frontier, SqliteFrontier) and frontier.resumed

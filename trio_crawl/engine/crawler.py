@@ -41,6 +41,7 @@ from ..core.frontier import DepthCorrection, Entry
 from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import Step, decide, make_record
 from ..core.retry import RetryPolicy
+from ..core.scrape import Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import host_port
 from ..errors import FetchError
@@ -57,6 +58,7 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
+from .parse_process import ParseProcess, parse_process_wanted, usable_cpus
 from .recording import Recorder
 from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
@@ -74,6 +76,8 @@ class Crawler:
     ``on_depth_update`` callbacks are called the same way when the frontier
     corrects the depth of a URL whose record is already out (its ``correct``
     hook); the record said the depth known when it was written.
+    ``auto_parse_process``: whether ``config.parse_process=None`` may start
+    a parse co-process (``parse_process.parse_process_wanted``).
     """
 
     def __init__(
@@ -87,6 +91,7 @@ class Crawler:
         on_response: Iterable[ResponseCallback] = (),
         on_depth_update: Iterable[DepthUpdateCallback] = (),
         rng: random.Random | None = None,
+        auto_parse_process: bool = False,
     ) -> None:
         self.config = config
         self._fetcher = fetcher
@@ -102,7 +107,13 @@ class Crawler:
         self.schedule = parts.schedule
         self._pool = parts.pool
         self._gate = parts.gate
-        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
+        self._pages = PageReader(
+            self.frontier,
+            self._delivery,
+            parts.scope,
+            config,
+            process=_parse_process(config, auto_parse_process),
+        )
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
@@ -115,7 +126,10 @@ class Crawler:
         self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=pool_helpers(self))
+            helpers = pool_helpers(self)
+            if self._pages.process is not None:  # started at the first page it may take
+                helpers.append(self._pages.process.serve)
+            await self._pool.run(self._handle, helpers=helpers)
         finally:
             self._clock.finish()
             await self.frontier.aclose()
@@ -154,7 +168,9 @@ class Crawler:
 
     def statistics(self) -> EngineStatistics:
         pool, waiting = self._pool.statistics(), self.schedule.waiting
-        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed)
+        return snapshot(
+            self.stats, pool, self.frontier, waiting, self._clock.elapsed, self._pages.process
+        )
 
     def summary(self) -> CrawlSummary:
         unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
@@ -241,3 +257,18 @@ class Crawler:
             t=self._clock.t(),
         )
         await self._recorder.finish(entry, record, page.links)
+
+
+def _parse_process(config: CrawlConfig, auto: bool) -> ParseProcess | None:
+    """The crawl's parse co-process, if ``config.parse_process`` (or, when
+    unset and ``auto``, the machine and the crawl) want one
+    (``engine/parse_process.py``)."""
+    links_only = (
+        config.handler is None
+        and not config.page_requisites
+        and not any(isinstance(s, Request) and s.handler for s in config.start_urls)
+    )
+    wanted = parse_process_wanted(
+        config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
+    )
+    return ParseProcess() if wanted else None

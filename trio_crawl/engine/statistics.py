@@ -10,6 +10,7 @@ import trio
 from ..core.stats import CrawlStats
 from ..frontiers.base import FrontierBackend
 from ..workpool import WorkPoolStatistics
+from .parse_process import ParseProcess
 from .render import with_render_statistics as with_render_statistics  # re-exported
 
 
@@ -32,6 +33,10 @@ class EngineStatistics:
     #: The worker target (tokens) and the worker tasks alive now.
     workers: int = 0
     tasks: int = 0
+    #: Pages whose links the parse co-process extracted, and its process id
+    #: (None: the crawl has none, or has not started it yet).
+    parsed_in_process: int = 0
+    parse_process_pid: int | None = None
 
 
 def snapshot(
@@ -40,8 +45,10 @@ def snapshot(
     frontier: FrontierBackend,
     waiting: int,
     elapsed: float,
+    process: ParseProcess | None = None,
 ) -> EngineStatistics:
-    """The crawl's statistics now, from its parts (``waiting``: the schedule's)."""
+    """The crawl's statistics now, from its parts (``waiting``: the schedule's;
+    ``process``: the parse co-process, if any)."""
     return EngineStatistics(
         records=stats.records,
         failures=sum(stats.failures.values()),
@@ -52,6 +59,8 @@ def snapshot(
         elapsed=elapsed,
         workers=pool.workers,
         tasks=pool.tasks,
+        parsed_in_process=process.pages if process is not None else 0,
+        parse_process_pid=process.pid if process is not None else None,
     )
 
 
