@@ -44,11 +44,13 @@ _READ_SIZE: Final = 1 << 20
 #: for a few parses, not for all of them).
 _BATCH: Final = 8
 
-#: ``python -c BOOTSTRAP PACKAGE_DIR FD``: import this module with a bare
-#: stand-in for the ``trio_crawl`` package (its ``__init__`` imports the
-#: whole library), so only ``core.parse`` and what it needs are loaded.
+#: ``python -c BOOTSTRAP PACKAGE_DIR FD``: ignore SIGINT first thing, then
+#: import this module with a bare stand-in for the ``trio_crawl`` package
+#: (its ``__init__`` imports the whole library), so only ``core.parse`` and
+#: what it needs are loaded.
 BOOTSTRAP: Final = (
-    "import sys, types\n"
+    "import signal, sys, types\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "package = types.ModuleType('trio_crawl')\n"
     "package.__path__ = [sys.argv[1]]\n"
     "sys.modules['trio_crawl'] = package\n"

@@ -106,7 +106,8 @@ class ParseProcess:
     """The crawl's end of a parse co-process (see the module docstring).
 
     ``pages``: pages whose links came from the child; ``pid``: the child's
-    process id once started (None before, or if it could not start).
+    process id once started (None before, or if it could not start);
+    ``ready``: whether it takes pages now.
     """
 
     def __init__(
@@ -132,6 +133,10 @@ class ParseProcess:
             f"<ParseProcess pid={self.pid} {state} pages={self.pages} "
             f"in_flight={len(self._waiting)}>"
         )
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
 
     async def links(self, body: bytes, url: str, content_type: str | None) -> list[str] | None:
         """The page's links from the child, or None: parse it yourself.
@@ -201,7 +206,8 @@ class ParseProcess:
                 nursery.cancel_scope.cancel()
             self._wake_all()
             ours.close()
-            status = await _ended(process)
+            with trio.CancelScope(shield=True):  # bounded: the warning says how it ended
+                status = await _ended(process)
             self._give_up(f"{why} ({_describe(status)})")
         finally:
             self._broken = True

@@ -34,7 +34,8 @@ class EngineStatistics:
     workers: int = 0
     tasks: int = 0
     #: Pages whose links the parse co-process extracted, and its process id
-    #: (None: the crawl has none, or has not started it yet).
+    #: while it takes pages (None: the crawl has none, it is not ready yet,
+    #: or it has ended).
     parsed_in_process: int = 0
     parse_process_pid: int | None = None
 
@@ -60,7 +61,7 @@ def snapshot(
         workers=pool.workers,
         tasks=pool.tasks,
         parsed_in_process=process.pages if process is not None else 0,
-        parse_process_pid=process.pid if process is not None else None,
+        parse_process_pid=process.pid if process is not None and process.ready else None,
     )
 
 
