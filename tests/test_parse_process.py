@@ -50,7 +50,7 @@ def gated_site(gate: threading.Event, pages: int = 60) -> Site:
         hrefs = [f"{(i * 7 + 1) % pages}.html", f"/p/{(i * 3 + 2) % pages}.html#s{i}"]
         hrefs += ["./", "../gate", f"?q={i % 5}", "mailto:x@example.com"]
         base = '<base href="/p/sub/">' if i % 9 == 0 else ""
-        routes[f"/p/{i}.html"] = page(*hrefs, extra=base + '<a href="../%d.html">up</a>' % i)
+        routes[f"/p/{i}.html"] = page(*hrefs, extra=f'{base}<a href="../{i}.html">up</a>')
         routes[f"/p/sub/{i}.html"] = page(f"../{i}.html")
     routes["/p/"] = page("0.html")
     for q in range(5):
@@ -106,8 +106,9 @@ async def gated_crawl(
 
 
 async def until(condition: Callable[[], bool]) -> None:
-    """Wait (bounded by the caller's deadline) until ``condition()``."""
-    while not condition():
+    """Wait (bounded by the caller's deadline) until ``condition()``: a state
+    of another process, or of a statistics snapshot, which no event tells."""
+    while not condition():  # noqa: ASYNC110
         await trio.sleep(0.01)
 
 
