@@ -98,8 +98,9 @@ async def gated_crawl(
                 ) as crawl:
                     if act is not None:
                         await act(crawl, gate)
-                    await crawl.wait()
+                    summary = await crawl.wait()
                     statistics = crawl.statistics()
+                    assert summary.parsed_in_process == statistics.parsed_in_process
         finally:
             gate.set()
     return shape(records, updates, server.url("/")), statistics

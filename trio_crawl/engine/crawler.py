@@ -41,7 +41,6 @@ from ..core.frontier import DepthCorrection, Entry
 from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import Step, decide, make_record
 from ..core.retry import RetryPolicy
-from ..core.scrape import Request
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import host_port
 from ..errors import FetchError
@@ -58,12 +57,11 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
-from .parse_process import ParseProcess, parse_process_wanted, usable_cpus
 from .recording import Recorder
 from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot
+from .statistics import RunClock, snapshot, with_parse_statistics
 
 
 class Crawler:
@@ -76,8 +74,7 @@ class Crawler:
     ``on_depth_update`` callbacks are called the same way when the frontier
     corrects the depth of a URL whose record is already out (its ``correct``
     hook); the record said the depth known when it was written.
-    ``auto_parse_process``: whether ``config.parse_process=None`` may start
-    a parse co-process (``parse_process.parse_process_wanted``).
+    ``auto_parse_process``: may ``parse_process=None`` start one (parse_process.py).
     """
 
     def __init__(
@@ -107,13 +104,8 @@ class Crawler:
         self.schedule = parts.schedule
         self._pool = parts.pool
         self._gate = parts.gate
-        self._pages = PageReader(
-            self.frontier,
-            self._delivery,
-            parts.scope,
-            config,
-            process=_parse_process(config, auto_parse_process),
-        )
+        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
+        self._pages.use_process(auto=auto_parse_process)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
@@ -126,9 +118,7 @@ class Crawler:
         self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            helpers = pool_helpers(self)
-            if self._pages.process is not None:  # started at the first page it may take
-                helpers.append(self._pages.process.serve)
+            helpers = [*pool_helpers(self), *self._pages.helpers()]
             await self._pool.run(self._handle, helpers=helpers)
         finally:
             self._clock.finish()
@@ -168,15 +158,15 @@ class Crawler:
 
     def statistics(self) -> EngineStatistics:
         pool, waiting = self._pool.statistics(), self.schedule.waiting
-        return snapshot(
-            self.stats, pool, self.frontier, waiting, self._clock.elapsed, self._pages.process
-        )
+        elapsed, process = self._clock.elapsed, self._pages.process
+        return snapshot(self.stats, pool, self.frontier, waiting, elapsed, process)
 
     def summary(self) -> CrawlSummary:
         unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
         summary = self.stats.summary(
             elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
+        summary = with_parse_statistics(summary, self._pages.process)
         return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 
     # -- one URL -----------------------------------------------------------
@@ -257,18 +247,3 @@ class Crawler:
             t=self._clock.t(),
         )
         await self._recorder.finish(entry, record, page.links)
-
-
-def _parse_process(config: CrawlConfig, auto: bool) -> ParseProcess | None:
-    """The crawl's parse co-process, if ``config.parse_process`` (or, when
-    unset and ``auto``, the machine and the crawl) want one
-    (``engine/parse_process.py``)."""
-    links_only = (
-        config.handler is None
-        and not config.page_requisites
-        and not any(isinstance(s, Request) and s.handler for s in config.start_urls)
-    )
-    wanted = parse_process_wanted(
-        config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
-    )
-    return ParseProcess() if wanted else None

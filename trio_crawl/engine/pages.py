@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,7 +41,7 @@ from ..core.scrape import Handler, Page, Request
 from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
-from .parse_process import ParseProcess
+from .parse_process import ParseProcess, parse_process_for
 
 T = TypeVar("T")
 
@@ -80,6 +80,16 @@ class PageReader:
         self._chunked = frontier if isinstance(frontier, AdmitsLinkChunks) else None
         #: The parse co-process, if the crawl has one.
         self.process = process
+
+    def use_process(self, *, auto: bool) -> None:
+        """Give the crawl a parse co-process if its config (or, unset and
+        ``auto``, the machine and the crawl) wants one (``parse_process.py``)."""
+        self.process = parse_process_for(self._config, auto=auto)
+
+    def helpers(self) -> list[Callable[[], Awaitable[None]]]:
+        """Tasks to run beside the crawl's workers: the co-process's link,
+        which starts the child at the first pages it may take."""
+        return [] if self.process is None else [self.process.serve]
 
     async def read(
         self, entry: Entry, result: FetchResult, handler: Handler | None

@@ -57,6 +57,8 @@ from typing import Final
 import outcome
 import trio
 
+from ..core.config import CrawlConfig
+from ..core.scrape import Request
 from .parse_child import BOOTSTRAP, HEAD, READY, frame
 
 _LOG: Final = logging.getLogger("trio_crawl.parse_process")
@@ -90,6 +92,20 @@ def parse_process_wanted(setting: bool | None, *, auto: bool, links_only: bool, 
     if setting is not None:
         return setting
     return auto and links_only and cpus >= 2
+
+
+def parse_process_for(config: CrawlConfig, *, auto: bool) -> ParseProcess | None:
+    """The crawl's parse co-process, if ``config.parse_process`` (or, when
+    unset and ``auto``, the machine and the crawl) want one."""
+    links_only = (
+        config.handler is None
+        and not config.page_requisites
+        and not any(isinstance(s, Request) and s.handler for s in config.start_urls)
+    )
+    wanted = parse_process_wanted(
+        config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
+    )
+    return ParseProcess() if wanted else None
 
 
 def child_command() -> list[str]:

@@ -3,11 +3,12 @@ and what its summary adds from a rendering fetcher (``--render``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import trio
 
-from ..core.stats import CrawlStats
+from ..core.stats import CrawlStats, CrawlSummary
 from ..frontiers.base import FrontierBackend
 from ..workpool import WorkPoolStatistics
 from .parse_process import ParseProcess
@@ -63,6 +64,13 @@ def snapshot(
         parsed_in_process=process.pages if process is not None else 0,
         parse_process_pid=process.pid if process is not None and process.ready else None,
     )
+
+
+def with_parse_statistics(summary: CrawlSummary, process: ParseProcess | None) -> CrawlSummary:
+    """``summary`` with the pages the parse co-process took, if there is one."""
+    if process is None:
+        return summary
+    return dataclasses.replace(summary, parsed_in_process=process.pages)
 
 
 class RunClock:
