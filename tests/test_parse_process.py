@@ -21,9 +21,15 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import trio_crawl
-from trio_crawl.engine.parse_process import START_AFTER, ParseProcess, parse_process_wanted
+from trio_crawl.engine.parse_process import (
+    EXIT_WAIT,
+    START_AFTER,
+    ParseProcess,
+    parse_process_wanted,
+)
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page
 
@@ -209,6 +215,30 @@ async def test_garbage_from_the_child_sends_every_page_back_to_the_crawl(
     assert first is None and second is None and process.pages == 0
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
     assert warning.startswith("the parse process sent something that is not an answer")
+
+
+@pytest.fixture
+def slow_jump_clock() -> trio.testing.MockClock:
+    """Virtual time that moves only after a whole real second with every task
+    blocked: a wait for a real process's exit costs no virtual time."""
+    return trio.testing.MockClock(autojump_threshold=1.0)
+
+
+async def test_a_crawl_that_ends_before_the_child_is_ready_does_not_wait_for_it(
+    slow_jump_clock: trio.testing.MockClock,
+) -> None:
+    # A child still starting (here: one that never says it is ready, and
+    # would outlive end-of-file) is killed at once, not after EXIT_WAIT.
+    forever = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    process = ParseProcess([sys.executable, "-c", forever], start_after=1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(process.serve)
+        assert await process.links(b"", "http://h.test/", "text/html") is None
+        await trio.testing.wait_all_tasks_blocked()  # serve is starting it
+        start = trio.current_time()
+        nursery.cancel_scope.cancel()
+    assert trio.current_time() - start < EXIT_WAIT
+    assert process.pid is not None and alive({process.pid}) == set()
 
 
 def test_the_co_process_is_on_by_default_only_where_it_can_pay() -> None:

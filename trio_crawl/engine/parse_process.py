@@ -39,7 +39,8 @@ the child once ``START_AFTER`` pages have asked, as ``python -c`` with one end o
 ``socketpair`` (``pass_fds``) in a session of its own (a terminal's Ctrl-C
 is the crawl's to handle; the child ignores SIGINT as well), and when the
 crawl ends it closes the socket: the child exits at end-of-file; after a
-short wait it is killed. If the crawl's process dies, even by SIGKILL, the
+short wait it is killed (at once if it is still starting: a short crawl
+does not wait for its imports). If the crawl's process dies, even by SIGKILL, the
 kernel closes the socket and the child exits the same way.
 """
 
@@ -226,9 +227,11 @@ class ParseProcess:
                 status = await _ended(process)
             self._give_up(f"{why} ({_describe(status)})")
         finally:
-            self._broken = True
+            starting = not self._ready and not self._broken
             self._wake_all()
             ours.close()
+            if starting:  # the crawl ended first: no need to wait for its imports
+                process.kill()
             with trio.CancelScope(shield=True):
                 await _ended(process)
 
