@@ -211,6 +211,9 @@ class ParseProcess:
             ours.close()
             self._give_up(f"the parse process could not start ({exc})")
             return
+        except BaseException:  # cancelled before it started
+            ours.close()
+            raise
         finally:
             theirs.close()
         self.pid = process.pid
