@@ -217,6 +217,22 @@ async def test_garbage_from_the_child_sends_every_page_back_to_the_crawl(
     assert warning.startswith("the parse process sent something that is not an answer")
 
 
+async def test_a_child_that_cannot_start_leaves_every_page_to_the_crawl(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    process = ParseProcess([str(tmp_path / "no-such-python")], start_after=1)
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(process.serve)
+            assert await process.links(b"", "http://h.test/", "text/html") is None
+            await trio.testing.wait_all_tasks_blocked()
+            assert await process.links(b"", "http://h.test/", "text/html") is None
+            nursery.cancel_scope.cancel()
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process could not start ([Errno 2]")
+    assert process.pid is None and process.pages == 0
+
+
 @pytest.fixture
 def slow_jump_clock() -> trio.testing.MockClock:
     """Virtual time that moves only after a whole real second with every task
