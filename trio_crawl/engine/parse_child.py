@@ -4,7 +4,8 @@ This module runs in a child interpreter (``engine/parse_process.py`` starts
 it and explains why). It is kept to the standard library and
 ``core.parse``, and the child is started without the package's
 ``__init__`` (``BOOTSTRAP``), so it is ready in a fraction of the time a
-full ``import trio_crawl`` takes. It never imports trio.
+full ``import trio_crawl`` takes (measured: 0.07-0.08 s of CPU and 30 MB
+against 0.25-0.27 s and 41 MB through the package). It never imports trio.
 
 Protocol (one stream socket, both ways)
 ---------------------------------------
