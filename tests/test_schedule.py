@@ -91,20 +91,68 @@ def test_release_of_idle_host_is_a_bug() -> None:
         s.release(H)
 
 
+def test_urgent_jobs_go_ahead_of_parked_ones_in_their_own_order() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=1)
+    gap = 1 + RATE_SLACK
+    assert s.try_start("page1", H, 0.0)
+    assert not s.try_start("page2", H, 0.0)
+    assert not s.try_start("script1", H, 0.1, urgent=True)
+    assert not s.try_start("script2", H, 0.2, urgent=True)
+    assert s.waiting == 3
+    assert s.pop_ready(gap) == ["script1"]
+    assert s.try_start("script1", H, gap)
+    assert s.pop_ready(2 * gap) == ["script2"]
+    assert s.try_start("script2", H, 2 * gap)
+    assert s.pop_ready(3 * gap) == ["page2"]
+
+
+def test_an_urgent_job_starts_at_once_past_parked_ones_when_the_host_is_free() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(max_per_host=2)
+    assert s.try_start("page1", H, 0.0) and s.try_start("page2", H, 0.0)
+    assert not s.try_start("page3", H, 0.0)
+    s.release(H)
+    # The slot went to page3 (reserved on its way to a crawler): an urgent job waits.
+    assert s.pop_ready(0.0) == ["page3"]
+    assert not s.try_start("script", H, 0.0, urgent=True)
+    assert s.try_start("page3", H, 0.0)
+    s.release(H)
+    assert s.pop_ready(0.0) == ["script"]
+
+
+def test_withdraw_takes_a_parked_or_reserved_job_away() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=1)
+    gap = 1 + RATE_SLACK
+    assert s.try_start("a", H, 0.0)
+    assert not s.try_start("turn", H, 0.0, urgent=True)
+    assert not s.try_start("b", H, 0.0)
+    s.withdraw("turn", H)
+    assert s.waiting == 1
+    assert s.pop_ready(gap) == ["b"]  # the withdrawn turn holds nothing up
+    assert not s.try_start("turn2", H, gap, urgent=True)  # b is reserved
+    assert s.try_start("b", H, gap)
+    assert s.pop_ready(2 * gap) == ["turn2"]
+    s.withdraw("turn2", H)  # reserved, then given up: the slot is free again
+    assert s.try_start("c", H, 2 * gap)
+    assert s.waiting == 0 and s.in_flight(H) == 3
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     rate=st.one_of(st.none(), st.floats(0.5, 50)),
     cap=st.one_of(st.none(), st.integers(1, 4)),
-    jobs=st.lists(st.tuples(st.sampled_from("abc"), st.floats(0, 5)), min_size=1, max_size=40),
+    jobs=st.lists(
+        st.tuples(st.sampled_from("abc"), st.floats(0, 5), st.booleans()), min_size=1, max_size=40
+    ),
     seed=st.integers(0, 2**32),
 )
 def test_random_runs_respect_rate_and_cap_and_start_everything(
-    rate: float | None, cap: int | None, jobs: list[tuple[str, float]], seed: int
+    rate: float | None, cap: int | None, jobs: list[tuple[str, float, bool]], seed: int
 ) -> None:
-    """Drive the schedule like the engine does, with random request durations."""
+    """Drive the schedule like the engine does, with random request durations;
+    some jobs are urgent."""
     rng = random.Random(seed)
     s: PoliteSchedule[int] = PoliteSchedule(rate=rate, max_per_host=cap)
-    arrivals = sorted((t, i, host) for i, (host, t) in enumerate(jobs))
+    arrivals = sorted((t, i, host) for i, (host, t, _) in enumerate(jobs))
     starts: dict[str, list[float]] = {}
     running: list[tuple[float, str]] = []  # (end time, host)
     channel: list[tuple[int, str]] = []
@@ -131,7 +179,7 @@ def test_random_runs_respect_rate_and_cap_and_start_everything(
         channel.extend((j, jobs[j][0]) for j in s.pop_ready(now))
         while channel:
             i, host = channel.pop(0)
-            if s.try_start(i, host, now):
+            if s.try_start(i, host, now, urgent=jobs[i][2]):
                 assert i not in started
                 started.add(i)
                 starts.setdefault(host, []).append(now)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from trio_crawl.cli.progress import human_bytes, print_summary
@@ -38,3 +39,15 @@ def test_human_bytes() -> None:
         "1.2 MB",
         "1.0 GB",
     ]
+
+
+def test_the_summary_says_how_the_browsers_requests_were_answered() -> None:
+    summary = CrawlStats().summary(elapsed=1.0, stopped=False, unfinished=0)
+    summary = dataclasses.replace(
+        summary, browsers=1, render_requests={"fetched": 30, "reused": 12, "sent": 0, "failed": 1}
+    )
+    out = io.StringIO()
+    print_summary(summary, stream=out)
+    text = " ".join(out.getvalue().split())
+    assert "browser's requests" in text
+    assert "30 fetched by the crawl, 12 already fetched, 1 failed" in text

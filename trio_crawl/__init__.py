@@ -16,35 +16,102 @@ subpackages are the implementation, laid out by layer, and may change:
     sites/      local sites served on 127.0.0.1 (the demo, tests)
 """
 
-from .core.config import CrawlConfig
-from .core.http import FetchConfig
-from .core.models import CrawlRecord, DepthUpdate, ErrorInfo, FetchResult
-from .core.scrape import Handler, Page, Request
-from .core.stats import CrawlSummary
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core.version import VERSION
 
 __version__ = VERSION
-from .core.pool_sizing import PoolSizer, PoolSizerSettings
-from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
-from .engine.crawler import Crawler
-from .engine.statistics import EngineStatistics
-from .errors import (
-    ConfigError,
-    CrawlError,
-    FetchError,
-    OutputError,
-    StateLockedError,
-    StateUsageError,
-    StateWriteError,
-)
-from .fetch.base import Fetcher
-from .frontiers.base import FrontierBackend
-from .frontiers.memory import MemoryFrontier
-from .frontiers.redis import RedisFrontier, open_redis_frontier
-from .frontiers.redis import check_crawl as check_redis_crawl
-from .frontiers.redis import delete_crawl as delete_redis_crawl
-from .frontiers.sqlite import SqliteFrontier
-from .workpool import Room, WorkPool, WorkPoolStatistics
+
+if TYPE_CHECKING:
+    from .core.config import CrawlConfig
+    from .core.http import FetchConfig
+    from .core.models import CrawlRecord, DepthUpdate, ErrorInfo, FetchResult
+    from .core.pool_sizing import PoolSizer, PoolSizerSettings
+    from .core.scrape import Handler, Page, Request
+    from .core.stats import CrawlSummary
+    from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
+    from .engine.crawler import Crawler
+    from .engine.statistics import EngineStatistics
+    from .errors import (
+        ConfigError,
+        CrawlError,
+        FetchError,
+        OutputError,
+        StateLockedError,
+        StateUsageError,
+        StateWriteError,
+    )
+    from .fetch.base import Fetcher
+    from .frontiers.base import FrontierBackend
+    from .frontiers.memory import MemoryFrontier
+    from .frontiers.redis import RedisFrontier, open_redis_frontier
+    from .frontiers.redis import check_crawl as check_redis_crawl
+    from .frontiers.redis import delete_crawl as delete_redis_crawl
+    from .frontiers.sqlite import SqliteFrontier
+    from .workpool import Room, WorkPool, WorkPoolStatistics
+
+#: Where each public name lives (``module`` or ``module:its name there``),
+#: imported on first use (PEP 562), so that ``import trio_crawl`` loads
+#: nothing heavy: the command line's entry (``__main__.run``) catches Ctrl-C
+#: while the crawler's modules load, and a crawl in memory never loads the
+#: SQLite or Redis frontier. The imports above say the same to type checkers.
+_HOMES = {
+    "CrawlConfig": "core.config",
+    "FetchConfig": "core.http",
+    "CrawlRecord": "core.models",
+    "DepthUpdate": "core.models",
+    "ErrorInfo": "core.models",
+    "FetchResult": "core.models",
+    "PoolSizer": "core.pool_sizing",
+    "PoolSizerSettings": "core.pool_sizing",
+    "Handler": "core.scrape",
+    "Page": "core.scrape",
+    "Request": "core.scrape",
+    "CrawlSummary": "core.stats",
+    "CrawlOptions": "engine.api",
+    "RunningCrawl": "engine.api",
+    "open_crawler": "engine.api",
+    "open_fetcher": "engine.api",
+    "run_crawl": "engine.api",
+    "Crawler": "engine.crawler",
+    "EngineStatistics": "engine.statistics",
+    "ConfigError": "errors",
+    "CrawlError": "errors",
+    "FetchError": "errors",
+    "OutputError": "errors",
+    "StateLockedError": "errors",
+    "StateUsageError": "errors",
+    "StateWriteError": "errors",
+    "Fetcher": "fetch.base",
+    "FrontierBackend": "frontiers.base",
+    "MemoryFrontier": "frontiers.memory",
+    "RedisFrontier": "frontiers.redis",
+    "open_redis_frontier": "frontiers.redis",
+    "check_redis_crawl": "frontiers.redis:check_crawl",
+    "delete_redis_crawl": "frontiers.redis:delete_crawl",
+    "SqliteFrontier": "frontiers.sqlite",
+    "Room": "workpool",
+    "WorkPool": "workpool",
+    "WorkPoolStatistics": "workpool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = home.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
+    globals()[name] = value  # the next lookup finds it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "ConfigError",

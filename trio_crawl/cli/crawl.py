@@ -14,9 +14,9 @@ import sys
 import time
 import traceback
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import trio
-from rich.console import Console
 
 from ..core.config import CrawlConfig
 from ..core.models import CrawlRecord, DepthUpdate
@@ -31,10 +31,7 @@ from ..errors import (
     StateWriteError,
 )
 from ..frontiers.base import FrontierBackend, refuse_unservable
-from ..frontiers.resume import repair_output
-from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
-from ..outputs.mirror import report_mirror
 from .common import (
     EXIT_HANDLER,
     EXIT_OK,
@@ -62,6 +59,11 @@ from .options import (
     workers_within_fd_limit,
 )
 from .progress import complete_note, print_summary, show_progress, time_limit_note
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..frontiers.sqlite import SqliteFrontier
 
 #: Error kinds of a start URL that mean "could not connect" (DNS failures,
 #: refused and unreachable hosts are all ``connect``).
@@ -282,10 +284,12 @@ async def crawl_with_ui(
     frontier: FrontierBackend | None = None,
     output: str | None = None,
     warc: str | None = None,
+    resumable: bool = False,
 ) -> Ending:
     """Run one crawl (built by ``engine.build``) with signal handling and
-    (optionally) the live display."""
-    console = stderr_console()
+    (optionally) the live display. ``resumable``: the frontier is a state
+    file, which a stopped crawl resumes from."""
+    console = None if quiet and not show else stderr_console()  # rich: not for -q
     sinks = Sinks(outputs)
     signals = SignalWatch(None if quiet else console, config.grace)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
@@ -295,7 +299,7 @@ async def crawl_with_ui(
                 watching.start_soon(signals.serve, received, built)
                 async with trio.open_nursery() as nursery:
                     outputs.begin()  # the crawl starts: only now are outputs emptied
-                    if show:
+                    if show and console is not None:
                         nursery.start_soon(show_progress, built.crawler, console)
                     cpu_at_start = time.process_time()
                     summary = await built.crawler.run()
@@ -325,13 +329,14 @@ async def crawl_with_ui(
         if latency_hint is not None:
             tell(latency_hint)
         if built.mirror is not None:
+            from ..outputs.mirror import report_mirror  # imported for --mirror only
+
             tell(report_mirror(built.mirror))
     if failed is not None:
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:
         return Ending(signals.code)
-    durable = isinstance(frontier, SqliteFrontier) and frontier.durable
-    timed_out = time_limit_note(summary, config.max_time, state=durable)
+    timed_out = time_limit_note(summary, config.max_time, state=resumable)
     if timed_out is not None and not quiet:
         say(timed_out)
     if unreachable:
@@ -351,6 +356,9 @@ def prepare_disk_frontier(
     if not (state or seeds or max_queue is not None):
         return None
     given = "--state" if state else "--seeds" if seeds else "--max-queue"
+    # Imported here: sqlite3 and the disk queue are for these options only.
+    from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
+
     try:  # before the file is opened: refused, it is not created
         refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
     except ConfigError as exc:
@@ -435,7 +443,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         frontier = prepare_disk_frontier(args, config, args.output or "-")
         outputs.append = args.append or (frontier is not None and frontier.resumed)
         if outputs.append and updates_path and updates_path != "-":
-            # A resume appends, and cuts a torn last line first, as the output's.
+            # A resume appends, and cuts a torn last line first, as the output's
+            # (imported here: the state files' module is not for every crawl).
+            from ..frontiers.resume import repair_output
+
             repair_output(updates_path)
         if frontier is not None and frontier.durable and frontier.complete:
             if not args.quiet:  # nothing is opened for writing: the output stays as it is
@@ -454,6 +465,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             frontier=frontier,
             output=None if records.is_stdout else records.path,
             warc=check_warc_path(getattr(args, "warc", None)),
+            resumable=frontier is not None and frontier.durable,
         )
         crawled = config
         ending = trio.run(run, config, outputs)

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
+from typing import TYPE_CHECKING
 
 from ..core.identity import parse_header
 from ..engine.api import CrawlOptions
 from ..errors import ConfigError
-from ..fetch.cookies import CrawlCookieJar
+
+if TYPE_CHECKING:
+    from http.cookiejar import CookieJar
+
+    from ..fetch.cookies import CrawlCookieJar
 
 __all__ = ["add_identity_options", "identity_options", "load_cookies", "save_cookies"]
 
@@ -90,6 +94,11 @@ def load_cookies(path: str | None) -> CrawlCookieJar:
     """A jar with the cookies of a Netscape cookie file (session cookies too,
     whether their expiry is empty or 0, as curl and wget write them; expired
     ones dropped); empty for ``None``."""
+    # Imported here: http.cookiejar and urllib.request are for crawls with cookies only.
+    from http.cookiejar import LoadError
+
+    from ..fetch.cookies import CrawlCookieJar
+
     jar = CrawlCookieJar()
     if path is None:
         return jar
@@ -108,7 +117,11 @@ def load_cookies(path: str | None) -> CrawlCookieJar:
 
 def save_cookies(jar: CookieJar | None, path: str | None) -> str | None:
     """Write the crawl's cookies (``--save-cookies``); a message on failure."""
-    if not isinstance(jar, MozillaCookieJar) or path is None:
+    if jar is None or path is None:
+        return None
+    from http.cookiejar import MozillaCookieJar  # loaded already: the jar is a CookieJar
+
+    if not isinstance(jar, MozillaCookieJar):
         return None
     try:
         jar.save(path, ignore_discard=True)

@@ -16,12 +16,10 @@ from typing import NoReturn
 
 from ..core.url import parse_start_url
 from ..errors import ConfigError, StateUsageError
-from ..frontiers.resume import status_text, stored_start_urls
 from .common import EXIT_OK, EXIT_USAGE, UsageError, answer, fail
 from .crawl import run_crawl_command
 from .flags import in_flags
 from .options import build_parser
-from .redis_cli import run_redis_cli
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -36,15 +34,21 @@ def run_cli(argv: Sequence[str]) -> int:
     try:
         args = build_parser().parse_args(list(argv))
         if args.redis or args.crawl_id or args.processes is not None:
+            from .redis_cli import run_redis_cli  # the Redis frontier: for --redis only
+
             return run_redis_cli(args, argv, run_cli)
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")
+            from ..frontiers.resume import status_text  # SQLite: for --state only
+
             answer(status_text(args.state))
             return EXIT_OK
         urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
         start_urls = [parse_start_url(u) for u in urls]
         if not start_urls and args.state:
+            from ..frontiers.resume import stored_start_urls  # SQLite: for --state only
+
             start_urls = stored_start_urls(args.state) or []
         if not start_urls and not args.seeds:
             raise UsageError("the following arguments are required: URL (or --seeds FILE)")

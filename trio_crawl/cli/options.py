@@ -32,8 +32,7 @@ from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
 from ..engine.api import CrawlOptions
 from ..errors import ConfigError
-from ..frontiers.disk_backlog import seed_lines
-from ..frontiers.redis import DEFAULT_LEASE
+from ..frontiers.base import DEFAULT_LEASE
 from .common import UsageError, UsageParser, say
 from .flags import in_flags
 from .identity import add_identity_options, identity_options
@@ -632,6 +631,8 @@ def check_seeds(path: str, *, other_urls: bool) -> str | None:
         bad += 1
         if not first:
             first.append((number, text))
+
+    from ..frontiers.disk_backlog import seed_lines  # SQLite's module: for --seeds only
 
     try:
         good = sum(1 for _ in seed_lines(Path(path), canonicalize, on_bad_line=on_bad_line))

@@ -2,28 +2,33 @@
 
 Rendering only: it reads ``Crawler.statistics()`` snapshots. The refresh
 loop here is a display tick, not part of termination (the engine never polls).
+rich draws both, and is imported by the functions that draw: a quiet crawl
+(``-q``) never imports it (it takes a while to import).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import trio
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from ..core.stats import CrawlSummary
 from ..engine.crawler import Crawler
 from ..engine.statistics import EngineStatistics
 from .common import stderr_console
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
 REFRESH_SECONDS = 0.25
 
 
 def progress_line(s: EngineStatistics) -> Text:
+    from rich.text import Text
+
     rate = s.records / s.elapsed if s.elapsed > 0 else 0.0
     text = Text()
     text.append(f"{s.records:,} done", style="bold green")
@@ -37,6 +42,8 @@ def progress_line(s: EngineStatistics) -> Text:
 
 async def show_progress(crawler: Crawler, console: Console) -> None:
     """Redraw the progress line until cancelled (the caller owns the task)."""
+    from rich.live import Live
+
     with Live(
         progress_line(crawler.statistics()),
         console=console,
@@ -82,6 +89,8 @@ def depth_updates_row(count: int, written_to: str | None) -> str:
 
 
 def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) -> Table:
+    from rich.table import Table
+
     table = Table(title="trio-crawl summary", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -120,6 +129,8 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
         table.add_row(
             "refused to the browser", ", ".join(f"{why} × {count:,}" for why, count in blocked)
         )
+    if any(summary.render_requests.values()):
+        table.add_row("browser's requests", browser_requests(summary.render_requests))
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
@@ -136,6 +147,17 @@ def rendered(summary: CrawlSummary) -> str:
     if summary.browsers > 1:
         notes.append(f"browser restarted {summary.browsers - 1:,} times")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def browser_requests(counts: dict[str, int]) -> str:
+    """``30 fetched by the crawl, 12 already fetched, 1 sent in turn``."""
+    words = {
+        "fetched": "fetched by the crawl",
+        "reused": "already fetched",
+        "sent": "sent in turn",
+        "failed": "failed",
+    }
+    return ", ".join(f"{counts[key]:,} {text}" for key, text in words.items() if counts.get(key))
 
 
 def workers_over_time(summary: CrawlSummary, shown: int = 6) -> str:

@@ -87,14 +87,16 @@ import functools
 import re
 from collections.abc import Generator, Iterable, Iterator
 from html.parser import HTMLParser as _Tokenizer
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-import lxml.html
 from lxml import etree
 
 from .http import is_html_content_type
 from .requisites import REQUISITE_TAGS, css_refs, element_refs, extract_css_urls
 from .url import join, resolve_many
+
+if TYPE_CHECKING:
+    import lxml.html
 
 __all__ = [
     "decode_css",
@@ -683,6 +685,8 @@ def parse_html(body: bytes, content_type: str | None) -> lxml.html.HtmlElement |
     """
     if not body or not is_html_content_type(content_type):
         return None
+    import lxml.html  # for handlers only: the crawl's own parse needs lxml.etree alone
+
     parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
     root, _ = _fromstring(_reopen_html_end(_utf8(body, content_type)), parser)
     return root  # lxml.html's parser builds HtmlElements

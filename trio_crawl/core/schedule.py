@@ -16,7 +16,9 @@ Rules
    server's.
 2. Concurrency: at most ``max_per_host`` requests in flight to one host.
 3. Order: a host's parked jobs start in FIFO order; a new job for a host that
-   has parked jobs queues behind them.
+   has parked jobs queues behind them. An *urgent* job (``urgent=True``: a
+   request of a page being rendered, which holds a browser tab while it
+   waits) queues behind the host's urgent jobs only, ahead of the rest.
 4. Back-off: ``defer(job, host, not_before)`` parks a job until a time
    (retries); when due it joins the back of its host's queue.
 5. Hand-over: ``pop_ready(now)`` returns jobs whose turn has come and
@@ -87,6 +89,8 @@ class _Host(Generic[J]):
     in_flight: int = 0
     next_start: float = _NEVER
     queue: Fifo[J] = field(default_factory=Fifo)
+    #: Rule 3: parked urgent jobs, started before ``queue`` (None: none).
+    urgent: Fifo[J] | None = None
     #: Jobs handed over by ``pop_ready`` and not started yet (None: none;
     #: most hosts never need the set, and an empty one is 216 bytes).
     reserved: set[J] | None = None
@@ -185,8 +189,9 @@ class PoliteSchedule(Generic[J]):
 
     # -- transitions -------------------------------------------------------
 
-    def try_start(self, job: J, host: str, now: float) -> bool:
-        """May ``job`` start now? If yes, record the start; if not, park it."""
+    def try_start(self, job: J, host: str, now: float, *, urgent: bool = False) -> bool:
+        """May ``job`` start now? If yes, record the start; if not, park it
+        (``urgent``: ahead of the host's other parked jobs, rule 3)."""
         if self._idle and self._idle[0][0] <= now:
             self.forget_idle(now)
         state = self._host(host)
@@ -202,14 +207,20 @@ class PoliteSchedule(Generic[J]):
             self._arm(host, state)
             return True
         if (
-            not state.queue
+            not state.urgent
+            and (urgent or not state.queue)
             and not state.reserved
             and self._has_capacity(state)
             and now >= state.next_start
         ):
             self._record_start(state, now)
             return True
-        state.queue.append(job)
+        if not urgent:
+            state.queue.append(job)
+        elif state.urgent is None:
+            state.urgent = Fifo([job])
+        else:
+            state.urgent.append(job)
         self._queued += 1
         self._arm(host, state)
         return False
@@ -222,6 +233,23 @@ class PoliteSchedule(Generic[J]):
         state.in_flight -= 1
         if not state.in_flight:
             self.hosts_in_flight -= 1
+        self._arm(host, state)
+        self._may_forget(host, state)
+
+    def withdraw(self, job: J, host: str) -> None:
+        """``job``, parked or reserved, will not start after all (its
+        waiter was cancelled): it leaves the schedule."""
+        state = self._hosts.get(host)
+        if state is None:
+            return
+        if state.urgent is not None and job in state.urgent:
+            kept = Fifo(other for other in state.urgent if other != job)
+            state.urgent = kept or None
+            self._queued -= 1
+        elif job in state.queue:
+            state.queue = Fifo(other for other in state.queue if other != job)
+            self._queued -= 1
+        _unreserve(state, job)
         self._arm(host, state)
         self._may_forget(host, state)
 
@@ -258,12 +286,17 @@ class PoliteSchedule(Generic[J]):
             state = timed_state
             state.armed = None
             while (
-                state.queue
+                (state.urgent or state.queue)
                 and self._has_capacity(state)
                 and now >= state.next_start
                 and (state.interval == 0 or not state.reserved)
             ):
-                job = state.queue.popleft()
+                if state.urgent:
+                    job = state.urgent.popleft()
+                    if not state.urgent:
+                        state.urgent = None
+                else:
+                    job = state.queue.popleft()
                 self._queued -= 1
                 if state.reserved is None:
                     state.reserved = set()
@@ -281,8 +314,10 @@ class PoliteSchedule(Generic[J]):
             self._deferred = [item for item in self._deferred if not predicate(item[2])]
             heapq.heapify(self._deferred)
         for host, state in list(self._hosts.items()):
-            gone = [job for job in state.queue if predicate(job)]
+            urgent = state.urgent or Fifo[J]()
+            gone = [job for job in (*urgent, *state.queue) if predicate(job)]
             if gone:
+                state.urgent = Fifo(job for job in urgent if not predicate(job)) or None
                 state.queue = Fifo(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
@@ -295,7 +330,9 @@ class PoliteSchedule(Generic[J]):
         jobs: list[J] = [job for _, _, job, _ in self._deferred]
         self._deferred.clear()
         for state in self._hosts.values():
+            jobs.extend(state.urgent or ())
             jobs.extend(state.queue)
+            state.urgent = None
             state.queue.clear()
         self._queued = 0
         self._timed.clear()
@@ -326,7 +363,7 @@ class PoliteSchedule(Generic[J]):
 
     @staticmethod
     def _is_idle(state: _Host[J]) -> bool:
-        return not (state.in_flight or state.queue or state.reserved)
+        return not (state.in_flight or state.queue or state.urgent or state.reserved)
 
     def _may_forget(self, host: str, state: _Host[J]) -> None:
         """Forget an idle host now if its next start is not held back (no
@@ -361,7 +398,9 @@ class PoliteSchedule(Generic[J]):
 
     def _eligible(self, state: _Host[J]) -> bool:
         """Has queued jobs that only time (not a finishing request) can free."""
-        return bool(state.queue) and not state.reserved and self._has_capacity(state)
+        return (
+            bool(state.queue or state.urgent) and not state.reserved and self._has_capacity(state)
+        )
 
     def _arm(self, host: str, state: _Host[J]) -> None:
         """Make sure a host with startable queued jobs is in the timed heap."""

@@ -62,6 +62,11 @@ class CrawlSummary:
     render_failures: int = 0
     browsers: int = 0
     render_blocked: dict[str, int] = field(default_factory=dict)
+    #: The browser's allowed requests by how they were answered: ``fetched``
+    #: by the crawl for it, ``reused`` (a response the crawl already had,
+    #: for the browser or the crawler), ``sent`` by the browser in its
+    #: host's turn (not GET), ``failed``.
+    render_requests: dict[str, int] = field(default_factory=dict)
     #: ``--render auto``: per page pattern (host and directories), what was
     #: decided and why ("scripts add links (2 of 3 renders)").
     render_auto: dict[str, str] = field(default_factory=dict)

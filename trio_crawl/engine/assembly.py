@@ -23,7 +23,7 @@ from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
-from .politeness import ScheduleRoom
+from .politeness import Job, ScheduleRoom
 from .pool_size import sized_pool
 from .requests import priority
 from .robots_gate import RobotsCache
@@ -90,7 +90,7 @@ def assemble(
     if isinstance(frontier, SharedPoliteness):  # Redis: the server spaces requests
         schedule = SharedScheduleRoom(frontier, publish)
     else:
-        polite = PoliteSchedule[Entry](
+        polite = PoliteSchedule[Job](
             rate=config.rate,
             max_per_host=config.host_concurrency,
             random_wait=config.random_wait,
@@ -129,11 +129,15 @@ class Runnable(Protocol):
     def stop(self) -> None: ...
 
 
-def pool_helpers(crawler: Runnable) -> list[Callable[[], Awaitable[None]]]:
+def pool_helpers(
+    crawler: Runnable, *more: Callable[[], Awaitable[None]]
+) -> list[Callable[[], Awaitable[None]]]:
     """The tasks that run beside a crawl's workers (and end with them): the
-    schedule's timer, the frontier's feeder and, with ``max_time``, a
-    graceful stop at the time limit (``time_limit.py``)."""
+    schedule's timer, the frontier's feeder, ``more`` (the parse co-process's
+    link) and, with ``max_time``, a graceful stop at the time limit
+    (``time_limit.py``)."""
     helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve, crawler.frontier.serve]
+    helpers.extend(more)
     if crawler.config.max_time is not None:
         helpers.append(
             stop_at_time_limit(crawler.config.max_time, crawler.stop, lambda: crawler.stopping)

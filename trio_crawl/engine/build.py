@@ -21,6 +21,7 @@ import functools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,12 +30,14 @@ from ..core.models import FetchResult
 from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, refuse_unservable
-from ..frontiers.sqlite import SqliteFrontier
-from ..outputs.archive import ArchiveLink, open_crawl_archive
-from ..outputs.mirror import MirrorLink, open_mirror
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 from .fetchers import open_fetcher
+
+if TYPE_CHECKING:
+    from ..frontiers.sqlite import SqliteFrontier
+    from ..outputs.archive import ArchiveLink
+    from ..outputs.mirror import MirrorLink
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,7 +60,8 @@ class CrawlPlan:
     #: A SQLite file for the frontier, opened (created or resumed) and closed here.
     state: str | None = None
     #: A WARC file archiving every exchange; a page's record waits for its
-    #: exchange to be on disk. Appended to with ``append`` or a resumed state.
+    #: exchange to be on disk. Appended to with ``append`` or a resumed ``state``
+    #: (with a ``frontier`` of its own, the caller says ``append``).
     warc: str | None = None
     append: bool = False
     #: The WARC file keeps its old content until the first record (``--warc``
@@ -137,9 +141,17 @@ class BuiltCrawl:
         return None if self.mirror is None else self.mirror.submit(url, result)
 
 
+def _sqlite_frontier() -> type[SqliteFrontier]:
+    # Imported here, for state= only: a crawl in memory never needs sqlite3.
+    from ..frontiers.sqlite import SqliteFrontier
+
+    return SqliteFrontier
+
+
 async def _open_state(config: CrawlConfig, path: str) -> SqliteFrontier:
     # Opening reads and may repair the file: blocking, so in a thread.
-    return await trio.to_thread.run_sync(functools.partial(SqliteFrontier.open, config, path))
+    opening = functools.partial(_sqlite_frontier().open, config, path)
+    return await trio.to_thread.run_sync(opening)
 
 
 @contextlib.asynccontextmanager
@@ -154,14 +166,16 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
     if plan.frontier is not None:
         refuse_unservable(config, plan.frontier.cannot, plan.frontier.chosen_by)
     elif plan.state is not None:
-        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
+        sqlite = _sqlite_frontier()
+        refuse_unservable(config, sqlite.cannot, sqlite.chosen_by)
     built = BuiltCrawl(plan)
     async with contextlib.AsyncExitStack() as stack:
         frontier = plan.frontier
+        resumed = False
         if plan.state is not None:
             opened = await _open_state(config, plan.state)
             stack.callback(opened.close)
-            frontier = opened
+            frontier, resumed = opened, opened.resumed
         fetcher = plan.fetcher
         if fetcher is None:
             fetcher = await stack.enter_async_context(open_fetcher(config))
@@ -182,7 +196,9 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
             auto_parse_process=plan.fetcher is None,
         )
         if plan.warc is not None:
-            resumed = isinstance(frontier, SqliteFrontier) and frontier.resumed
+            # Imported here: the archive's writer process is for warc= only.
+            from ..outputs.archive import open_crawl_archive
+
             built.archive = await stack.enter_async_context(
                 open_crawl_archive(
                     plan.warc,
@@ -193,6 +209,8 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
                 )
             )
         if config.mirror is not None:  # converts the links when the block ends
+            from ..outputs.mirror import open_mirror  # imported for a mirror only
+
             built.mirror = await stack.enter_async_context(
                 open_mirror(config, on_failure=built._mirror_failed, warn=plan.on_mirror_warning)
             )

@@ -57,11 +57,11 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
+from .politeness import host_slots
 from .recording import Recorder
-from .render import with_render_statistics
 from .requests import fetch_entry, handler_for
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot, with_parse_statistics
+from .statistics import RunClock, snapshot, with_parse_statistics, with_render_statistics
 
 
 class Crawler:
@@ -74,7 +74,6 @@ class Crawler:
     ``on_depth_update`` callbacks are called the same way when the frontier
     corrects the depth of a URL whose record is already out (its ``correct``
     hook); the record said the depth known when it was written.
-    ``auto_parse_process``: may ``parse_process=None`` start one (parse_process.py).
     """
 
     def __init__(
@@ -88,7 +87,7 @@ class Crawler:
         on_response: Iterable[ResponseCallback] = (),
         on_depth_update: Iterable[DepthUpdateCallback] = (),
         rng: random.Random | None = None,
-        auto_parse_process: bool = False,
+        auto_parse_process: bool = False,  # may parse_process=None start one?
     ) -> None:
         self.config = config
         self._fetcher = fetcher
@@ -110,6 +109,7 @@ class Crawler:
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
         self._workers = workers
+        self._slots = host_slots(self.schedule, fetcher, parts.gate.crawl_delay_seen)
 
     # -- public ------------------------------------------------------------
 
@@ -118,8 +118,7 @@ class Crawler:
         self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            helpers = [*pool_helpers(self), *self._pages.helpers()]
-            await self._pool.run(self._handle, helpers=helpers)
+            await self._pool.run(self._handle, helpers=pool_helpers(self, *self._pages.helpers()))
         finally:
             self._clock.finish()
             await self.frontier.aclose()
@@ -157,9 +156,8 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        pool, waiting = self._pool.statistics(), self.schedule.waiting
-        elapsed, process = self._clock.elapsed, self._pages.process
-        return snapshot(self.stats, pool, self.frontier, waiting, elapsed, process)
+        pool, waiting, parse = self._pool.statistics(), self.schedule.waiting, self._pages.process
+        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed, parse)
 
     def summary(self) -> CrawlSummary:
         unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
@@ -194,10 +192,12 @@ class Crawler:
                 return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)
-        if not self.schedule.try_start(entry, host):
+        at_once = self._slots.answered_at_once(entry, host)  # no request: no slot
+        if not at_once and not self.schedule.try_start(entry, host):
             return  # parked in the schedule; our token goes back to the pool
+        self._slots.hold(entry.url, held=not at_once)
         if not self.frontier.start(entry):
-            return self.schedule.release(host)
+            return self._slots.release(entry.url)
         if entry.attempts == 1 and self.frontier.budget_spent:
             # That was the last page of the budget: what waits for a first
             # start will never get one, so it stops counting as work now.
@@ -211,7 +211,7 @@ class Crawler:
         except FetchError as exc:
             failure = exc
         finally:
-            self.schedule.release(host)
+            self._slots.release(entry.url)  # unless the fetcher did (a page to render)
         elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
         if result is not None:
             self._responses.heard(entry, result)  # settled before the record

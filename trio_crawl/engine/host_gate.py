@@ -65,6 +65,8 @@ class HostGate:
         #: host:port -> the Crawl-delay its robots.txt asked for, when capped.
         self.capped_delays = {} if capped_delays is None else capped_delays
         self._hosts_set_up: set[str] = set()
+        #: Hosts whose Crawl-delay a rendered page's request applied first.
+        self._delays_seen: set[str] = set()
         self._waited: set[Entry] = set()
 
     async def check(self, entry: Entry, host: str) -> tuple[Verdict, str]:
@@ -78,11 +80,7 @@ class HostGate:
             policy = await robots.policy_for(entry.url)
         if host not in self._hosts_set_up:
             self._hosts_set_up.add(host)
-            delay = policy.crawl_delay
-            if delay is not None and delay > self._max_crawl_delay:
-                self.capped_delays[host] = delay
-                delay = self._max_crawl_delay
-            self._schedule.set_crawl_delay(host, delay)
+            self._set_crawl_delay(host, policy.crawl_delay)
             if self._seed_sitemaps is not None:
                 await self._seed_sitemaps(entry.url, policy.sitemaps)
         if policy.allows(entry.url):
@@ -98,3 +96,18 @@ class HostGate:
                 return Verdict.WAIT, ""
         self._waited.discard(entry)
         return Verdict.DISALLOW, f"disallowed ({policy.reason})"
+
+    def crawl_delay_seen(self, host: str, delay: float | None) -> None:
+        """``host``'s robots.txt was read for a request that is no URL of the
+        crawl (a rendered page's script on another allowed host): its
+        Crawl-delay counts from now, as if a URL of the host had come first.
+        Not a checkpoint."""
+        if host not in self._hosts_set_up and host not in self._delays_seen:
+            self._delays_seen.add(host)
+            self._set_crawl_delay(host, delay)
+
+    def _set_crawl_delay(self, host: str, delay: float | None) -> None:
+        if delay is not None and delay > self._max_crawl_delay:
+            self.capped_delays[host] = delay
+            delay = self._max_crawl_delay
+        self._schedule.set_crawl_delay(host, delay)

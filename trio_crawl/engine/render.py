@@ -2,17 +2,21 @@
 
 The rendering fetcher (``fetch.chromium``) cannot import the engine; this
 module gives it what it needs from the crawl: the scope, whether requisites
-and robots.txt count, and a ``RobotsCache`` for the browser's own requests.
+and robots.txt count, a ``RobotsCache`` for the browser's own requests, and
+the crawl's politeness schedule (``CrawlPoliteness``), so that what a page's
+scripts ask for waits for its host as the crawler's requests do.
+Only a crawl that renders imports it (``fetchers.open_fetcher``), and with it
+the Chromium fetcher; what a render adds to the summary is
+``statistics.with_render_statistics``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from ..core.config import CrawlConfig
-from ..core.stats import CrawlSummary
+from ..core.url import canonicalize, host_port
 from ..fetch.base import Fetcher
 from ..fetch.chromium import (
     ChromiumFetcher,
@@ -21,6 +25,8 @@ from ..fetch.chromium import (
     open_chromium_fetcher,
 )
 from ..fetch.chromium.session import RobotsLookup
+from ..fetch.chromium.subrequests import NoTurn
+from .politeness import HostSlots, ScheduleRoom
 from .robots_gate import RobotsCache
 
 
@@ -40,6 +46,7 @@ async def open_render_fetcher(
         timeout=config.timeout,
         auto=config.render == "auto",
         proxy=config.proxy,
+        keep_requisites=config.page_requisites,
     )
     policy = RequestPolicy(
         config.scope().allows,
@@ -57,19 +64,49 @@ async def open_render_fetcher(
         yield fetcher
 
 
-def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
-    """``summary`` with what the rendering fetcher did, if it is one."""
-    if not isinstance(fetcher, ChromiumFetcher):
-        return summary
-    stats = fetcher.statistics()
-    return dataclasses.replace(
-        summary,
-        rendered=stats.rendered,
-        render_failures=stats.failed,
-        browsers=stats.browsers,
-        render_blocked=stats.blocked,
-        render_auto={
-            r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
-            for r in stats.auto
-        },
-    )
+class CrawlPoliteness:
+    """The crawl's schedule as the browser's requests meet it
+    (``fetch.chromium.subrequests.Politeness``): a request waits for its
+    host's turn (rate, Crawl-delay, random wait, per-host concurrency)
+    among the crawler's own; ``request_over`` frees the slot of a page
+    about to be rendered."""
+
+    def __init__(
+        self,
+        schedule: ScheduleRoom,
+        request_over: Callable[[str], None],
+        crawl_delay: Callable[[str, float | None], None],
+    ) -> None:
+        self._schedule = schedule
+        self.request_over = request_over
+        self._crawl_delay = crawl_delay
+
+    def robots_read(self, url: str, crawl_delay: float | None) -> None:
+        self._crawl_delay(_host(url), crawl_delay)
+
+    @asynccontextmanager
+    async def turn(self, url: str) -> AsyncIterator[None]:
+        host = _host(url)
+        if not await self._schedule.wait_turn(host):
+            raise NoTurn(url)
+        try:
+            yield
+        finally:
+            self._schedule.release(host)
+
+
+def attach_render(
+    fetcher: ChromiumFetcher,
+    schedule: ScheduleRoom,
+    slots: HostSlots,
+    crawl_delay: Callable[[str, float | None], None],
+) -> None:
+    """Put ``fetcher``'s browser requests under the crawl's ``schedule``
+    (and a host's Crawl-delay, through ``crawl_delay``); the crawler takes
+    no slot for a requisite the browser already loaded."""
+    slots.answers = fetcher.requests.has_answer
+    fetcher.attach(CrawlPoliteness(schedule, slots.release, crawl_delay))
+
+
+def _host(url: str) -> str:
+    return host_port(canonicalize(url) or url)  # the policy let only canonical ones by

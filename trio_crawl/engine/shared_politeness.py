@@ -22,14 +22,14 @@ from ..core.models import FetchResult
 from ..core.schedule import PoliteSchedule
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness, SharedRobots
-from .politeness import ScheduleRoom
+from .politeness import Job, ScheduleRoom
 
 
 class SharedScheduleRoom(ScheduleRoom):
     """A ``ScheduleRoom`` with no local limits; the shared frontier spaces requests."""
 
     def __init__(self, shared: SharedPoliteness, publish: Callable[[Entry], None]) -> None:
-        super().__init__(PoliteSchedule[Entry](), publish)
+        super().__init__(PoliteSchedule[Job](), publish)
         self._shared = shared
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:

@@ -4,15 +4,20 @@ and what its summary adds from a rendering fetcher (``--render``)."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeGuard
 
 import trio
 
 from ..core.stats import CrawlStats, CrawlSummary
+from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
 from ..workpool import WorkPoolStatistics
-from .parse_process import ParseProcess
-from .render import with_render_statistics as with_render_statistics  # re-exported
+
+if TYPE_CHECKING:
+    from ..fetch.chromium.fetcher import ChromiumFetcher
+    from .parse_process import ParseProcess
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +104,30 @@ class RunClock:
         start = self.started_at if self.started_at is not None else now
         end = self.finished_at if self.finished_at is not None else now
         return end - start
+
+
+def with_render_statistics(summary: CrawlSummary, fetcher: Fetcher) -> CrawlSummary:
+    """``summary`` with what the rendering fetcher did, if it is one."""
+    if not is_rendering(fetcher):
+        return summary
+    stats = fetcher.statistics()
+    return dataclasses.replace(
+        summary,
+        rendered=stats.rendered,
+        render_failures=stats.failed,
+        browsers=stats.browsers,
+        render_blocked=stats.blocked,
+        render_requests=stats.requests,
+        render_auto={
+            r.pattern: f"{r.rendered:,} rendered, {r.static:,} as served: {r.reason}"
+            for r in stats.auto
+        },
+    )
+
+
+def is_rendering(fetcher: Fetcher) -> TypeGuard[ChromiumFetcher]:
+    """Whether ``fetcher`` is a ``ChromiumFetcher``, without importing the
+    Chromium fetcher into every crawl: an instance of it exists only once its
+    module has been imported."""
+    chromium = sys.modules.get("trio_crawl.fetch.chromium.fetcher")
+    return chromium is not None and isinstance(fetcher, chromium.ChromiumFetcher)

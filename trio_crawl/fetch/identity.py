@@ -27,29 +27,17 @@ Rules:
 
 from __future__ import annotations
 
-import email.message
-import urllib.request
 from collections.abc import Iterable
-from http.cookiejar import CookieJar
+from typing import TYPE_CHECKING
 
 from ..core.http import FetchConfig
 from ..core.identity import HEADER_VALUE, identity_headers, merged
 
+if TYPE_CHECKING:
+    import email.message
+    from http.cookiejar import CookieJar
+
 __all__ = ["Identity"]
-
-
-class _Answer:
-    """The little of a ``urllib`` response that ``CookieJar.extract_cookies`` reads."""
-
-    __slots__ = ("_message",)
-
-    def __init__(self, set_cookies: Iterable[str]) -> None:
-        self._message = email.message.Message()
-        for value in set_cookies:
-            self._message["Set-Cookie"] = value
-
-    def info(self) -> email.message.Message:
-        return self._message
 
 
 class Identity:
@@ -74,9 +62,7 @@ class Identity:
         cfg = self._config
         sent = identity_headers(url, cfg.headers, cfg.trusted_origins, cfg.credentials)
         if self.cookies is not None:
-            request = urllib.request.Request(url)
-            self.cookies.add_cookie_header(request)
-            jar = _sendable(request.get_header("Cookie") or "")
+            jar = _sendable(_jar_header(self.cookies, url))
             if jar:
                 own = next((v for k, v in sent.items() if k.lower() == "cookie"), None)
                 sent = merged(sent, {"Cookie": f"{own}; {jar}" if own else jar})
@@ -89,10 +75,7 @@ class Identity:
             return
         values = [value for value in set_cookies if HEADER_VALUE.fullmatch(value)]
         if values:
-            self.cookies.extract_cookies(
-                _Answer(values),  # type: ignore[arg-type]
-                urllib.request.Request(url),
-            )
+            _jar_keep(self.cookies, url, values)
 
 
 def _sendable(header: str) -> str:
@@ -100,3 +83,40 @@ def _sendable(header: str) -> str:
     if HEADER_VALUE.fullmatch(header):
         return header
     return "; ".join(pair for pair in header.split("; ") if HEADER_VALUE.fullmatch(pair))
+
+
+# The jar speaks urllib (requests, responses with email headers): imported by
+# the two functions below, so that a crawl without cookies never imports them
+# (a crawl with a jar has: http.cookiejar imports both).
+
+
+def _jar_header(jar: CookieJar, url: str) -> str:
+    """The ``Cookie`` header ``jar`` sends to ``url`` ("" for none)."""
+    import urllib.request
+
+    request = urllib.request.Request(url)
+    jar.add_cookie_header(request)
+    return request.get_header("Cookie") or ""
+
+
+def _jar_keep(jar: CookieJar, url: str, set_cookies: list[str]) -> None:
+    """Let ``jar`` keep what ``Set-Cookie`` fields of an answer to ``url`` set."""
+    import email.message
+    import urllib.request
+
+    message = email.message.Message()
+    for value in set_cookies:
+        message["Set-Cookie"] = value
+    jar.extract_cookies(_Answer(message), urllib.request.Request(url))  # type: ignore[arg-type]
+
+
+class _Answer:
+    """The little of a ``urllib`` response that ``CookieJar.extract_cookies`` reads."""
+
+    __slots__ = ("_message",)
+
+    def __init__(self, message: email.message.Message) -> None:
+        self._message = message
+
+    def info(self) -> email.message.Message:
+        return self._message

@@ -75,6 +75,10 @@ from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, Redirect
 from ..core.models import FetchResult
 from ..errors import ConfigError
 
+#: Seconds a Redis worker's lease lasts without a renewal [1]. Here, not in
+#: ``redis/``: the command line's ``--lease`` shows it without importing that.
+DEFAULT_LEASE = 30.0
+
 #: Hands an entry to the crawlers (``WorkPool.publish`` with its priority).
 Publish = Callable[[Entry], None]
 #: Takes a correction of a URL whose record is already out (the engine

@@ -25,6 +25,12 @@ Rules:
    over ``inner``; the crawler's robots.txt answers passing through
    ``fetch`` are kept for it, so a host's robots.txt is normally requested
    once per crawl.
+5. The browser's other requests are fetched by ``inner`` too, under the
+   crawl's politeness once a crawl ``attach``es it, and each URL once per
+   crawl: the crawler's fetches and the browser's share one store
+   (``subrequests``). A page's own request frees its host's slot before
+   the render starts (``Politeness.request_over``): the page's scripts,
+   not the page, wait for the host while it renders.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ from .life import PageLife
 from .policy import RequestPolicy
 from .proxy import browser_proxy
 from .session import BrowserSession, RobotsLookup
+from .store import ResponseStore
+from .subrequests import BrowserRequests, Politeness
 from .tab import RenderFailed, Tab
 
 __all__ = ["ChromiumFetcher", "ChromiumStatistics", "RenderSettings", "open_chromium_fetcher"]
@@ -72,7 +80,9 @@ class RenderSettings:
     ``timeout``: a page's whole budget (fetch and render); ``auto``:
     render only where it adds links (``--render auto``, ``auto.RenderPlanner``);
     ``proxy``: the crawl's (``""``: none; None: the environment's): the
-    browser's own requests use it too, its login included (``proxy``).
+    browser's own requests use it too, its login included (``proxy``);
+    ``keep_requisites``: keep what the crawler fetches with ``any_body``
+    (requisites) for the browser (``--page-requisites``).
     """
 
     executable: str
@@ -82,6 +92,7 @@ class RenderSettings:
     timeout: float = 30.0
     auto: bool = False
     proxy: str | None = None
+    keep_requisites: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +100,18 @@ class ChromiumStatistics:
     """``rendered``: pages rendered; ``failed``: renders that failed;
     ``browsers``: browsers started (more than one: restarts); ``blocked``:
     browser requests refused, by reason (scope, robots, kind, requisite,
-    scheme, popup, dialog, download); ``auto``: with ``--render auto``, what was
-    rendered where, and why."""
+    scheme, popup, dialog, download); ``auto``: with ``--render auto``, what
+    was rendered where, and why; ``requests``: the browser's allowed requests,
+    by how they were answered (``fetched`` by the crawl, ``reused``: a
+    response the crawl already had, for the browser or the crawler;
+    ``sent`` by the browser after its turn; ``failed``)."""
 
     rendered: int
     failed: int
     browsers: int
     blocked: dict[str, int]
     auto: list[PatternReport]
+    requests: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 class _Robots:
@@ -151,14 +166,28 @@ class ChromiumFetcher:
         self._closed = False
         self._planner = RenderPlanner() if settings.auto else None
         self._proxy = browser_proxy(settings.proxy, os.environ)
+        self.requests = BrowserRequests(
+            inner, ResponseStore(), keep_crawler=settings.keep_requisites
+        )
+
+    def attach(self, politeness: Politeness) -> None:
+        """Put the browser's requests under a crawl's politeness (rule 5)."""
+        self.requests.politeness = politeness
 
     def statistics(self) -> ChromiumStatistics:
         blocked = Counter(self._blocked)
         if self._session is not None:
             blocked.update(self._session.blocked)
         auto = self._planner.report() if self._planner is not None else []
+        requests = self.requests
+        counts = {
+            "fetched": requests.fetched,
+            "reused": requests.reused,
+            "sent": requests.sent,
+            "failed": requests.failed,
+        }
         return ChromiumStatistics(
-            self._rendered, self._failed, self._browsers, dict(blocked), auto
+            self._rendered, self._failed, self._browsers, dict(blocked), auto, counts
         )
 
     @property
@@ -169,13 +198,15 @@ class ChromiumFetcher:
     async def fetch(
         self, url: str, headers: dict[str, str] | None = None, *, any_body: bool = False
     ) -> FetchResult:
-        result = await self.inner.fetch(url, headers, any_body=any_body)
+        result = await self.requests.for_crawler(url, headers, any_body=any_body)
         if any_body and urlsplit(url).path == "/robots.txt":
             self._robots_source.kept[url] = result
         if not _wants_render(url, result):
             return result
         if self._planner is not None and not self._planner.decide(url).render:
             return result
+        if self.requests.politeness is not None:
+            self.requests.politeness.request_over(url)
         async with self._tabs:
             tab = await self._take_tab()
             deadline = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
@@ -266,7 +297,14 @@ class ChromiumFetcher:
         async with open_browser(
             self.settings.executable, self.settings.user_agent, self._proxy.flags
         ) as browser:
-            session = BrowserSession(browser, self._policy, self._robots, proxy=self._proxy)
+            session = BrowserSession(
+                browser,
+                self._policy,
+                self._robots,
+                self.requests,
+                request_limit=self.settings.timeout,
+                proxy=self._proxy,
+            )
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)
                 task_status.started(session)

@@ -8,11 +8,18 @@ Rules:
    own document is fulfilled from the crawler's response (``life``), a
    later main-frame navigation is a client-side redirect (failed), anything
    else goes through ``RequestPolicy`` and robots.txt; what is refused is
-   failed with ``BlockedByClient`` and counted in ``blocked``.
+   failed with ``BlockedByClient`` and counted in ``blocked``; what is
+   allowed is sent by the crawl under its politeness (``subrequests``) and
+   given to the browser (``Fetch.fulfillRequest``), or, for a method other
+   than GET, sent by the browser once its host's turn has come; such a
+   request pauses again when its response's head comes (the response
+   stage), which frees its host's slot, and goes on. A page's requests
+   still waiting when its render ends are abandoned.
 2. New targets are auto-attached paused (``waitForDebuggerOnStart``): our
    own tabs are resumed by ``new_tab``; a page we did not create is a popup:
    resumed (its opener's ``window.open`` waits for it) and closed at once,
-   before its document loads; what it requests meanwhile is failed. Other
+   before its document loads; what it requests meanwhile, or after (the
+   crawl, not the closed window, would send it), is failed. Other
    targets (frames, workers) are resumed, since their requests meet rule 1.
 3. Downloads are denied browser-wide, and counted (``download``).
 4. A login challenge (``Fetch.authRequired``, ``handleAuthRequests``) from
@@ -34,14 +41,28 @@ from typing import Any
 
 import trio
 
+from ...core.models import FetchResult
 from ...core.robots import RobotsPolicy
+from ...errors import FetchError
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
 from .policy import RequestPolicy, Verdict, resource_kind
 from .proxy import BrowserProxy
+from .subrequests import BrowserRequests, NoTurn
 
 __all__ = ["BrowserSession", "RobotsLookup"]
+
+#: Closed popups remembered: their late requests are failed (rule 2).
+POPUPS_KEPT = 1024
+
+#: ``FetchError`` kinds as the browser's network error reasons.
+_ERROR_REASONS = {
+    "timeout": "TimedOut",
+    "connect": "ConnectionFailed",
+    "reset": "ConnectionReset",
+    "too_large": "BlockedByResponse",
+}
 
 #: ``RobotsCache``-shaped: the cached policy now, or fetch it.
 RobotsLookup = tuple[
@@ -58,7 +79,9 @@ class BrowserSession:
         browser: Browser,
         policy: RequestPolicy,
         robots: RobotsLookup | None,
+        requests: BrowserRequests,
         *,
+        request_limit: float = 30.0,
         proxy: BrowserProxy | None = None,
     ) -> None:
         self.browser = browser
@@ -68,13 +91,22 @@ class BrowserSession:
         self.cdp: CdpConnection = browser.cdp
         self._policy = policy
         self._robots = robots
+        self._requests = requests
+        #: Seconds an allowed request may take, its turn included.
+        self._request_limit = request_limit
+        #: The cancel scopes of the requests each render is waiting for, by tab.
+        self._pending: dict[str, set[trio.CancelScope]] = {}
+        #: Requests the browser sends itself, until their response (by request id).
+        self._answered: dict[str, trio.Event] = {}
         self._events = self.cdp.subscribe(None)
         #: Renders in progress, by their tab's main frame id (= target id).
         self.lives: dict[str, PageLife] = {}
         self._own: set[str] = set()
         self._attached: dict[str, str] = {}
         self._attach_events: dict[str, trio.Event] = {}
-        self._popups: set[str] = set()
+        #: Popups we closed, the newest ``POPUPS_KEPT``: a request of one
+        #: may still come after it is gone, and is failed, not sent.
+        self._popups: dict[str, None] = {}
         #: Refused requests by reason, for the summary.
         self.blocked: Counter[str] = Counter()
         self._nursery: trio.Nursery | None = None
@@ -91,7 +123,11 @@ class BrowserSession:
             await self.cdp.send(
                 "Fetch.enable",
                 {
-                    "patterns": [{"urlPattern": "*", "requestStage": "Request"}],
+                    "patterns": [
+                        {"urlPattern": "*", "requestStage": "Request"},
+                        # Only requests we let the browser send get here again (rule 1).
+                        {"urlPattern": "*", "requestStage": "Response"},
+                    ],
                     "handleAuthRequests": True,
                 },
             )
@@ -109,7 +145,6 @@ class BrowserSession:
                     self._attached_to(event)
                 elif event.method == "Target.detachedFromTarget":
                     self._attached.pop(event.params.get("targetId", ""), None)
-                    self._popups.discard(event.params.get("targetId", ""))
                 elif event.method == "Browser.downloadWillBegin":
                     self.blocked["download"] += 1  # denied: nothing is written
             nursery.cancel_scope.cancel()
@@ -130,9 +165,15 @@ class BrowserSession:
 
     async def close_tab(self, target: str) -> None:
         self._own.discard(target)
-        self.lives.pop(target, None)
+        self.page_ended(target)
         with contextlib.suppress(CdpError):
             await self.cdp.send("Target.closeTarget", {"targetId": target})
+
+    def page_ended(self, target: str) -> None:
+        """The render in ``target`` is over: what it still waits for is abandoned."""
+        self.lives.pop(target, None)
+        for scope in self._pending.pop(target, ()):
+            scope.cancel()
 
     def _attached_to(self, event: CdpEvent) -> None:
         info = event.params["targetInfo"]
@@ -157,7 +198,9 @@ class BrowserSession:
         counts the windows its page opens (``Page.windowOpen``, also those
         Chromium's popup blocker stops); a popup whose opener is not one of
         our tabs is counted here."""
-        self._popups.add(target)
+        self._popups[target] = None
+        if len(self._popups) > POPUPS_KEPT:
+            del self._popups[next(iter(self._popups))]
         if info.get("openerId") not in self._own:
             self.blocked["popup"] += 1
         assert self._nursery is not None
@@ -196,6 +239,8 @@ class BrowserSession:
     def route_request(self, params: dict[str, Any]) -> None:
         """Answer one paused request (rule 1). Not a checkpoint."""
         request_id = params["requestId"]
+        if "responseStatusCode" in params or "responseErrorReason" in params:
+            return self._response_came(request_id, params)
         url: str = params["request"]["url"]
         kind = resource_kind(params.get("resourceType"), params["request"].get("headers", {}))
         frame = params.get("frameId", "")
@@ -212,11 +257,11 @@ class BrowserSession:
             if kind == "Document":
                 step = life.document_request(url, navigation="networkId" in params)
                 if step is DocumentStep.FULFILL:
-                    return self._fulfill(request_id, life)
+                    return self._fulfill(request_id, life.result)
                 return self._fail(request_id, "client_redirect", life)  # or a download
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
-            return self._fire("Fetch.continueRequest", {"requestId": request_id})
+            return self._send(request_id, params, life)
         if verdict is not Verdict.ROBOTS:
             return self._fail(request_id, verdict.value, life)
         assert self._robots is not None
@@ -226,7 +271,7 @@ class BrowserSession:
         except ValueError:
             return self._fail(request_id, "scheme", life)
         if policy is not None:
-            return self._robots_answer(request_id, url, policy, life)
+            return self._robots_answer(request_id, params, policy, life)
         assert self._nursery is not None
 
         async def ask_robots() -> None:
@@ -234,20 +279,76 @@ class BrowserSession:
                 answer = await fetch(url)
             except ValueError:
                 return self._fail(request_id, "scheme", life)
-            self._robots_answer(request_id, url, answer, life)
+            self._robots_answer(request_id, params, answer, life)
 
         self._nursery.start_soon(ask_robots)
 
     def _robots_answer(
-        self, request_id: str, url: str, policy: RobotsPolicy, life: PageLife | None
+        self, request_id: str, params: dict[str, Any], policy: RobotsPolicy, life: PageLife | None
     ) -> None:
+        url = params["request"]["url"]
         if policy.allows(url):
-            self._fire("Fetch.continueRequest", {"requestId": request_id})
+            self._requests.robots_read(url, policy.crawl_delay)
+            self._send(request_id, params, life)
         else:
             self._fail(request_id, "robots", life)
 
-    def _fulfill(self, request_id: str, life: PageLife) -> None:
-        result = life.result
+    def _send(self, request_id: str, params: dict[str, Any], life: PageLife | None) -> None:
+        """An allowed request goes out through the crawl (rule 1), bounded
+        by ``request_limit`` and, for a page's own, by its render."""
+        assert self._nursery is not None
+        scope = trio.CancelScope(deadline=trio.current_time() + self._request_limit)
+        frame = params.get("frameId", "") if life is not None else ""
+        if frame:
+            self._pending.setdefault(frame, set()).add(scope)
+        self._nursery.start_soon(self._forward, request_id, params["request"], scope, frame)
+
+    async def _forward(
+        self, request_id: str, request: dict[str, Any], scope: trio.CancelScope, frame: str
+    ) -> None:
+        url: str = request["url"]
+        headers: dict[str, str] = request.get("headers", {})
+        reason = "Aborted"  # the render ended, or the request took too long
+        continued = False
+        try:
+            with scope:
+                if request.get("method", "GET") != "GET":  # held until its response
+                    async with self._requests.turn(url):
+                        self._requests.sent += 1
+                        continued = True  # from now on the browser's to finish
+                        answered = self._answered[request_id] = trio.Event()
+                        try:
+                            self._fire("Fetch.continueRequest", {"requestId": request_id})
+                            await answered.wait()
+                        finally:
+                            self._answered.pop(request_id, None)
+                    return
+                return self._fulfill(request_id, await self._requests.for_browser(url, headers))
+        except FetchError as exc:
+            reason = _ERROR_REASONS.get(exc.kind, "Failed")
+        except NoTurn:
+            pass
+        finally:
+            pending = self._pending.get(frame)
+            if pending is not None:
+                pending.discard(scope)
+        if not continued:
+            self._requests.failed += 1
+            self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+
+    def _response_came(self, request_id: str, params: dict[str, Any]) -> None:
+        """A request the browser sent itself has its answer: its host's slot
+        is free, and the answer goes on to the page."""
+        answered = self._answered.pop(request_id, None)
+        if answered is not None:
+            answered.set()
+        error = params.get("responseErrorReason")
+        if error:
+            self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": error})
+        else:
+            self._fire("Fetch.continueRequest", {"requestId": request_id})
+
+    def _fulfill(self, request_id: str, result: FetchResult) -> None:
         self._fire(
             "Fetch.fulfillRequest",
             {

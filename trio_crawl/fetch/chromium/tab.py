@@ -147,7 +147,7 @@ class Tab:
                     failure = exc  # raised bare below, not in the nursery's group
                 nursery.cancel_scope.cancel()
         finally:
-            self.session.lives.pop(self.target, None)
+            self.session.page_ended(self.target)
         if life.crashed:
             raise RenderFailed("the tab crashed")
         if failure is not None:

@@ -29,6 +29,7 @@ from ...errors import (
     RedisRefused,
     RedisUnavailable,
 )
+from ..base import DEFAULT_LEASE
 from .admin import check_crawl, crawl_status, delete_crawl, status_lines
 from .client import (
     PASSWORD_ENV,
@@ -39,7 +40,7 @@ from .client import (
     url_problem,
     url_without_password,
 )
-from .frontier import DEFAULT_LEASE, RedisFrontier, open_redis_frontier
+from .frontier import RedisFrontier, open_redis_frontier
 from .support import unsupported
 from .wire import url_digest
 

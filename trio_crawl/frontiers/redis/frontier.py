@@ -79,7 +79,7 @@ from ...core.frontier import (
 from ...core.models import FetchResult
 from ...core.scrape import Request
 from ...errors import ConfigError, CrawlMismatch, RedisLost
-from ..base import Correct, Need, Publish
+from ..base import DEFAULT_LEASE, Correct, Need, Publish
 from . import wire
 from .calls import Calls
 from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction
@@ -92,8 +92,6 @@ from .support import CANNOT, CHOSEN_BY, refuse_unsupported, unsupported
 if TYPE_CHECKING:
     import coredis
 
-#: Seconds a worker's lease lasts without a renewal.
-DEFAULT_LEASE = 30.0
 #: At most this many retries are remembered here (to reuse their entries).
 DEFERRED_CACHE = 200_000
 
