@@ -2,10 +2,13 @@
 
 This module runs in a child interpreter (``engine/parse_process.py`` starts
 it and explains why). It is kept to the standard library and
-``core.parse``, and the child is started without the package's
-``__init__`` (``BOOTSTRAP``), so it is ready in a fraction of the time a
-full ``import trio_crawl`` takes (measured: 0.07-0.08 s of CPU and 30 MB
-against 0.25-0.27 s and 41 MB through the package). It never imports trio.
+``core.parse``, and the child imports the very package directory the
+crawl runs from (``BOOTSTRAP``: whatever ``sys.path`` says, even with
+``-P``) without the package's ``__init__``. That took 0.07-0.08 s of CPU
+and 30 MB against 0.25-0.27 s and 41 MB through an ``__init__`` that
+imported the whole library; now that it imports lazily, the two cost the
+same (0.06 s), and the stand-in is kept for the first reason. It never
+imports trio.
 
 Protocol (one stream socket, both ways)
 ---------------------------------------
