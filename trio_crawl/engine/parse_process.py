@@ -64,9 +64,11 @@ from .parse_child import BOOTSTRAP, HEAD, READY, frame
 
 _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 
-#: Pages in the child at once; more are parsed in the crawl's process (more than
-#: the 16 workers a crawl starts with: 8 sent only half the pages of a doc tree).
-MAX_IN_FLIGHT: Final = 32
+#: Pages in the child at once; more are parsed in the crawl's process, so
+#: both cores parse when the child falls behind (libstdc++-12-doc, load ~1.5:
+#: 2.07-2.31 s with 8, 2.73-2.95 with 16, 2.51-2.67 with 32; the other trees
+#: and the synthetic site the same or better with 8).
+MAX_IN_FLIGHT: Final = 8
 #: Pages a crawl parses itself before it starts the child: a crawl of a few
 #: pages never pays for an interpreter's start.
 START_AFTER: Final = 10
