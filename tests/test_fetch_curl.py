@@ -657,6 +657,39 @@ async def test_fetch_after_close_and_close_during_fetch(
         await fetcher.fetch(server.url("/"))
 
 
+async def test_curls_timer_only_moves_the_drivers_deadline_earlier(
+    watcher: WatcherName, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A later timer (or none) leaves the parked driver's deadline where it
+    was: moving it costs trio a re-registration, and libcurl moves its timer
+    on every transfer. Woken early, the driver waits again; curl's timer is
+    served when it is due, not before."""
+    async with open_curl_fetcher(FetchConfig(), watcher=watcher) as fetcher:
+        served: list[float] = []
+        action = fetcher._socket_action
+
+        def recording_action(fd: int, bits: int) -> None:
+            if fd == pycurl.SOCKET_TIMEOUT:
+                served.append(trio.current_time())
+            action(fd, bits)
+
+        fetcher._socket_action = recording_action  # type: ignore[method-assign]
+        await trio.testing.wait_all_tasks_blocked()
+        scope = fetcher._timer_scope
+        assert scope is not None and scope.deadline == math.inf
+        t0 = trio.current_time()
+        fetcher._on_timer(2000)
+        assert scope.deadline == t0 + 2
+        fetcher._on_timer(5000)  # later: the deadline stays
+        fetcher._on_timer(-1)  # none: the deadline stays
+        assert scope.deadline == t0 + 2
+        fetcher._on_timer(3000)
+        await trio.sleep(10)
+        assert served == [t0 + 3]  # woken at 2, the timer was not due
+        assert fetcher._timer_scope is not None
+        assert fetcher._timer_scope.deadline == math.inf
+
+
 async def test_fetcher_needs_its_driver() -> None:
     fetcher = CurlFetcher(FetchConfig(max_connections=1))
     with pytest.raises(RuntimeError, match=r"^CurlFetcher is not running: create it with"):

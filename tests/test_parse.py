@@ -6,6 +6,7 @@ test feeds arbitrary bytes and content types to check that nothing raises.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import lxml.html
@@ -245,7 +246,10 @@ def test_nul_bytes_and_xml_declaration() -> None:
     assert links(body) == ["http://example.com/a", "http://example.com/b"]
 
 
-def test_nesting_past_libxml2_limit_falls_back_to_the_tokenizer() -> None:
+def test_nesting_past_libxml2_limit_is_read_to_the_end() -> None:
+    """libxml2's tree builder stops 2048 elements deep (the requisite
+    extractor then reads the page with the tokenizer); the link extractor
+    builds no tree and reads it to the end. Both give every link."""
     body = (
         "<html><head><base href='/base/'></head><body><a href='before'>b</a>"
         + "<div>" * 5000
@@ -259,6 +263,22 @@ def test_nesting_past_libxml2_limit_falls_back_to_the_tokenizer() -> None:
         "http://example.com/base/after",
         "http://example.com/area",
     ]
+
+
+def test_links_in_several_threads_at_once() -> None:
+    """Each thread parses with its own parser (one is made per thread and
+    kept): pages parsed in four threads at once give what they give alone."""
+    pages = [
+        (
+            f"<base href='/b{i}/'>" + "".join(f"<p><a href='p{j}#f'>x</a>" for j in range(i * 7))
+        ).encode()
+        for i in range(1, 40)
+    ]
+    alone = [extract_links(page, URL, None) for page in pages]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            assert list(pool.map(lambda page: extract_links(page, URL, None), pages)) == alone
+    assert alone[0] == [f"http://example.com/b1/p{j}" for j in range(7)]
 
 
 def test_moderate_nesting_uses_lxml() -> None:

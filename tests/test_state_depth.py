@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +30,7 @@ from trio_crawl.core.frontier import DepthCorrection, Entry
 from trio_crawl.core.url import Scope
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState, Finish, Offered, Start, State
+from trio_crawl.frontiers.sqlite_state import Admit, CrawlState, Finish, Offered, Start, State
 
 from fakes import FakeFetcher, FakePage
 
@@ -150,6 +151,73 @@ def test_links_are_forgotten_once_no_shorter_path_can_come(tmp_path: Path) -> No
         fetch(state, url("d"))
         state.offer_links(url("d"), [url("e")], room=9, max_depth=None)
         # d, at depth 3, is the shallowest unfinished row now.
+        assert state.stored_out_links() == 0
+
+
+def _rows(state: CrawlState) -> list[tuple[Any, ...]]:
+    conn = state._conn
+    assert conn is not None
+    urls = conn.execute("SELECT url, depth, referrer, state, attempts FROM urls ORDER BY id")
+    rows = [*urls.fetchall()]
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'out_links'").fetchone():
+        rows += conn.execute("SELECT id, depth, links, redirect FROM out_links ORDER BY id")
+    else:
+        rows.append(("no out_links table",))
+    return rows + conn.execute("SELECT state, n FROM counts ORDER BY state").fetchall()
+
+
+def test_ops_before_an_offer_do_what_applying_them_first_does(tmp_path: Path) -> None:
+    """The Start/Finish ops an offer carries (``before``: the engine's pending
+    ones, one commit per page) leave the file, the counts and what the offer
+    says exactly as ``apply`` then the offer do; they are applied first, so
+    the offer sees them (here: a's Finish lets it forget a's links)."""
+    outcomes = []
+    for carried in (False, True):
+        with CrawlState.open(tmp_path / f"{carried}.db") as state:
+            state.add_seeds([url(0)])
+            state.take_queued(1)
+            fetch(state, url(0))
+            state.offer_links(url(0), [url("a"), url("b")], room=9, max_depth=None)
+            fetch(state, url("a"))
+            state.offer_links(url("a"), [url("c")], room=9, max_depth=None)
+            ops = [Finish(url(0)), Finish(url("a")), Start(url("b"))]
+            if carried:
+                offered = state.offer_links(
+                    url("b"), [url("c"), url("d")], room=1, max_depth=None, before=ops
+                )
+            else:
+                state.apply(ops)
+                offered = state.offer_links(url("b"), [url("c"), url("d")], room=1, max_depth=None)
+            outcomes.append((offered, _rows(state), state.progress(), state.stored_out_links()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][2]["done"] == 2 and outcomes[1][3] == 0
+
+
+def test_ops_before_an_offer_share_its_transaction(tmp_path: Path) -> None:
+    """A broken op (rule 3) rolls the offer back with it, even the tables the
+    first offer makes (the next offer makes them again); an Admit cannot ride
+    along (the seen-filter would not know it before the offer reads it)."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        before = _rows(state), state.progress()
+        with pytest.raises(RuntimeError, match="invariant broken: Finish"):
+            state.offer_links(
+                url(0), [url("a")], room=9, max_depth=None, before=[Finish(url("nowhere"))]
+            )
+        with pytest.raises(TypeError, match="only Start and Finish"):
+            state.offer_links(
+                url(0),
+                [url("a")],
+                room=9,
+                max_depth=None,
+                before=[Admit(url("x"), 1)],  # type: ignore[list-item]
+            )
+        assert (_rows(state), state.progress()) == before
+        assert before[0][1] == ("no out_links table",)
+        state.offer_links(url(0), [url("a")], room=9, max_depth=None)
+        assert depth_of(state, url("a")) == (1, url(0))
         assert state.stored_out_links() == 0
 
 

@@ -375,6 +375,9 @@ class CrawlState:
         #: The depths of URLs offered lately, exact (rule 7): a page's known links
         #: are looked up only when one of them could be deeper than offered.
         self._depths = RecentDepths(recent_urls)
+        #: Rule 7's table and indexes are known to exist (set once a transaction
+        #: that made them committed): an offer then runs no DDL.
+        self._depth_schema = False
 
     @classmethod
     def open(
@@ -726,16 +729,20 @@ class CrawlState:
         room: int,
         max_depth: int | None,
         settles: bool = True,
+        before: Sequence[Start | Finish] = (),
     ) -> Offered:
         """Offer ``parent``'s in-scope ``links`` (or one chunk of them) one link below
         its stored depth, in one transaction (rule 7); the first ``room`` new URLs stay
         in memory. The page keeps its links while a shorter path to it can still be
         found; ``settles=False`` (seeds may still come at depth 0, with a
-        ``max_depth``) keeps them for the whole crawl."""
+        ``max_depth``) keeps them for the whole crawl. ``before``: Start and
+        Finish ops applied first, in the same transaction (``apply``'s rules; one
+        commit instead of two)."""
         with self._using() as conn:
             self._require_recovered()
             with _transaction(conn):
                 step = _Offering(self, conn, room, max_depth)
+                step.apply(before)
                 page_id, depth = step.row_of(parent)
                 step.offer(links, depth + 1, parent)
                 step.lower_all()
@@ -752,12 +759,21 @@ class CrawlState:
                 offered = step.finish()
             return self._adopt_offer(step, offered)
 
-    def offer_seeds(self, urls: Sequence[str], referrer: str, *, room: int) -> Offered:
-        """Offer seeds found mid-crawl (a sitemap's URLs) at depth 0 (rule 7)."""
+    def offer_seeds(
+        self,
+        urls: Sequence[str],
+        referrer: str,
+        *,
+        room: int,
+        before: Sequence[Start | Finish] = (),
+    ) -> Offered:
+        """Offer seeds found mid-crawl (a sitemap's URLs) at depth 0 (rule 7);
+        ``before`` as for ``offer_links``."""
         with self._using() as conn:
             self._require_recovered()
             with _transaction(conn):
                 step = _Offering(self, conn, room, None)
+                step.apply(before)
                 step.offer(urls, 0, referrer)
                 step.lower_all()
                 offered = step.finish()
@@ -771,15 +787,18 @@ class CrawlState:
         room: int,
         max_depth: int | None,
         settles: bool = True,
+        before: Sequence[Start | Finish] = (),
     ) -> Offered:
         """Offer the target of ``parent``'s redirect at ``parent``'s depth (a hop
         costs nothing), and remember it with the page's links, so that a shorter
         path to ``parent`` lowers the target too (rule 7). ``room`` should be at
-        least 1: a new target is offered first, and stays in memory."""
+        least 1: a new target is offered first, and stays in memory. ``before``
+        as for ``offer_links``."""
         with self._using() as conn:
             self._require_recovered()
             with _transaction(conn):
                 step = _Offering(self, conn, room, max_depth)
+                step.apply(before)
                 page_id, depth = step.row_of(parent)
                 step.offer([target], depth, parent)
                 step.lower_all()
@@ -796,10 +815,12 @@ class CrawlState:
         """Pages whose links are kept for a shorter path still to come (rule 7)."""
         with self._using() as conn:
             _ensure_depth_schema(conn)
+            self._depth_schema = True
             return int(conn.execute("SELECT count(*) FROM out_links").fetchone()[0])
 
     def _adopt_offer(self, step: _Offering, offered: Offered) -> Offered:
         """After the commit: the counts, and the memory of what was admitted."""
+        self._depth_schema = True
         self._commit_counts(step.delta)
         if step.admitted:
             if self._bloom is not None:
@@ -890,7 +911,8 @@ class _Offering:
     def __init__(
         self, state: CrawlState, conn: sqlite3.Connection, room: int, max_depth: int | None
     ) -> None:
-        _ensure_depth_schema(conn)
+        if not state._depth_schema:
+            _ensure_depth_schema(conn)
         self._state = state
         self._conn = conn
         self._room = max(room, 0)
@@ -903,6 +925,15 @@ class _Offering:
         self.lowered: list[Lowered] = []
         self.admitted: list[str] = []
         self.delta = [0] * len(State)
+
+    def apply(self, ops: Sequence[Start | Finish]) -> None:
+        """Apply Start and Finish ops in this transaction (``CrawlState.apply``'s
+        rules 1-3), their counts joining the offer's. An Admit is refused: it
+        would have to reach the seen-filter before the offer reads it."""
+        for kind, run in _runs(ops):
+            if kind is Admit:
+                raise TypeError("only Start and Finish ops can go with an offer")
+            _APPLY[kind](self._conn, run, self.delta)
 
     def row_of(self, url: str) -> tuple[int, int]:
         """The id and depth of a page the engine holds (a bug if it has no row)."""

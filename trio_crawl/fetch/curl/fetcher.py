@@ -47,6 +47,14 @@ callback), call ``socket_action`` for what happened, then ``info_read`` to
 finish transfers. A new transfer is started by the ``fetch`` that adds it
 (``socket_action(SOCKET_TIMEOUT)`` right after ``add_handle``): going
 through curl's 0 ms timer instead would cost a driver wake-up per request.
+
+The timer only ever moves the driver's deadline earlier (``_wake_by``):
+libcurl moves its timer on every transfer (0 ms when one is added, its
+connect timeout, none once it is done), and a later or no timer leaves the
+deadline where it was; the driver, woken early, finds the timer not due and
+waits again with the right deadline. Each move of a deadline costs trio a
+re-registration, and a crawl's timer mostly moves later (one spurious wake
+per connect timeout, 10 s, instead of three re-registrations per request).
 """
 
 from __future__ import annotations
@@ -129,6 +137,7 @@ class CurlFetcher:
         self._callback_bugs: list[BaseException] = []
         self._timer_at = math.inf
         self._timer_scope: trio.CancelScope | None = None
+        self._adding = False  # inside add_handle: the 0 ms timer is served at once
         self._driver_scope: trio.CancelScope | None = None
         self._closed = False
         multi: Any = pycurl.CurlMulti()
@@ -246,12 +255,17 @@ class CurlFetcher:
         now = trio.current_time()
         slot.begin(url, headers, deadline - now, any_body, self._proxies.proxy_for(url))
         slot.started = now
-        self._multi.add_handle(slot.curl)
+        self._adding = True
+        try:
+            self._multi.add_handle(slot.curl)
+        finally:
+            self._adding = False
         self._running[slot.curl] = slot
         self._raise_callback_bugs()
         # Start it now (connect, or send on a kept-alive connection) rather
         # than through curl's timer, which would cost the driver a wake-up.
         self._socket_action(_SOCKET_TIMEOUT, 0)
+        self._wake_by(self._timer_at)  # whatever timer curl has now
 
     def _abandon(self, slot: Slot) -> None:
         """Take back a handle whose fetch left early (rule 4). No checkpoint."""
@@ -282,10 +296,17 @@ class CurlFetcher:
                 self._timer_at = math.inf
             else:
                 self._timer_at = trio.current_time() + timeout_ms / 1000
-            if self._timer_scope is not None:
-                self._timer_scope.deadline = self._timer_at
+                if not self._adding:  # _start serves that one itself
+                    self._wake_by(self._timer_at)
         except BaseException as exc:
             self._callback_bugs.append(exc)
+
+    def _wake_by(self, at: float) -> None:
+        """Have the parked driver wake by ``at``: its deadline only ever moves
+        earlier (module docstring); it waits again if woken before the timer."""
+        scope = self._timer_scope
+        if scope is not None and at < scope.deadline:
+            scope.deadline = at
 
     def _raise_callback_bugs(self) -> None:
         if self._callback_bugs:
@@ -330,6 +351,8 @@ class CurlFetcher:
         """Finish every transfer libcurl reports done (rule 3)."""
         while True:
             queued, ok, failed = self._multi.info_read()
+            if not (ok or failed):
+                return  # most calls: nothing finished (queued is 0 then)
             now = trio.current_time()
             for curl in ok:
                 self._finish(curl, 0, "", now)
