@@ -73,7 +73,8 @@ async def main() -> None:
         return extract_links(body, url, "text/html")
 
     modes: dict[str, Parse] = {"inline": inline}
-    process = ParseProcess(start_after=1)
+    # Every page to the child: the protocol's cost, not the crawl's balance.
+    process = ParseProcess(start_after=1, max_in_flight=args.workers)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(process.serve)
         await process.links(b"", "http://x/", "text/html")

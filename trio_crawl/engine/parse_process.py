@@ -130,10 +130,15 @@ class ParseProcess:
     """
 
     def __init__(
-        self, command: list[str] | None = None, *, start_after: int = START_AFTER
+        self,
+        command: list[str] | None = None,
+        *,
+        start_after: int = START_AFTER,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self._command = command or child_command()
         self._start_after = start_after
+        self._max_in_flight = max_in_flight
         self._asked = 0
         self._wanted = trio.Event()
         self._ready = False
@@ -161,7 +166,7 @@ class ParseProcess:
         """The page's links from the child, or None: parse it yourself.
         A checkpoint when the child takes the page; cancelling it forgets
         the page (the child's answer is dropped)."""
-        if not self._ready or len(self._waiting) >= MAX_IN_FLIGHT:
+        if not self._ready or len(self._waiting) >= self._max_in_flight:
             self._asked += 1
             if self._asked >= self._start_after:
                 self._wanted.set()
