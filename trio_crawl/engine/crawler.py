@@ -57,9 +57,9 @@ from .delivery import (
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
 from .pages import PageReader
-from .politeness import host_slots
 from .recording import Recorder
 from .requests import fetch_entry, handler_for
+from .slots import host_slots
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
 from .statistics import RunClock, snapshot, with_parse_statistics, with_render_statistics
 

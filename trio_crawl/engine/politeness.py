@@ -26,8 +26,6 @@ from ..core.frontier import Entry
 from ..core.requisites import REQUISITE
 from ..core.schedule import PoliteSchedule
 from ..core.url import host_port
-from ..fetch.base import Fetcher
-from .statistics import is_rendering
 
 
 class Turn:
@@ -196,18 +194,3 @@ class HostSlots:
             self._schedule.release(host_port(url))
             if count > 1:
                 self._held[url] = count - 1
-
-
-def host_slots(
-    schedule: ScheduleRoom, fetcher: Fetcher, crawl_delay: Callable[[str, float | None], None]
-) -> HostSlots:
-    """The slots of a crawl on ``schedule``; a rendering fetcher's browser
-    requests are put under the same schedule (``engine/render.py``,
-    imported only by a crawl that renders), and the Crawl-delay of a host
-    only they reach is applied by ``crawl_delay(host, delay)``."""
-    slots = HostSlots(schedule)
-    if is_rendering(fetcher):
-        from .render import attach_render
-
-        attach_render(fetcher, schedule, slots, crawl_delay)
-    return slots
