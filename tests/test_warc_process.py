@@ -112,12 +112,16 @@ def children(pid: int) -> list[int]:
 
 def writer_after(out: Path, lines: int, proc: subprocess.Popen[Any]) -> int:
     """Wait (30 s at most) until the crawl has written ``lines`` records;
-    then the pid of its WARC writer."""
+    then the pid of its WARC writer (not its parse co-process)."""
     deadline = time.monotonic() + 30
     while not (out.exists() and out.read_text().count("\n") >= lines):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.005)
-    (writer,) = children(proc.pid)
+    (writer,) = [
+        pid
+        for pid in children(proc.pid)
+        if b"warc_process" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     return writer
 
 

@@ -359,6 +359,13 @@ def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
         "descriptor limit and memory allow)",
     )
     g.add_argument(
+        "--parse-process",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="extract links in a child process, on another CPU (default: on when 2 or more "
+        "CPUs are usable and pages are read for links alone; --no-parse-process: never)",
+    )
+    g.add_argument(
         "--grace",
         type=DURATION,
         default=10.0,
@@ -477,6 +484,7 @@ def build_config(
         "adjust_extension": args.adjust_extension,
         "ca_bundle": args.ca_bundle,
         "http2": args.http2,
+        "parse_process": getattr(args, "parse_process", None),
         "debug": args.debug,
     }
     try:

@@ -108,6 +108,8 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
     if summary.worker_history:
         table.add_row("workers", workers_over_time(summary))
     table.add_row("pages/s", f"{summary.pages_per_second:,.1f}")
+    if summary.parsed_in_process:
+        table.add_row("parsed on a 2nd CPU", f"{summary.parsed_in_process:,} pages")
     table.add_row(
         "latency p50/p95/p99",
         " / ".join(

@@ -98,6 +98,10 @@ class CrawlConfig:
     http2: bool = False
     #: Bodies larger than this are parsed in a worker thread (lxml releases the GIL).
     thread_parse_bytes: int = 1024 * 1024
+    #: Extract links in a child process, on another CPU (README, Performance):
+    #: None (the default) where that can pay, i.e. two CPUs or more and a crawl
+    #: that reads pages for links alone; True or False to force it.
+    parse_process: bool | None = None
     debug: bool = False
     #: The handler for pages whose Request names none (None: follow links).
     handler: Handler | None = None
@@ -204,6 +208,11 @@ class CrawlConfig:
                 f"must be a number of seconds >= 0 (got {self.max_crawl_delay})",
             ),
             (self.backend in FETCHERS, "backend=", f"must be one of {', '.join(FETCHERS)}"),
+            (
+                self.parse_process in (True, False, None),
+                "parse_process=",
+                f"must be True, False or None (got {self.parse_process!r})",
+            ),
             (
                 self.render in (True, False, "auto"),
                 "render=",

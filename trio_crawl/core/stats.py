@@ -70,6 +70,8 @@ class CrawlSummary:
     #: ``--render auto``: per page pattern (host and directories), what was
     #: decided and why ("scripts add links (2 of 3 renders)").
     render_auto: dict[str, str] = field(default_factory=dict)
+    #: Pages whose links the parse co-process extracted (``parse_process``).
+    parsed_in_process: int = 0
     #: (seconds since the start, worker target): the start and each resize.
     worker_history: tuple[tuple[float, int], ...] = ()
     #: The most worker tasks alive at once.

@@ -73,6 +73,7 @@ class CrawlOptions(TypedDict, total=False):
     max_crawl_delay: float
     backend: str
     thread_parse_bytes: int
+    parse_process: bool | None
     debug: bool
     handler: Handler | None
     fail_fast: bool

@@ -129,11 +129,15 @@ class Runnable(Protocol):
     def stop(self) -> None: ...
 
 
-def pool_helpers(crawler: Runnable) -> list[Callable[[], Awaitable[None]]]:
+def pool_helpers(
+    crawler: Runnable, *more: Callable[[], Awaitable[None]]
+) -> list[Callable[[], Awaitable[None]]]:
     """The tasks that run beside a crawl's workers (and end with them): the
-    schedule's timer, the frontier's feeder and, with ``max_time``, a
-    graceful stop at the time limit (``time_limit.py``)."""
+    schedule's timer, the frontier's feeder, ``more`` (the parse co-process's
+    link) and, with ``max_time``, a graceful stop at the time limit
+    (``time_limit.py``)."""
     helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve, crawler.frontier.serve]
+    helpers.extend(more)
     if crawler.config.max_time is not None:
         helpers.append(
             stop_at_time_limit(crawler.config.max_time, crawler.stop, lambda: crawler.stopping)

@@ -193,6 +193,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
             on_response=on_response,
             on_depth_update=plan.on_depth_update,
             rng=plan.rng,
+            auto_parse_process=plan.fetcher is None,
         )
         if plan.warc is not None:
             # Imported here: the archive's writer process is for warc= only.

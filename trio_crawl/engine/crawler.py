@@ -61,7 +61,7 @@ from .recording import Recorder
 from .requests import fetch_entry, handler_for
 from .slots import host_slots
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot, with_render_statistics
+from .statistics import RunClock, snapshot, with_parse_statistics, with_render_statistics
 
 
 class Crawler:
@@ -87,6 +87,7 @@ class Crawler:
         on_response: Iterable[ResponseCallback] = (),
         on_depth_update: Iterable[DepthUpdateCallback] = (),
         rng: random.Random | None = None,
+        auto_parse_process: bool = False,  # may parse_process=None start one?
     ) -> None:
         self.config = config
         self._fetcher = fetcher
@@ -103,6 +104,7 @@ class Crawler:
         self._pool = parts.pool
         self._gate = parts.gate
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
+        self._pages.use_process(auto=auto_parse_process)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
@@ -116,7 +118,7 @@ class Crawler:
         self._clock.start()
         try:
             await self.frontier.admit_start_urls()
-            await self._pool.run(self._handle, helpers=pool_helpers(self))
+            await self._pool.run(self._handle, helpers=pool_helpers(self, *self._pages.helpers()))
         finally:
             self._clock.finish()
             await self.frontier.aclose()
@@ -154,14 +156,15 @@ class Crawler:
         return self._pool.stopping
 
     def statistics(self) -> EngineStatistics:
-        pool, waiting = self._pool.statistics(), self.schedule.waiting
-        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed)
+        pool, waiting, parse = self._pool.statistics(), self.schedule.waiting, self._pages.process
+        return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed, parse)
 
     def summary(self) -> CrawlSummary:
         unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
         summary = self.stats.summary(
             elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
+        summary = with_parse_statistics(summary, self._pages.process)
         return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 
     # -- one URL -----------------------------------------------------------

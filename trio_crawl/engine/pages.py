@@ -8,6 +8,10 @@ A big page (``thread_parse_bytes``, 1 MiB by default) is parsed in a worker
 thread; when the frontier takes links in chunks (``AdmitsLinkChunks``), the
 thread hands them over as it finds them (``parse.iter_link_chunks``), so a
 page with a million links never holds them all at once.
+
+The other pages read for links alone go to the crawl's parse co-process
+when it has one (``process``, ``engine/parse_process.py``); a page it does
+not take is parsed here, so the links are the same either way.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -37,6 +41,7 @@ from ..core.scrape import Handler, Page, Request
 from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
+from .parse_process import ParseProcess, parse_process_for
 
 T = TypeVar("T")
 
@@ -65,6 +70,7 @@ class PageReader:
         config: CrawlConfig,
         *,
         parse_threads: int = 2,
+        process: ParseProcess | None = None,
     ) -> None:
         self._frontier = frontier
         self._delivery = delivery
@@ -72,6 +78,18 @@ class PageReader:
         self._config = config
         self._parse_limiter = trio.CapacityLimiter(parse_threads)
         self._chunked = frontier if isinstance(frontier, AdmitsLinkChunks) else None
+        #: The parse co-process, if the crawl has one.
+        self.process = process
+
+    def use_process(self, *, auto: bool) -> None:
+        """Give the crawl a parse co-process if its config (or, unset and
+        ``auto``, the machine and the crawl) wants one (``parse_process.py``)."""
+        self.process = parse_process_for(self._config, auto=auto)
+
+    def helpers(self) -> list[Callable[[], Awaitable[None]]]:
+        """Tasks to run beside the crawl's workers: the co-process's link,
+        which starts the child at the first pages it may take."""
+        return [] if self.process is None else [self.process.serve]
 
     async def read(
         self, entry: Entry, result: FetchResult, handler: Handler | None
@@ -161,7 +179,12 @@ class PageReader:
 
     async def links(self, result: FetchResult, url: str) -> list[str]:
         """The page's links; big bodies are parsed in a thread, so one huge
-        page does not stall every other crawler."""
+        page does not stall every other crawler, and others in the parse
+        co-process when it takes them."""
+        if self.process is not None and len(result.body) < self._config.thread_parse_bytes:
+            links = await self.process.links(result.body, url, result.content_type)
+            if links is not None:
+                return links
         return await self._in_thread_if_big(extract_links, result, url)
 
     async def _in_thread_if_big(

@@ -17,6 +17,7 @@ from ..workpool import WorkPoolStatistics
 
 if TYPE_CHECKING:
     from ..fetch.chromium.fetcher import ChromiumFetcher
+    from .parse_process import ParseProcess
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class EngineStatistics:
     #: The worker target (tokens) and the worker tasks alive now.
     workers: int = 0
     tasks: int = 0
+    #: Pages whose links the parse co-process extracted, and its process id
+    #: while it takes pages (None: the crawl has none, it is not ready yet,
+    #: or it has ended).
+    parsed_in_process: int = 0
+    parse_process_pid: int | None = None
 
 
 def snapshot(
@@ -46,8 +52,10 @@ def snapshot(
     frontier: FrontierBackend,
     waiting: int,
     elapsed: float,
+    process: ParseProcess | None = None,
 ) -> EngineStatistics:
-    """The crawl's statistics now, from its parts (``waiting``: the schedule's)."""
+    """The crawl's statistics now, from its parts (``waiting``: the schedule's;
+    ``process``: the parse co-process, if any)."""
     return EngineStatistics(
         records=stats.records,
         failures=sum(stats.failures.values()),
@@ -58,7 +66,16 @@ def snapshot(
         elapsed=elapsed,
         workers=pool.workers,
         tasks=pool.tasks,
+        parsed_in_process=process.pages if process is not None else 0,
+        parse_process_pid=process.pid if process is not None and process.ready else None,
     )
+
+
+def with_parse_statistics(summary: CrawlSummary, process: ParseProcess | None) -> CrawlSummary:
+    """``summary`` with the pages the parse co-process took, if there is one."""
+    if process is None:
+        return summary
+    return dataclasses.replace(summary, parsed_in_process=process.pages)
 
 
 class RunClock:

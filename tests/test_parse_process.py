@@ -1,0 +1,349 @@
+"""The parse co-process (engine/parse_process.py): same crawl, another core.
+
+Rules: servers on 127.0.0.1 only (port 0), every wait bounded by
+``trio.fail_after(LIMIT)``. The crawls hold their later pages behind a
+"gate" page the server answers only once the test says so (a threading
+event), so the child is ready, or has parsed pages, exactly when the test
+acts: no race decides what a test sees.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import trio_crawl
+from trio_crawl.engine.parse_process import (
+    EXIT_WAIT,
+    START_AFTER,
+    ParseProcess,
+    parse_process_wanted,
+)
+from trio_crawl.sites.server import serve_site
+from trio_crawl.sites.site import Response, Site, SiteRequest, page
+
+LIMIT = 30
+PACKAGE_ROOT = str(Path(__file__).parents[1])
+
+
+def gated_site(gate: threading.Event, pages: int = 60) -> Site:
+    """``/`` links to more pages than ``START_AFTER`` (parsed in the crawl,
+    which then starts the child); each links to ``/gate``, answered once
+    ``gate`` is set; behind it, ``pages`` pages in a web of relative,
+    absolute, fragment and repeated links (and a ``<base href>``)."""
+    front = [f"/front/{i}.html" for i in range(START_AFTER + 2)]
+
+    def gated(request: SiteRequest) -> Response:
+        gate.wait(LIMIT)
+        return page("/p/0.html", "p/1.html", "#top", "/gate")
+
+    routes: dict[str, Any] = {"/": page(*front)}
+    for path in front:
+        routes[path] = page("/gate", "/", "../front/0.html")
+    routes["/gate"] = gated
+    for i in range(pages):
+        hrefs = [f"{(i * 7 + 1) % pages}.html", f"/p/{(i * 3 + 2) % pages}.html#s{i}"]
+        hrefs += ["./", "../gate", f"?q={i % 5}", "mailto:x@example.com"]
+        base = '<base href="/p/sub/">' if i % 9 == 0 else ""
+        routes[f"/p/{i}.html"] = page(*hrefs, extra=f'{base}<a href="../{i}.html">up</a>')
+        routes[f"/p/sub/{i}.html"] = page(f"../{i}.html")
+    routes["/p/"] = page("0.html")
+    for q in range(5):
+        routes[f"/p/?q={q}"] = page("/p/0.html")
+    return Site(routes)
+
+
+def shape(
+    records: list[trio_crawl.CrawlRecord], updates: list[trio_crawl.DepthUpdate], origin: str
+) -> dict[str, tuple[Any, ...]]:
+    """What must not change: per URL, its status, final depth (the record's,
+    or a later ``DepthUpdate``'s: which page is fetched first varies between
+    any two crawls), links followed and error; URLs without ``origin``."""
+    depth = {r.url: r.depth for r in records}
+    for update in updates:
+        depth[update.url] = min(depth[update.url], update.depth)
+    assert len(depth) == len(records)  # each URL once
+    return {
+        r.url.removeprefix(origin): (r.status, depth[r.url], r.links, r.error and r.error.kind)
+        for r in records
+    }
+
+
+async def gated_crawl(
+    parse_process: bool,
+    act: Callable[[trio_crawl.RunningCrawl, threading.Event], Any] | None = None,
+) -> tuple[dict[str, tuple[Any, ...]], trio_crawl.EngineStatistics]:
+    """Crawl ``gated_site``; ``act(crawl, gate)`` runs beside the crawl and
+    must set the gate (without ``act`` it is open from the start)."""
+    gate = threading.Event()
+    if act is None:
+        gate.set()
+    records: list[trio_crawl.CrawlRecord] = []
+    updates: list[trio_crawl.DepthUpdate] = []
+    with serve_site(gated_site(gate)) as server:
+        try:
+            with trio.fail_after(LIMIT):
+                async with trio_crawl.open_crawler(
+                    server.url("/"),
+                    workers=4,
+                    ignore_robots=True,
+                    parse_process=parse_process,
+                    on_record=records.append,
+                    on_depth_update=updates.append,
+                ) as crawl:
+                    if act is not None:
+                        await act(crawl, gate)
+                    summary = await crawl.wait()
+                    statistics = crawl.statistics()
+                    assert summary.parsed_in_process == statistics.parsed_in_process
+        finally:
+            gate.set()
+    return shape(records, updates, server.url("/")), statistics
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait (bounded by the caller's deadline) until ``condition()``: a state
+    of another process, or of a statistics snapshot, which no event tells."""
+    while not condition():  # noqa: ASYNC110
+        await trio.sleep(0.01)
+
+
+async def open_gate_when_ready(crawl: trio_crawl.RunningCrawl, gate: threading.Event) -> None:
+    await until(lambda: crawl.statistics().parse_process_pid is not None)
+    gate.set()
+
+
+async def test_a_crawl_in_the_co_process_records_exactly_what_an_inline_one_does() -> None:
+    inline, before = await gated_crawl(False)
+    offloaded, after = await gated_crawl(True, open_gate_when_ready)
+    assert offloaded == inline
+    assert len(inline) > 60
+    assert before.parsed_in_process == 0 and before.parse_process_pid is None
+    assert after.parsed_in_process > 0  # the pages behind the gate went to the child
+    assert after.parse_process_pid is None  # it has ended with the crawl
+
+
+async def test_a_child_killed_mid_crawl_leaves_the_crawl_exact(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    killed: list[int] = []
+
+    async def kill_after_some_pages(crawl: trio_crawl.RunningCrawl, gate: threading.Event) -> None:
+        await until(lambda: crawl.statistics().parse_process_pid is not None)
+        pid = crawl.statistics().parse_process_pid
+        assert pid is not None and pid != os.getpid()
+        gate.set()
+        await until(lambda: crawl.statistics().parsed_in_process >= 3)
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    inline, _ = await gated_crawl(False)
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        offloaded, after = await gated_crawl(True, kill_after_some_pages)
+    assert offloaded == inline
+    assert killed and after.parsed_in_process >= 3
+    warnings = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warnings == [
+        "the parse process ended (killed by SIGKILL); parsing pages in the crawl's process"
+    ]
+
+
+# -- the protocol, against children that misbehave -----------------------------
+
+#: A child that says it is ready, then answers its first request with ``REPLY``.
+FAKE_CHILD = """
+import marshal, socket, struct, sys
+sock = socket.socket(fileno=int(sys.argv[-1]))
+def send(message):
+    data = marshal.dumps(message)
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+send((0, "ready"))
+head = sock.recv(8, socket.MSG_WAITALL)
+request = marshal.loads(sock.recv(struct.unpack("<Q", head)[0], socket.MSG_WAITALL))
+send(REPLY)
+sock.recv(1)
+"""
+
+
+async def ask_fake_child(reply: str) -> tuple[list[str] | None, list[str] | None, ParseProcess]:
+    """Two pages for a fake child whose answer to the first is ``reply``
+    (Python source; ``request`` is what it got)."""
+    command = [sys.executable, "-c", FAKE_CHILD.replace("REPLY", reply)]
+    process = ParseProcess(command, start_after=1)
+    body, url = b'<a href="/x">x</a>', "http://h.test/"
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(process.serve)
+            assert await process.links(body, url, "text/html") is None  # starts it
+            await until(lambda: process.ready)
+            first = await process.links(body, url, "text/html")
+            second = await process.links(body, url, "text/html")
+            nursery.cancel_scope.cancel()
+    return first, second, process
+
+
+async def test_an_answer_from_the_child_is_the_pages_links() -> None:
+    first, _, process = await ask_fake_child('(request[0], ["http://h.test/from-child"])')
+    assert first == ["http://h.test/from-child"] and process.pages == 1
+
+
+async def test_a_page_the_child_failed_on_is_parsed_by_the_crawl() -> None:
+    # None: the crawl parses the page itself, so its record is the inline one.
+    first, _, process = await ask_fake_child('(request[0], "ValueError: no")')
+    assert first is None and process.pages == 0
+
+
+@pytest.mark.parametrize(
+    "reply", ["[1, 2, 3]", '(request[0] + 5, ["x"])', '(request[0], {"a": 1})', '"garbage"']
+)
+async def test_garbage_from_the_child_sends_every_page_back_to_the_crawl(
+    reply: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        first, second, process = await ask_fake_child(reply)
+    assert first is None and second is None and process.pages == 0
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process sent something that is not an answer")
+
+
+async def test_a_child_that_cannot_start_leaves_every_page_to_the_crawl(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    process = ParseProcess([str(tmp_path / "no-such-python")], start_after=1)
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(process.serve)
+            assert await process.links(b"", "http://h.test/", "text/html") is None
+            await trio.testing.wait_all_tasks_blocked()
+            assert await process.links(b"", "http://h.test/", "text/html") is None
+            nursery.cancel_scope.cancel()
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process could not start ([Errno 2]")
+    assert process.pid is None and process.pages == 0
+
+
+@pytest.fixture
+def slow_jump_clock() -> trio.testing.MockClock:
+    """Virtual time that moves only after a whole real second with every task
+    blocked: a wait for a real process's exit costs no virtual time."""
+    return trio.testing.MockClock(autojump_threshold=1.0)
+
+
+async def test_a_crawl_that_ends_before_the_child_is_ready_does_not_wait_for_it(
+    slow_jump_clock: trio.testing.MockClock,
+) -> None:
+    # A child still starting (here: one that never says it is ready, and
+    # would outlive end-of-file) is killed at once, not after EXIT_WAIT.
+    forever = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    process = ParseProcess([sys.executable, "-c", forever], start_after=1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(process.serve)
+        assert await process.links(b"", "http://h.test/", "text/html") is None
+        await trio.testing.wait_all_tasks_blocked()  # serve is starting it
+        start = trio.current_time()
+        nursery.cancel_scope.cancel()
+    assert trio.current_time() - start < EXIT_WAIT
+    assert process.pid is not None and alive({process.pid}) == set()
+
+
+def test_the_co_process_is_on_by_default_only_where_it_can_pay() -> None:
+    wanted = parse_process_wanted
+    assert wanted(None, auto=True, links_only=True, cpus=2)
+    assert not wanted(None, auto=True, links_only=True, cpus=1)
+    assert not wanted(None, auto=True, links_only=False, cpus=8)
+    assert not wanted(None, auto=False, links_only=True, cpus=8)
+    assert wanted(True, auto=False, links_only=False, cpus=1)
+    assert not wanted(False, auto=True, links_only=True, cpus=8)
+
+
+# -- the child ends with the crawler --------------------------------------------
+
+
+def parse_children(pid: int) -> set[int]:
+    """``pid``'s live parse co-processes that ignore SIGINT by now (from /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            ignored = int(status.partition("SigIgn:")[2].split()[0], 16)
+            if (
+                b"parse_child" in cmdline
+                and int(stat.rpartition(")")[2].split()[1]) == pid
+                and ignored & (1 << (signal.SIGINT - 1))
+            ):
+                found.add(int(entry.name))
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` that still run (a zombie has an empty command line)."""
+    found = set()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except OSError:
+            pass
+    return found
+
+
+async def wait_gone(pids: set[int]) -> None:
+    """Wait until every process in ``pids`` has exited (pidfds: no polling)."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+async def test_the_child_ends_with_the_crawler(how: signal.Signals, tmp_path: Path) -> None:
+    gate = threading.Event()  # never opened: the crawl waits at the gate
+    with serve_site(gated_site(gate)) as server:
+        env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+        crawler = subprocess.Popen(  # noqa: ASYNC220 (starting it does not block)
+            [sys.executable, "-m", "trio_crawl", server.url("/"), "--parse-process",
+             "--ignore-robots", "-w", "4", "--grace", "0.5", "-o", str(tmp_path / "out.jsonl")],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        try:
+            with trio.fail_after(LIMIT):
+                await until(lambda: bool(parse_children(crawler.pid)))
+                children = parse_children(crawler.pid)
+                if how is signal.SIGINT:  # Ctrl-C: the whole process group, child too
+                    os.killpg(crawler.pid, how)
+                    for child in children:
+                        os.kill(child, how)
+                else:
+                    crawler.send_signal(how)
+                await trio.to_thread.run_sync(crawler.wait)
+                await wait_gone(children)
+        finally:
+            gate.set()
+            crawler.kill()
+            crawler.wait()
+    assert len(children) == 1 and alive(children) == set()
+    if how is signal.SIGINT:
+        assert crawler.returncode == 130
+        assert b"Traceback" not in (crawler.stderr.read() if crawler.stderr else b"")

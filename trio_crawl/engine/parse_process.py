@@ -1,0 +1,340 @@
+"""The parse co-process: a crawl's link extraction on the machine's other core.
+
+Why a process
+-------------
+A crawl of a documentation site on 127.0.0.1 is bound by one process's CPU,
+and parsing a page for links (libxml2, ``core.parse.extract_links``) is the
+largest part of it: about 190 µs of 500 per page on postgresql-doc-15.
+Threads do not help (the GIL hand-offs cost more than they save,
+benchmarks/TWO_PROCESS.md). A child process does: the crawl only sends the
+body and reads the links back (``marshal`` both ways), and the parse runs
+beside it. ``trio_parallel`` does the same job, with pickling, a worker
+context and a pipe per worker; it costs the crawl's process clearly more per
+page (benchmarks/bench_coparse.py), so this is a small protocol of its own
+(``engine/parse_child.py`` has it and the child's loop).
+
+What the crawl sees
+-------------------
+``ParseProcess.links`` gives a page's links from the child, or None: then
+the caller parses the page itself, as it would without a child. None comes
+
+* before the child has said it is ready (the first pages of a crawl: they
+  do not wait for an interpreter to start; it starts once ``START_AFTER``
+  pages have been parsed so);
+* when the child's queue is full (``MAX_IN_FLIGHT``: the crawl's own core
+  then takes a share of the parsing);
+* when the child raised on the page (so the page's ``internal`` record, with
+  its traceback under ``--debug``, is the one an inline parse gives);
+* when the child has died or said something that is not an answer: every
+  waiting page and every later one is parsed in the crawl's process, and one
+  warning is logged (``trio_crawl.parse_process``).
+
+So the links are ``extract_links``'s by construction, wherever it ran. A
+page's crawler keeps its token while it waits (``docs/termination.md``).
+
+Lifetime
+--------
+``serve`` runs beside the crawl's workers (a ``WorkPool`` helper). It starts
+the child once ``START_AFTER`` pages have asked, as ``python -c`` with one end of a
+``socketpair`` (``pass_fds``) in a session of its own (a terminal's Ctrl-C
+is the crawl's to handle; the child ignores SIGINT as well), and when the
+crawl ends it closes the socket: the child exits at end-of-file; after a
+short wait it is killed (at once if it is still starting: a short crawl
+does not wait for its imports). If the crawl's process dies, even by SIGKILL, the
+kernel closes the socket and the child exits the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import marshal
+import os
+import signal
+import socket
+import subprocess
+import sys
+from typing import Final
+
+import outcome
+import trio
+
+from ..core.config import CrawlConfig
+from ..core.scrape import Request
+from .parse_child import BOOTSTRAP, HEAD, READY, frame
+
+_LOG: Final = logging.getLogger("trio_crawl.parse_process")
+
+#: Pages in the child at once; more are parsed in the crawl's process, so
+#: both cores parse when the child falls behind (libstdc++-12-doc, load ~1.5:
+#: 2.07-2.31 s with 8, 2.73-2.95 with 16, 2.51-2.67 with 32; the other trees
+#: and the synthetic site the same or better with 8).
+MAX_IN_FLIGHT: Final = 8
+#: Pages a crawl parses itself before it starts the child: a crawl of a few
+#: pages never pays for an interpreter's start.
+START_AFTER: Final = 10
+#: Seconds the child gets to exit after end-of-file before it is killed.
+EXIT_WAIT: Final = 2.0
+_READ_SIZE: Final = 1 << 20
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where there is one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def parse_process_wanted(setting: bool | None, *, auto: bool, links_only: bool, cpus: int) -> bool:
+    """Whether a crawl parses in a co-process: as ``setting`` says, or (None)
+    where it can pay, if ``auto``: a crawl that reads pages for links alone
+    (no handler, no page requisites) on two CPUs or more. ``auto`` is false
+    for a ``Crawler`` made directly and for a crawl with the caller's fetcher
+    (a fake one may serve pages under a virtual clock, which must not wait
+    on a real process): ``engine.build.open_crawl`` sets it otherwise."""
+    if setting is not None:
+        return setting
+    return auto and links_only and cpus >= 2
+
+
+def parse_process_for(config: CrawlConfig, *, auto: bool) -> ParseProcess | None:
+    """The crawl's parse co-process, if ``config.parse_process`` (or, when
+    unset and ``auto``, the machine and the crawl) want one."""
+    links_only = (
+        config.handler is None
+        and not config.page_requisites
+        and not any(isinstance(s, Request) and s.handler for s in config.start_urls)
+    )
+    wanted = parse_process_wanted(
+        config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
+    )
+    return ParseProcess() if wanted else None
+
+
+def child_command() -> list[str]:
+    """The child's command line: this interpreter, ``parse_child.BOOTSTRAP``."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [sys.executable, "-P", "-c", BOOTSTRAP, package]
+
+
+class _Broken(Exception):
+    """The child is gone or talks nonsense (the message says which)."""
+
+
+class ParseProcess:
+    """The crawl's end of a parse co-process (see the module docstring).
+
+    ``pages``: pages whose links came from the child; ``pid``: the child's
+    process id once started (None before, or if it could not start);
+    ``ready``: whether it takes pages now.
+    """
+
+    def __init__(
+        self,
+        command: list[str] | None = None,
+        *,
+        start_after: int = START_AFTER,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._command = command or child_command()
+        self._start_after = start_after
+        self._max_in_flight = max_in_flight
+        self._asked = 0
+        self._wanted = trio.Event()
+        self._ready = False
+        self._broken = False
+        self._sock: socket.socket | None = None
+        self._waiting: dict[int, trio.lowlevel.Task] = {}
+        self._next = 1
+        self._out = bytearray()
+        self._writer = trio.lowlevel.ParkingLot()
+        self.pages = 0
+        self.pid: int | None = None
+
+    def __repr__(self) -> str:
+        state = "broken" if self._broken else "ready" if self._ready else "starting"
+        return (
+            f"<ParseProcess pid={self.pid} {state} pages={self.pages} "
+            f"in_flight={len(self._waiting)}>"
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    async def links(self, body: bytes, url: str, content_type: str | None) -> list[str] | None:
+        """The page's links from the child, or None: parse it yourself.
+        A checkpoint when the child takes the page; cancelling it forgets
+        the page (the child's answer is dropped)."""
+        if not self._ready or len(self._waiting) >= self._max_in_flight:
+            self._asked += 1
+            if self._asked >= self._start_after:
+                self._wanted.set()
+            return None
+        number = self._next
+        self._next += 1
+        self._send(frame((number, url, content_type, body)))
+        self._waiting[number] = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._waiting.pop(number, None)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        links: list[str] | None = await trio.lowlevel.wait_task_rescheduled(abort)
+        if links is not None:
+            self.pages += 1
+        return links
+
+    def _send(self, data: bytes) -> None:
+        """Queue ``data`` behind what waits; write what the socket takes now."""
+        if self._out:
+            self._out += data
+            return
+        assert self._sock is not None
+        try:
+            sent = self._sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            return  # the child is gone: the reader sees end-of-file
+        if sent < len(data):
+            self._out += data[sent:]
+            self._writer.unpark_all()
+
+    async def serve(self) -> None:
+        """Start the child when a page first asks, and link it to the crawl
+        until cancelled (the crawl's end); then end the child."""
+        await self._wanted.wait()
+        ours, theirs = socket.socketpair()
+        try:
+            process = await trio.lowlevel.open_process(
+                [*self._command, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            self._give_up(f"the parse process could not start ({exc})")
+            return
+        except BaseException:  # cancelled before it started
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.pid = process.pid
+        ours.setblocking(False)
+        self._sock = ours
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write)
+                why = await self._read()
+                nursery.cancel_scope.cancel()
+            self._wake_all()
+            ours.close()
+            with trio.CancelScope(shield=True):  # bounded: the warning says how it ended
+                status = await _ended(process)
+            self._give_up(f"{why} ({_describe(status)})")
+        finally:
+            starting = not self._ready and not self._broken
+            self._wake_all()
+            ours.close()
+            if starting:  # the crawl ended first: no need to wait for its imports
+                process.kill()
+            with trio.CancelScope(shield=True):
+                await _ended(process)
+
+    async def _write(self) -> None:
+        """Write out what ``_send`` could not, as the socket takes it."""
+        assert self._sock is not None
+        while True:
+            while not self._out:
+                await self._writer.park()
+            await trio.lowlevel.wait_writable(self._sock)
+            try:
+                sent = self._sock.send(self._out)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return  # the reader sees end-of-file
+            del self._out[:sent]
+
+    async def _read(self) -> str:
+        """Hand each answer to its page; return why the child stopped."""
+        assert self._sock is not None
+        sock = self._sock
+        buffer = b""
+        while True:
+            await trio.lowlevel.wait_readable(sock)
+            try:
+                chunk = sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return "the parse process ended"
+            buffer = buffer + chunk if buffer else chunk
+            start = 0
+            try:
+                while len(buffer) - start >= HEAD.size:
+                    (length,) = HEAD.unpack_from(buffer, start)
+                    end = start + HEAD.size + length
+                    if end > len(buffer):
+                        break
+                    self._answer(marshal.loads(buffer[start + HEAD.size : end]))
+                    start = end
+            except (_Broken, ValueError, EOFError, TypeError) as exc:
+                return f"the parse process sent something that is not an answer ({exc})"
+            buffer = buffer[start:]
+
+    def _answer(self, message: object) -> None:
+        if not (isinstance(message, tuple) and len(message) == 2):
+            raise _Broken(f"{type(message).__name__}")
+        number, links = message
+        if message == READY and not self._ready:
+            self._ready = True
+            return
+        if not isinstance(number, int) or not 0 < number < self._next:
+            raise _Broken(f"unknown number {number!r}")
+        if isinstance(links, str):
+            links = None  # the child raised: the caller parses the page again
+        elif not isinstance(links, list):
+            raise _Broken(f"{type(links).__name__} for links")
+        task = self._waiting.pop(number, None)
+        if task is not None:  # None: that page was cancelled
+            trio.lowlevel.reschedule(task, outcome.Value(links))
+
+    def _wake_all(self) -> None:
+        """Every waiting page parses itself (the child is gone)."""
+        self._ready = False
+        self._broken = True
+        waiting, self._waiting = self._waiting, {}
+        for task in waiting.values():
+            trio.lowlevel.reschedule(task, outcome.Value(None))
+
+    def _give_up(self, why: str) -> None:
+        self._broken = True
+        _LOG.warning("%s; parsing pages in the crawl's process", why)
+
+
+async def _ended(process: trio.Process) -> int | None:
+    """Wait a little for ``process`` to exit, then kill it; its status."""
+    with trio.move_on_after(EXIT_WAIT):
+        return await process.wait()
+    process.kill()
+    with trio.move_on_after(EXIT_WAIT):
+        return await process.wait()
+    return None
+
+
+def _describe(status: int | None) -> str:
+    if status is None:
+        return "it did not exit"
+    if status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exit status {status}"
