@@ -233,6 +233,32 @@ async def test_a_child_that_cannot_start_leaves_every_page_to_the_crawl(
     assert process.pid is None and process.pages == 0
 
 
+async def test_a_child_that_stops_answering_is_killed_and_the_crawl_parses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The child takes the page and never answers (stuck, or stopped with
+    # SIGSTOP): after answer_wait the page comes back to the crawl, the child
+    # is killed, and later pages never go to it.
+    stuck = FAKE_CHILD.replace("send(REPLY)", "import time; time.sleep(600)")
+    process = ParseProcess([sys.executable, "-c", stuck], start_after=1, answer_wait=0.5)
+    body, url = b'<a href="/x">x</a>', "http://h.test/"
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                assert await process.links(body, url, "text/html") is None  # starts it
+                await until(lambda: process.ready)
+                assert await process.links(body, url, "text/html") is None  # hung: back
+                assert process.pid is not None
+                pid = process.pid
+                await until(lambda: not alive({pid}))
+                assert await process.links(body, url, "text/html") is None
+                nursery.cancel_scope.cancel()
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process did not answer within 0.5 s (killed)")
+    assert process.pages == 0
+
+
 @pytest.fixture
 def slow_jump_clock() -> trio.testing.MockClock:
     """Virtual time that moves only after a whole real second with every task

@@ -106,6 +106,7 @@ def test_processes_hand_the_password_to_workers_in_their_environment() -> None:
             assert not any("pa55" in arg for arg in command), command
             assert "redis://h:6379/0" in command
         assert commands[1][-2:] == ["-o", "o.2.jsonl"]
+        assert all("--no-parse-process" in command for command in commands)  # cores taken
     args = argparse.Namespace(redis="redis://h/0", processes=1, output="o", warc=None)
     commands, env = worker_commands(args, ["--redis=redis://h/0", "--processes", "1", "-o", "o"])
     assert (commands, env) == ([["--redis=redis://h/0", "-q", "-o", "o.1"]], {})

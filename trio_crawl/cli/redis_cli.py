@@ -295,6 +295,10 @@ def worker_commands(
     # Each worker writes its own files: out.jsonl -> out.1.jsonl, and so on.
     numbered = {"--warc": getattr(args, "warc", None)}
     numbered["--depth-updates"] = getattr(args, "depth_updates", None)
+    # Several workers already keep the cores busy: a parse co-process each
+    # would only add processes (unless the user asked for them).
+    if args.processes > 1 and getattr(args, "parse_process", None) is None:
+        base.append("--no-parse-process")
     commands = [
         [*base, "-q", "-o", numbered_output(args.output, i)]
         + [

@@ -25,9 +25,10 @@ the caller parses the page itself, as it would without a child. None comes
   then takes a share of the parsing);
 * when the child raised on the page (so the page's ``internal`` record, with
   its traceback under ``--debug``, is the one an inline parse gives);
-* when the child has died or said something that is not an answer: every
-  waiting page and every later one is parsed in the crawl's process, and one
-  warning is logged (``trio_crawl.parse_process``).
+* when the child has died or said something that is not an answer, or
+  has not answered a page within ``ANSWER_WAIT`` (stopped, or stuck: it is
+  killed): every waiting page and every later one is parsed in the crawl's
+  process, and one warning is logged (``trio_crawl.parse_process``).
 
 So the links are ``extract_links``'s by construction, wherever it ran. A
 page's crawler keeps its token while it waits (``docs/termination.md``).
@@ -74,6 +75,11 @@ MAX_IN_FLIGHT: Final = 8
 START_AFTER: Final = 10
 #: Seconds the child gets to exit after end-of-file before it is killed.
 EXIT_WAIT: Final = 2.0
+#: Seconds a page waits for its answer before the child counts as hung (it
+#: parses a page in milliseconds; pages of ``thread_parse_bytes`` and more
+#: never go to it): it is killed, and every page is parsed in the crawl's
+#: process from then on.
+ANSWER_WAIT: Final = 10.0
 _READ_SIZE: Final = 1 << 20
 
 
@@ -135,14 +141,18 @@ class ParseProcess:
         *,
         start_after: int = START_AFTER,
         max_in_flight: int = MAX_IN_FLIGHT,
+        answer_wait: float = ANSWER_WAIT,
     ) -> None:
         self._command = command or child_command()
+        self._answer_wait = answer_wait
+        self._process: trio.Process | None = None
         self._start_after = start_after
         self._max_in_flight = max_in_flight
         self._asked = 0
         self._wanted = trio.Event()
         self._ready = False
         self._broken = False
+        self._warned = False
         self._sock: socket.socket | None = None
         self._waiting: dict[int, trio.lowlevel.Task] = {}
         self._next = 1
@@ -180,7 +190,12 @@ class ParseProcess:
             self._waiting.pop(number, None)
             return trio.lowlevel.Abort.SUCCEEDED
 
-        links: list[str] | None = await trio.lowlevel.wait_task_rescheduled(abort)
+        links: list[str] | None = None
+        with trio.move_on_after(self._answer_wait) as waited:
+            links = await trio.lowlevel.wait_task_rescheduled(abort)
+        if waited.cancelled_caught:
+            self._hung()
+            return None
         if links is not None:
             self.pages += 1
         return links
@@ -224,6 +239,7 @@ class ParseProcess:
         finally:
             theirs.close()
         self.pid = process.pid
+        self._process = process
         ours.setblocking(False)
         self._sock = ours
         try:
@@ -306,6 +322,16 @@ class ParseProcess:
         if task is not None:  # None: that page was cancelled
             trio.lowlevel.reschedule(task, outcome.Value(links))
 
+    def _hung(self) -> None:
+        """A page waited ``answer_wait`` in vain: every page parses itself
+        from now on, and the child is killed (``serve`` then sees it end)."""
+        if self._broken:
+            return
+        self._wake_all()
+        self._give_up(f"the parse process did not answer within {self._answer_wait:g} s (killed)")
+        if self._process is not None:
+            self._process.kill()
+
     def _wake_all(self) -> None:
         """Every waiting page parses itself (the child is gone)."""
         self._ready = False
@@ -315,8 +341,11 @@ class ParseProcess:
             trio.lowlevel.reschedule(task, outcome.Value(None))
 
     def _give_up(self, why: str) -> None:
+        """Log why the child is no use (once), and stop sending it pages."""
         self._broken = True
-        _LOG.warning("%s; parsing pages in the crawl's process", why)
+        if not self._warned:
+            self._warned = True
+            _LOG.warning("%s; parsing pages in the crawl's process", why)
 
 
 async def _ended(process: trio.Process) -> int | None:
