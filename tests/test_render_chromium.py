@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import trio
+from processes import alive, wait_gone
 
 import trio_crawl
 from trio_crawl.core.browser import find_browser
@@ -343,31 +344,6 @@ def descendants(pid: int) -> set[int]:
             found.add(child)
             todo.append(child)
     return found
-
-
-def alive(pids: set[int]) -> set[int]:
-    """Those of ``pids`` that still run (a zombie has an empty command line)."""
-    found = set()
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.add(pid)
-        except OSError:
-            pass
-    return found
-
-
-async def wait_gone(pids: set[int]) -> None:
-    """Wait until every process in ``pids`` has exited (pidfds: no polling)."""
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            await trio.lowlevel.wait_readable(fd)
-        finally:
-            os.close(fd)
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
