@@ -20,8 +20,8 @@ Rules
 3. Grow when most workers wait on servers and the CPU has room: ``c <
    cpu_low``, ``L < lag_low`` and ``b >= busy_high * target``. The new target
    is Little's law with CPU as the budget: if ``b`` busy workers cost ``c``,
-   ``b * cpu_goal / c`` cost ``cpu_goal``; at least one more worker, at most
-   twice as many as now.
+   ``b * cpu_goal / c`` cost ``cpu_goal``; at most twice as many as now, and
+   none more when that is no more than now (the pool holds).
    After a shrink, that size is a threshold (as TCP's slow-start
    threshold): growth beyond it goes at most one eighth a window, so a
    loaded machine does not make the target swing between halving and
@@ -186,8 +186,10 @@ class PoolSizer:
         if lag > s.lag_high and cpu >= s.cpu_low:
             return min(n - 1, math.floor(working * 0.75))
         if cpu < s.cpu_low and lag < s.lag_low and busy >= s.busy_high * n:
-            estimate = busy * s.cpu_goal / max(cpu, 1e-3)
-            return min(2 * n, max(n + 1, math.floor(estimate)))
+            estimate = math.floor(busy * s.cpu_goal / max(cpu, 1e-3))
+            # Not one more than Little's law asks for: a pool the busy workers
+            # nearly fill would otherwise creep up a worker a window, for ever.
+            return n if estimate <= n else min(2 * n, estimate)
         return n
 
     def _bounded(self, target: int) -> int:
