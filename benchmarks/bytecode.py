@@ -12,6 +12,7 @@ commands may import into one cache directory and points the children at it
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import importlib.util
 import os
@@ -40,6 +41,16 @@ def trees(commands: Iterable[str | Iterable[str]], extra: Iterable[str] = ()) ->
         if (Path(root) / "trio_crawl").is_dir():
             found.add((Path(root) / "trio_crawl").resolve())
     return found
+
+
+def add_source_start(parser: argparse.ArgumentParser) -> None:
+    """The ``--source-start`` flag, the same in every benchmark that starts trio-crawl."""
+    parser.add_argument(
+        "--source-start",
+        action="store_true",
+        help="start trio-crawl from source, compiling it each run"
+        " (default: from a bytecode cache, as an installed copy starts)",
+    )
 
 
 def like_installed(commands: Iterable[str | Iterable[str]], extra: Iterable[str] = ()) -> None:

@@ -59,7 +59,7 @@ from broad import (
     lua_available,
     normalize,
 )
-from bytecode import like_installed
+from bytecode import add_source_start, like_installed
 from run import (
     Fetches,
     Measured,
@@ -471,12 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trio-crawl-cmd", default=None)
     parser.add_argument("--plot", type=Path, default=None, help="PNG of the default run")
     parser.add_argument("--keep-output", type=Path, default=None)
-    parser.add_argument(
-        "--source-start",
-        action="store_true",
-        help="start trio-crawl from source, compiling it each run"
-        " (default: from a bytecode cache, as an installed copy starts)",
-    )
+    add_source_start(parser)
     args = parser.parse_args(argv)
     if not args.source_start:
         like_installed([args.trio_crawl_cmd or ""])

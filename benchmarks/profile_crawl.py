@@ -49,7 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bytecode import like_installed  # noqa: E402
+from bytecode import add_source_start, like_installed  # noqa: E402
 from generate_site import SiteParams, ensure_site, read_expected  # noqa: E402
 
 #: (layer, needles): a frame belongs to the first layer one of whose needles is in
@@ -323,12 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="keep the raw samples here")
     parser.add_argument("--trio-crawl-args", default="")
     parser.add_argument("--cache-dir", type=Path, default=None)
-    parser.add_argument(
-        "--source-start",
-        action="store_true",
-        help="start trio-crawl from source, compiling it each run"
-        " (default: from a bytecode cache, as an installed copy starts)",
-    )
+    add_source_start(parser)
     args = parser.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.src) or {"this": str(HERE.parent)}
     if not args.source_start:

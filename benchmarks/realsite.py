@@ -87,7 +87,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run as _run
-from bytecode import like_installed
+from bytecode import add_source_start, like_installed
 from run import Measured, machine_info, run_measured, trio_crawl_command
 from servers import Server, open_server
 
@@ -503,12 +503,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scrapy-python", default=sys.executable)
     parser.add_argument("--keep-output", type=Path, default=None, help="keep outputs here")
     parser.add_argument("--profile", action="store_true", help="also profile trio-crawl")
-    parser.add_argument(
-        "--source-start",
-        action="store_true",
-        help="start trio-crawl from source, compiling it each run"
-        " (default: from a bytecode cache, as an installed copy starts)",
-    )
+    add_source_start(parser)
     args = parser.parse_args(argv)
     if not args.source_start:
         like_installed([args.trio_crawl_cmd or "", args.base_cmd or ""])

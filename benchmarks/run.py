@@ -52,7 +52,7 @@ from urllib.parse import urldefrag, urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redis_bench
-from bytecode import like_installed
+from bytecode import add_source_start, like_installed
 from generate_site import SiteParams, ensure_site, read_expected
 from servers import Server, open_server
 
@@ -509,12 +509,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cache-dir", type=Path, default=None, help="generated sites cache")
     parser.add_argument("--keep-output", type=Path, default=None, help="keep outputs here")
     parser.add_argument("--json", type=Path, default=None, help="also write results as JSON")
-    parser.add_argument(
-        "--source-start",
-        action="store_true",
-        help="start trio-crawl from source, compiling it each run"
-        " (default: from a bytecode cache, as an installed copy starts)",
-    )
+    add_source_start(parser)
     args = parser.parse_args(argv)
     if not args.source_start:
         like_installed([args.trio_crawl_cmd or ""])
