@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 
+from .content_type import is_html_content_type as is_html_content_type
 from .identity import Credentials
 
 DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
@@ -42,15 +43,3 @@ class FetchConfig:
     credentials: tuple[Credentials, ...] = field(default=(), repr=False)
     cookies: CookieJar | None = field(default=None, repr=False, compare=False)
     proxy: str | None = field(default=None, repr=False)
-
-
-def is_html_content_type(content_type: str | None) -> bool:
-    """True for the content types we parse for links (and download bodies of).
-
-    A missing content type counts as HTML: many small sites omit it, and the
-    parser copes with anything.
-    """
-    if not content_type:
-        return True
-    mime = content_type.split(";", 1)[0].strip().lower()
-    return mime in ("text/html", "application/xhtml+xml") or mime.endswith("+html")

@@ -105,7 +105,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from lxml import etree
 
-from .http import is_html_content_type
+from .content_type import is_html_content_type
 from .requisites import REQUISITE_TAGS, css_refs, element_refs, extract_css_urls
 from .url import join, resolve_many
 
