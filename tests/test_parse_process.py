@@ -26,9 +26,11 @@ from processes import alive, wait_gone
 
 import trio_crawl
 from trio_crawl.engine.parse_process import (
+    EARLY_START_PAGES,
     EXIT_WAIT,
     START_AFTER,
     ParseProcess,
+    parse_process_for,
     parse_process_wanted,
 )
 from trio_crawl.sites.server import serve_site
@@ -39,8 +41,8 @@ PACKAGE_ROOT = str(Path(__file__).parents[1])
 
 
 def gated_site(gate: threading.Event, pages: int = 60) -> Site:
-    """``/`` links to more pages than ``START_AFTER`` (parsed in the crawl,
-    which then starts the child); each links to ``/gate``, answered once
+    """``/`` links to more pages than ``START_AFTER`` (parsed in the crawl
+    while the child starts); each links to ``/gate``, answered once
     ``gate`` is set; behind it, ``pages`` pages in a web of relative,
     absolute, fragment and repeated links (and a ``<base href>``)."""
     front = [f"/front/{i}.html" for i in range(START_AFTER + 2)]
@@ -284,6 +286,48 @@ async def test_a_crawl_that_ends_before_the_child_is_ready_does_not_wait_for_it(
     assert process.pid is not None and alive({process.pid}) == set()
 
 
+async def test_the_child_starts_with_the_crawl_before_any_page_is_parsed() -> None:
+    # ``/`` is answered only once the child has said it is ready: the child
+    # started while the crawl waited for its first page, not after pages.
+    gate = threading.Event()
+
+    def front(request: SiteRequest) -> Response:
+        gate.wait(LIMIT)
+        return page("/a.html", "/b.html")
+
+    site = Site({"/": front, "/a.html": page("/b.html"), "/b.html": page("/")})
+    records: list[trio_crawl.CrawlRecord] = []
+    with serve_site(site) as server:
+        try:
+            with trio.fail_after(LIMIT):
+                async with trio_crawl.open_crawler(
+                    server.url("/"), ignore_robots=True, parse_process=True,
+                    on_record=records.append,
+                ) as crawl:  # fmt: skip
+                    await until(lambda: crawl.statistics().parse_process_pid is not None)
+                    gate.set()
+                    await crawl.wait()
+        finally:
+            gate.set()
+    assert sorted(r.url.removeprefix(server.url("/")) for r in records) == ["", "a.html", "b.html"]
+
+
+def test_a_crawl_known_to_be_small_starts_the_child_only_after_some_pages() -> None:
+    def start_after(**settings: Any) -> int:
+        process = parse_process_for(
+            trio_crawl.CrawlConfig(start_urls=["http://h.test/"], parse_process=True, **settings),
+            auto=True,
+        )
+        assert process is not None
+        return process.start_after
+
+    assert start_after() == 0  # at once
+    assert start_after(max_pages=EARLY_START_PAGES) == 0
+    assert start_after(max_pages=EARLY_START_PAGES - 1) == START_AFTER
+    assert start_after(max_depth=0) == START_AFTER
+    assert start_after(max_depth=1) == 0
+
+
 def test_the_co_process_is_on_by_default_only_where_it_can_pay() -> None:
     wanted = parse_process_wanted
     assert wanted(None, auto=True, links_only=True, cpus=2)
@@ -292,6 +336,146 @@ def test_the_co_process_is_on_by_default_only_where_it_can_pay() -> None:
     assert not wanted(None, auto=False, links_only=True, cpus=8)
     assert wanted(True, auto=False, links_only=False, cpus=1)
     assert not wanted(False, auto=True, links_only=True, cpus=8)
+
+
+# -- a full queue: wait for a place, or parse when the crawl is idle ----------
+
+#: A child that answers each request (with its URL and "#child") only once
+#: the test writes a byte to the FIFO named by its first argument.
+HELD_CHILD = """
+import marshal, socket, struct, sys
+sock = socket.socket(fileno=int(sys.argv[-1]))
+release = open(sys.argv[1], "rb", buffering=0)
+def send(message):
+    data = marshal.dumps(message)
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+send((0, "ready"))
+while True:
+    head = sock.recv(8, socket.MSG_WAITALL)
+    if len(head) < 8:
+        break
+    request = marshal.loads(sock.recv(struct.unpack("<Q", head)[0], socket.MSG_WAITALL))
+    if not release.read(1):
+        break
+    send((request[0], [request[1] + "#child"]))
+"""
+
+
+async def held_child(tmp_path: Path) -> tuple[ParseProcess, int]:
+    """A ready ``ParseProcess`` (one page in the child at most) whose child
+    answers a page per byte written to the descriptor returned."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    release = os.open(fifo, os.O_RDWR)  # never blocks; the child reads the other end
+    process = ParseProcess(
+        [sys.executable, "-c", HELD_CHILD, str(fifo)], start_after=0, max_in_flight=1
+    )
+    return process, release
+
+
+async def test_a_page_that_finds_the_queue_full_waits_for_the_child_while_the_crawl_is_busy(
+    tmp_path: Path,
+) -> None:
+    process, release = await held_child(tmp_path)
+    got: dict[str, list[str] | None] = {}
+    second_done = trio.Event()
+
+    async def ask(name: str, done: trio.Event | None = None) -> None:
+        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+        if done is not None:
+            done.set()
+
+    async def busy() -> None:  # the crawl's process always has something to run
+        while not second_done.is_set():
+            await trio.lowlevel.checkpoint()
+
+    try:
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                await until(lambda: process.ready)
+                nursery.start_soon(ask, "first")
+                await until(lambda: process.in_flight == 1)
+                nursery.start_soon(busy)
+                nursery.start_soon(ask, "second", second_done)
+                await until(lambda: process.queued == 1)
+                os.write(release, b"11")  # answer the first, then the second
+                await second_done.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+    assert got == {
+        "first": ["http://h.test/first#child"],
+        "second": ["http://h.test/second#child"],
+    }
+    assert process.pages == 2
+
+
+async def test_a_waiting_page_is_parsed_by_the_crawl_when_it_has_nothing_else_to_do(
+    tmp_path: Path,
+) -> None:
+    process, release = await held_child(tmp_path)
+    got: dict[str, list[str] | None] = {}
+
+    async def ask(name: str, done: trio.Event) -> None:
+        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+        done.set()
+
+    first_done, second_done = trio.Event(), trio.Event()
+    try:
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                await until(lambda: process.ready)
+                nursery.start_soon(ask, "first", first_done)
+                await until(lambda: process.in_flight == 1)
+                nursery.start_soon(ask, "second", second_done)
+                await second_done.wait()  # every task waits: handed back at once
+                assert got == {"second": None} and process.in_flight == 1
+                os.write(release, b"1")
+                await first_done.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+    assert got == {"second": None, "first": ["http://h.test/first#child"]}
+    assert process.pages == 1 and process.queued == 0
+
+
+async def test_pages_waiting_for_a_place_are_parsed_by_the_crawl_when_the_child_dies(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    process, release = await held_child(tmp_path)
+    got: dict[str, list[str] | None] = {}
+    both = trio.CapacityLimiter(2)
+
+    async def ask(name: str) -> None:
+        async with both:
+            got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+
+    async def busy() -> None:
+        while len(got) < 2:
+            await trio.lowlevel.checkpoint()
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+            with trio.fail_after(LIMIT):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(process.serve)
+                    await until(lambda: process.ready)
+                    nursery.start_soon(ask, "first")
+                    await until(lambda: process.in_flight == 1)
+                    nursery.start_soon(busy)
+                    nursery.start_soon(ask, "second")
+                    await until(lambda: process.queued == 1)
+                    assert process.pid is not None
+                    os.kill(process.pid, signal.SIGKILL)
+                    await until(lambda: len(got) == 2)
+                    nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+    assert got == {"first": None, "second": None} and process.pages == 0
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process ended (killed by SIGKILL)")
 
 
 # -- the child ends with the crawler --------------------------------------------

@@ -19,10 +19,18 @@ What the crawl sees
 the caller parses the page itself, as it would without a child. None comes
 
 * before the child has said it is ready (the first pages of a crawl: they
-  do not wait for an interpreter to start; it starts once ``START_AFTER``
-  pages have been parsed so);
-* when the child's queue is full (``MAX_IN_FLIGHT``: the crawl's own core
-  then takes a share of the parsing);
+  do not wait for an interpreter to start);
+* when the child has ``MAX_IN_FLIGHT`` pages already and the crawl's
+  process has nothing else to do: a page that finds the child's queue full
+  waits for a free place, and when every task of the crawl's process is
+  waiting (for servers, or for the child), the page that waited longest is
+  handed back and parsed in the crawl's process after all. So the crawl's
+  core parses only when it would otherwise be idle: on a site of small pages
+  the crawl's own work (fetching, bookkeeping) is the bottleneck and the
+  child takes nearly every page; on one of big pages, where the child falls
+  behind, the two cores share the parsing. (Parsing in the crawl's process
+  whenever the child's queue was full, as before, made it parse a third to a
+  half of postgresql-doc-15's pages while the child had time to spare.)
 * when the child raised on the page (so the page's ``internal`` record, with
   its traceback under ``--debug``, is the one an inline parse gives);
 * when the child has died or said something that is not an answer, or
@@ -36,7 +44,12 @@ page's crawler keeps its token while it waits (``docs/termination.md``).
 Lifetime
 --------
 ``serve`` runs beside the crawl's workers (a ``WorkPool`` helper). It starts
-the child once ``START_AFTER`` pages have asked, as ``python -c`` with one end of a
+the child at once when the crawl begins (its interpreter starts while
+robots.txt and the first pages are fetched; ``start_after=0``, the default
+of a crawl not known to be small), or else once ``start_after`` pages have
+asked (``START_AFTER``: a crawl of ``--max-pages`` under ``EARLY_START_PAGES``,
+or of depth 0, which would be over or nearly so before the child is ready),
+as ``python -c`` with one end of a
 ``socketpair`` (``pass_fds``) in a session of its own (a terminal's Ctrl-C
 is the crawl's to handle; the child ignores SIGINT as well), and when the
 crawl ends it closes the socket: the child exits at end-of-file; after a
@@ -54,6 +67,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections import deque
 from typing import Final
 
 import outcome
@@ -63,6 +77,11 @@ from ..core.config import CrawlConfig
 from ..core.scrape import Request
 from .parse_child import BOOTSTRAP, HEAD, READY, frame
 
+try:  # the same function as trio.testing's, whose import may load pytest (~60 ms)
+    from trio._core._run import wait_all_tasks_blocked as all_tasks_blocked
+except ImportError:  # pragma: no cover - a trio that moved it
+    from trio.testing import wait_all_tasks_blocked as all_tasks_blocked
+
 _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 
 #: Pages in the child at once; more are parsed in the crawl's process, so
@@ -70,9 +89,14 @@ _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 #: 2.07-2.31 s with 8, 2.73-2.95 with 16, 2.51-2.67 with 32; the other trees
 #: and the synthetic site the same or better with 8).
 MAX_IN_FLIGHT: Final = 8
-#: Pages a crawl parses itself before it starts the child: a crawl of a few
-#: pages never pays for an interpreter's start.
+#: Pages a crawl known to be small parses itself before it starts the child:
+#: a crawl of a few pages never pays for an interpreter's start.
 START_AFTER: Final = 10
+#: A crawl capped below this many pages (``max_pages``) starts the child only
+#: after ``START_AFTER`` pages; others start it with the crawl. The child is
+#: ready ~0.1 s after it starts, when a crawl of small pages on 127.0.0.1 has
+#: parsed ~200 pages itself.
+EARLY_START_PAGES: Final = 200
 #: Seconds the child gets to exit after end-of-file before it is killed.
 EXIT_WAIT: Final = 2.0
 #: Seconds a page waits for its answer before the child counts as hung (it
@@ -114,7 +138,12 @@ def parse_process_for(config: CrawlConfig, *, auto: bool) -> ParseProcess | None
     wanted = parse_process_wanted(
         config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
     )
-    return ParseProcess() if wanted else None
+    if not wanted:
+        return None
+    small = config.max_depth == 0 or (
+        config.max_pages is not None and config.max_pages < EARLY_START_PAGES
+    )
+    return ParseProcess(start_after=START_AFTER if small else 0)
 
 
 def child_command() -> list[str]:
@@ -132,7 +161,9 @@ class ParseProcess:
 
     ``pages``: pages whose links came from the child; ``pid``: the child's
     process id once started (None before, or if it could not start);
-    ``ready``: whether it takes pages now.
+    ``ready``: whether it takes pages now. ``start_after``: pages parsed in
+    the crawl's process before the child is started (0: at once, when
+    ``serve`` begins).
     """
 
     def __init__(
@@ -158,6 +189,11 @@ class ParseProcess:
         self._next = 1
         self._out = bytearray()
         self._writer = trio.lowlevel.ParkingLot()
+        #: pages waiting for a place in the child's queue, oldest first
+        self._queue: deque[trio.lowlevel.Task] = deque()
+        #: places given to pages of ``_queue`` that have not taken them yet
+        self._granted = 0
+        self._queued = trio.Event()  # set while ``_queue`` holds a page
         self.pages = 0
         self.pid: int | None = None
 
@@ -165,21 +201,37 @@ class ParseProcess:
         state = "broken" if self._broken else "ready" if self._ready else "starting"
         return (
             f"<ParseProcess pid={self.pid} {state} pages={self.pages} "
-            f"in_flight={len(self._waiting)}>"
+            f"in_flight={len(self._waiting)} queued={len(self._queue)}>"
         )
 
     @property
     def ready(self) -> bool:
         return self._ready
 
+    @property
+    def start_after(self) -> int:
+        return self._start_after
+
+    @property
+    def in_flight(self) -> int:
+        """Pages sent to the child and not answered yet."""
+        return len(self._waiting)
+
+    @property
+    def queued(self) -> int:
+        """Pages waiting for a place in the child's queue."""
+        return len(self._queue)
+
     async def links(self, body: bytes, url: str, content_type: str | None) -> list[str] | None:
         """The page's links from the child, or None: parse it yourself.
         A checkpoint when the child takes the page; cancelling it forgets
         the page (the child's answer is dropped)."""
-        if not self._ready or len(self._waiting) >= self._max_in_flight:
+        if not self._ready:
             self._asked += 1
             if self._asked >= self._start_after:
                 self._wanted.set()
+            return None
+        if len(self._waiting) + self._granted >= self._max_in_flight and not await self._place():
             return None
         number = self._next
         self._next += 1
@@ -187,7 +239,8 @@ class ParseProcess:
         self._waiting[number] = trio.lowlevel.current_task()
 
         def abort(_: object) -> trio.lowlevel.Abort:
-            self._waiting.pop(number, None)
+            if self._waiting.pop(number, None) is not None:
+                self._give_place()
             return trio.lowlevel.Abort.SUCCEEDED
 
         links: list[str] | None = None
@@ -199,6 +252,43 @@ class ParseProcess:
         if links is not None:
             self.pages += 1
         return links
+
+    async def _place(self) -> bool:
+        """Wait for a place in the child's queue: True once this page has
+        one, False if the caller is to parse it (the crawl's process went
+        idle, or the child is gone). A checkpoint; cancelling it forgets the
+        page."""
+        task = trio.lowlevel.current_task()
+        self._queue.append(task)
+        self._queued.set()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._queue.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        placed: bool = await trio.lowlevel.wait_task_rescheduled(abort)
+        if placed:
+            self._granted -= 1
+        return placed and self._ready
+
+    def _give_place(self) -> None:
+        """A place in the child's queue is free: the page that waited
+        longest has it."""
+        if self._queue:
+            self._granted += 1
+            trio.lowlevel.reschedule(self._queue.popleft(), outcome.Value(True))
+
+    async def _hand_back_when_idle(self) -> None:
+        """While pages wait for a place, hand the oldest back to the crawl's
+        process whenever nothing else there can run: its core parses only
+        what it has time for (module docstring)."""
+        while True:
+            if not self._queue:
+                self._queued = trio.Event()
+                await self._queued.wait()
+            await all_tasks_blocked()
+            if self._queue:
+                trio.lowlevel.reschedule(self._queue.popleft(), outcome.Value(False))
 
     def _send(self, data: bytes) -> None:
         """Queue ``data`` behind what waits; write what the socket takes now."""
@@ -217,9 +307,11 @@ class ParseProcess:
             self._writer.unpark_all()
 
     async def serve(self) -> None:
-        """Start the child when a page first asks, and link it to the crawl
-        until cancelled (the crawl's end); then end the child."""
-        await self._wanted.wait()
+        """Start the child (at once, or when ``start_after`` pages have asked),
+        and link it to the crawl until cancelled (the crawl's end); then end
+        the child."""
+        if self._start_after > 0:
+            await self._wanted.wait()
         ours, theirs = socket.socketpair()
         try:
             process = await trio.lowlevel.open_process(
@@ -245,6 +337,7 @@ class ParseProcess:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write)
+                nursery.start_soon(self._hand_back_when_idle)
                 why = await self._read()
                 nursery.cancel_scope.cancel()
             self._wake_all()
@@ -319,8 +412,9 @@ class ParseProcess:
         elif not isinstance(links, list):
             raise _Broken(f"{type(links).__name__} for links")
         task = self._waiting.pop(number, None)
-        if task is not None:  # None: that page was cancelled
+        if task is not None:  # None: that page was cancelled (its place is given)
             trio.lowlevel.reschedule(task, outcome.Value(links))
+            self._give_place()
 
     def _hung(self) -> None:
         """A page waited ``answer_wait`` in vain: every page parses itself
@@ -339,6 +433,9 @@ class ParseProcess:
         waiting, self._waiting = self._waiting, {}
         for task in waiting.values():
             trio.lowlevel.reschedule(task, outcome.Value(None))
+        queue, self._queue = self._queue, deque()
+        for task in queue:
+            trio.lowlevel.reschedule(task, outcome.Value(False))
 
     def _give_up(self, why: str) -> None:
         """Log why the child is no use (once), and stop sending it pages."""
