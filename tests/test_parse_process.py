@@ -482,24 +482,27 @@ async def test_pages_waiting_for_a_place_are_parsed_by_the_crawl_when_the_child_
 
 
 def parse_children(pid: int) -> set[int]:
-    """``pid``'s live parse co-processes that ignore SIGINT by now (from /proc)."""
+    """``pid``'s live parse co-processes that ignore SIGINT by now (from /proc):
+    its children that do (a new interpreter running ``parse_child``, or a fork
+    of the crawl, whose command line is the crawl's)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes()
                 status = (entry / "status").read_text()
             except OSError:
                 continue
             ignored = int(status.partition("SigIgn:")[2].split()[0], 16)
-            if (
-                b"parse_child" in cmdline
-                and int(stat.rpartition(")")[2].split()[1]) == pid
-                and ignored & (1 << (signal.SIGINT - 1))
+            if int(stat.rpartition(")")[2].split()[1]) == pid and ignored & (
+                1 << (signal.SIGINT - 1)
             ):
                 found.add(int(entry.name))
     return found
+
+
+def cmdline(pid: int) -> bytes:
+    return (Path("/proc") / str(pid) / "cmdline").read_bytes()
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
@@ -517,6 +520,8 @@ async def test_the_child_ends_with_the_crawler(how: signal.Signals, tmp_path: Pa
             with trio.fail_after(LIMIT):
                 await until(lambda: bool(parse_children(crawler.pid)))
                 children = parse_children(crawler.pid)
+                # A fork of the crawl (engine/parse_fork.py): no thread beside it.
+                forked = [cmdline(child) == cmdline(crawler.pid) for child in children]
                 if how is signal.SIGINT:  # Ctrl-C: the whole process group, child too
                     os.killpg(crawler.pid, how)
                     for child in children:
@@ -530,6 +535,7 @@ async def test_the_child_ends_with_the_crawler(how: signal.Signals, tmp_path: Pa
             crawler.kill()
             crawler.wait()
     assert len(children) == 1 and alive(children) == set()
+    assert forked == [True]
     if how is signal.SIGINT:
         assert crawler.returncode == 130
         assert b"Traceback" not in (crawler.stderr.read() if crawler.stderr else b"")

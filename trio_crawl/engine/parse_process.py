@@ -44,13 +44,15 @@ page's crawler keeps its token while it waits (``docs/termination.md``).
 Lifetime
 --------
 ``serve`` runs beside the crawl's workers (a ``WorkPool`` helper). It starts
-the child at once when the crawl begins (its interpreter starts while
-robots.txt and the first pages are fetched; ``start_after=0``, the default
-of a crawl not known to be small), or else once ``start_after`` pages have
-asked (``START_AFTER``: a crawl of ``--max-pages`` under ``EARLY_START_PAGES``,
-or of depth 0, which would be over or nearly so before the child is ready),
-as ``python -c`` with one end of a
-``socketpair`` (``pass_fds``) in a session of its own (a terminal's Ctrl-C
+the child at once when the crawl begins (``start_after=0``, the default of a
+crawl not known to be small), or else once ``start_after`` pages have asked
+(``START_AFTER``: a crawl of ``--max-pages`` under ``EARLY_START_PAGES``, or
+of depth 0, which would be over or nearly so before a child is ready). On
+Linux, with no other thread in the crawl's process, the child is a ``fork``
+of it (``engine/parse_fork.py``: ready at once, nothing to import); else a
+new interpreter, ``python -c`` (``parse_child.BOOTSTRAP``, ready ~0.1 s
+later). Either way it holds one end of a
+``socketpair`` in a session of its own (a terminal's Ctrl-C
 is the crawl's to handle; the child ignores SIGINT as well), and when the
 crawl ends it closes the socket: the child exits at end-of-file; after a
 short wait it is killed (at once if it is still starting: a short crawl
@@ -76,6 +78,7 @@ import trio
 from ..core.config import CrawlConfig
 from ..core.scrape import Request
 from .parse_child import BOOTSTRAP, HEAD, READY, frame
+from .parse_fork import ForkedChild, can_fork, fork_child
 
 try:  # the same function as trio.testing's, whose import may load pytest (~60 ms)
     from trio._core._run import wait_all_tasks_blocked as all_tasks_blocked
@@ -174,9 +177,9 @@ class ParseProcess:
         max_in_flight: int = MAX_IN_FLIGHT,
         answer_wait: float = ANSWER_WAIT,
     ) -> None:
-        self._command = command or child_command()
+        self._command = command  # None: fork where safe, else child_command()
         self._answer_wait = answer_wait
-        self._process: trio.Process | None = None
+        self._process: trio.Process | ForkedChild | None = None
         self._start_after = start_after
         self._max_in_flight = max_in_flight
         self._asked = 0
@@ -313,14 +316,18 @@ class ParseProcess:
         if self._start_after > 0:
             await self._wanted.wait()
         ours, theirs = socket.socketpair()
+        process: trio.Process | ForkedChild
         try:
-            process = await trio.lowlevel.open_process(
-                [*self._command, str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            if self._command is None and can_fork():
+                process = fork_child(theirs)
+            else:
+                process = await trio.lowlevel.open_process(
+                    [*(self._command or child_command()), str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
         except OSError as exc:
             ours.close()
             self._give_up(f"the parse process could not start ({exc})")
@@ -445,7 +452,7 @@ class ParseProcess:
             _LOG.warning("%s; parsing pages in the crawl's process", why)
 
 
-async def _ended(process: trio.Process) -> int | None:
+async def _ended(process: trio.Process | ForkedChild) -> int | None:
     """Wait a little for ``process`` to exit, then kill it; its status."""
     with trio.move_on_after(EXIT_WAIT):
         return await process.wait()
