@@ -422,6 +422,7 @@ async def test_a_waiting_page_is_parsed_by_the_crawl_when_it_has_nothing_else_to
         done.set()
 
     first_done, second_done = trio.Event(), trio.Event()
+    process.crawl_tasks = lambda: 2  # both of the crawl's tasks wait on the child
     try:
         with trio.fail_after(LIMIT):
             async with trio.open_nursery() as nursery:
@@ -439,6 +440,44 @@ async def test_a_waiting_page_is_parsed_by_the_crawl_when_it_has_nothing_else_to
         os.close(release)
     assert got == {"second": None, "first": ["http://h.test/first#child"]}
     assert process.pages == 1 and process.queued == 0
+
+
+async def test_a_waiting_page_stays_for_the_child_while_another_crawl_task_waits_on_a_server(
+    tmp_path: Path,
+) -> None:
+    # The crawl has three tasks with a page: two on the child, one (not here)
+    # waiting on a server, whose page will need the crawl's core soon.
+    process, release = await held_child(tmp_path)
+    process.crawl_tasks = lambda: 3
+    got: dict[str, list[str] | None] = {}
+    both = trio.Event()
+
+    async def ask(name: str) -> None:
+        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+        if len(got) == 2:
+            both.set()
+
+    try:
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                await until(lambda: process.ready)
+                nursery.start_soon(ask, "first")
+                await until(lambda: process.in_flight == 1)
+                nursery.start_soon(ask, "second")
+                await until(lambda: process.queued == 1)
+                await trio.testing.wait_all_tasks_blocked()
+                await trio.testing.wait_all_tasks_blocked()  # the idle crawl has looked
+                assert got == {} and process.queued == 1
+                os.write(release, b"11")
+                await both.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+    assert got == {
+        "first": ["http://h.test/first#child"],
+        "second": ["http://h.test/second#child"],
+    }
 
 
 async def test_pages_waiting_for_a_place_are_parsed_by_the_crawl_when_the_child_dies(

@@ -238,6 +238,11 @@ class WorkPool(Generic[T]):
         """The token count: the most items handled at once."""
         return int(self._limiter.total_tokens)
 
+    @property
+    def busy(self) -> int:
+        """Items being handled now (tokens borrowed)."""
+        return int(self._limiter.borrowed_tokens)
+
     def resize(self, workers: int) -> None:
         """Set the token count to ``workers`` (at least 1). Not a checkpoint.
 

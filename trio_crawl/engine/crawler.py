@@ -105,6 +105,8 @@ class Crawler:
         self._gate = parts.gate
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
         self._pages.use_process(auto=auto_parse_process)
+        if self._pages.process is not None:
+            self._pages.process.crawl_tasks = lambda: self._pool.busy
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note

@@ -70,6 +70,7 @@ import socket
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Callable
 from typing import Final
 
 import outcome
@@ -197,6 +198,12 @@ class ParseProcess:
         #: places given to pages of ``_queue`` that have not taken them yet
         self._granted = 0
         self._queued = trio.Event()  # set while ``_queue`` holds a page
+        self._changed = trio.Event()  # set by each answer and each page queued
+        #: How many of the crawl's tasks hold a page now (``WorkPool.busy``),
+        #: if the crawl says: then a waiting page is handed back only when
+        #: every one of them waits on the child (nothing else will need the
+        #: crawl's core soon); else whenever its process is idle.
+        self.crawl_tasks: Callable[[], int] | None = None
         self.pages = 0
         self.pid: int | None = None
 
@@ -264,6 +271,7 @@ class ParseProcess:
         task = trio.lowlevel.current_task()
         self._queue.append(task)
         self._queued.set()
+        self._changed.set()
 
         def abort(_: object) -> trio.lowlevel.Abort:
             self._queue.remove(task)
@@ -290,8 +298,17 @@ class ParseProcess:
                 self._queued = trio.Event()
                 await self._queued.wait()
             await all_tasks_blocked()
-            if self._queue:
+            if not self._queue:
+                continue
+            if self.crawl_tasks is None or self._on_child() >= self.crawl_tasks():
                 trio.lowlevel.reschedule(self._queue.popleft(), outcome.Value(False))
+            else:  # a task waits on a server: its page may need the core first
+                self._changed = trio.Event()
+                await self._changed.wait()
+
+    def _on_child(self) -> int:
+        """Tasks whose page is in the child, or waits for a place there."""
+        return len(self._waiting) + len(self._queue) + self._granted
 
     def _send(self, data: bytes) -> None:
         """Queue ``data`` behind what waits; write what the socket takes now."""
@@ -418,6 +435,7 @@ class ParseProcess:
             links = None  # the child raised: the caller parses the page again
         elif not isinstance(links, list):
             raise _Broken(f"{type(links).__name__} for links")
+        self._changed.set()
         task = self._waiting.pop(number, None)
         if task is not None:  # None: that page was cancelled (its place is given)
             trio.lowlevel.reschedule(task, outcome.Value(links))
