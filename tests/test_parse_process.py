@@ -25,6 +25,7 @@ import trio.testing
 from processes import alive, wait_gone
 
 import trio_crawl
+from trio_crawl.engine.parse_fork import can_fork
 from trio_crawl.engine.parse_process import (
     EARLY_START_PAGES,
     EXIT_WAIT,
@@ -32,6 +33,7 @@ from trio_crawl.engine.parse_process import (
     ParseProcess,
     parse_process_for,
     parse_process_wanted,
+    starts_after,
 )
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page
@@ -286,9 +288,10 @@ async def test_a_crawl_that_ends_before_the_child_is_ready_does_not_wait_for_it(
     assert process.pid is not None and alive({process.pid}) == set()
 
 
-async def test_the_child_starts_with_the_crawl_before_any_page_is_parsed() -> None:
+async def test_a_new_interpreter_child_starts_with_the_crawl_before_any_page_is_parsed() -> None:
     # ``/`` is answered only once the child has said it is ready: the child
     # started while the crawl waited for its first page, not after pages.
+    # (The server's thread rules out a fork: the child is a new interpreter.)
     gate = threading.Event()
 
     def front(request: SiteRequest) -> Response:
@@ -298,6 +301,7 @@ async def test_the_child_starts_with_the_crawl_before_any_page_is_parsed() -> No
     site = Site({"/": front, "/a.html": page("/b.html"), "/b.html": page("/")})
     records: list[trio_crawl.CrawlRecord] = []
     with serve_site(site) as server:
+        assert not can_fork()
         try:
             with trio.fail_after(LIMIT):
                 async with trio_crawl.open_crawler(
@@ -321,11 +325,19 @@ def test_a_crawl_known_to_be_small_starts_the_child_only_after_some_pages() -> N
         assert process is not None
         return process.start_after
 
-    assert start_after() == 0  # at once
-    assert start_after(max_pages=EARLY_START_PAGES) == 0
+    assert start_after() is None  # decided as it starts: see the next test
+    assert start_after(max_pages=EARLY_START_PAGES) is None
     assert start_after(max_pages=EARLY_START_PAGES - 1) == START_AFTER
     assert start_after(max_depth=0) == START_AFTER
-    assert start_after(max_depth=1) == 0
+    assert start_after(max_depth=1) is None
+
+
+def test_a_fork_waits_for_some_pages_and_a_new_interpreter_starts_with_the_crawl() -> None:
+    # A fork is ready at once: a crawl of a few pages need never make one. A
+    # new interpreter takes ~0.1 s: it starts while the first pages are fetched.
+    assert starts_after(None, fork=True) == START_AFTER
+    assert starts_after(None, fork=False) == 0
+    assert starts_after(3, fork=True) == starts_after(3, fork=False) == 3
 
 
 def test_the_co_process_is_on_by_default_only_where_it_can_pay() -> None:

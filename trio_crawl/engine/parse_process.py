@@ -43,15 +43,17 @@ page's crawler keeps its token while it waits (``docs/termination.md``).
 
 Lifetime
 --------
-``serve`` runs beside the crawl's workers (a ``WorkPool`` helper). It starts
-the child at once when the crawl begins (``start_after=0``, the default of a
-crawl not known to be small), or else once ``start_after`` pages have asked
-(``START_AFTER``: a crawl of ``--max-pages`` under ``EARLY_START_PAGES``, or
-of depth 0, which would be over or nearly so before a child is ready). On
+``serve`` runs beside the crawl's workers (a ``WorkPool`` helper). On
 Linux, with no other thread in the crawl's process, the child is a ``fork``
-of it (``engine/parse_fork.py``: ready at once, nothing to import); else a
-new interpreter, ``python -c`` (``parse_child.BOOTSTRAP``, ready ~0.1 s
-later). Either way it holds one end of a
+of it (``engine/parse_fork.py``: ready at once, nothing to import), made
+once ``START_AFTER`` pages have asked: a crawl of a few pages never forks
+(a fork and its exit cost a 5-page crawl ~10 ms, 7 %). Else it is a new
+interpreter, ``python -c`` (``parse_child.BOOTSTRAP``), ready ~0.1 s after it
+starts, so it starts with the crawl, its start overlapping robots.txt and the
+first pages; unless the crawl is known to be small (``--max-pages`` under
+``EARLY_START_PAGES``, or depth 0: over, or nearly, before such a child is
+ready), which starts it after ``START_AFTER`` pages too. Either way it
+holds one end of a
 ``socketpair`` in a session of its own (a terminal's Ctrl-C
 is the crawl's to handle; the child ignores SIGINT as well), and when the
 crawl ends it closes the socket: the child exits at end-of-file; after a
@@ -147,7 +149,17 @@ def parse_process_for(config: CrawlConfig, *, auto: bool) -> ParseProcess | None
     small = config.max_depth == 0 or (
         config.max_pages is not None and config.max_pages < EARLY_START_PAGES
     )
-    return ParseProcess(start_after=START_AFTER if small else 0)
+    return ParseProcess(start_after=START_AFTER if small else None)
+
+
+def starts_after(start_after: int | None, *, fork: bool) -> int:
+    """Pages parsed in the crawl's process before its child starts: as
+    given, or (None) ``START_AFTER`` for a fork, which is ready at once, and
+    0 for a new interpreter, whose start should overlap the crawl's first
+    pages."""
+    if start_after is not None:
+        return start_after
+    return START_AFTER if fork else 0
 
 
 def child_command() -> list[str]:
@@ -167,14 +179,15 @@ class ParseProcess:
     process id once started (None before, or if it could not start);
     ``ready``: whether it takes pages now. ``start_after``: pages parsed in
     the crawl's process before the child is started (0: at once, when
-    ``serve`` begins).
+    ``serve`` begins; None: ``START_AFTER`` for a forked child, 0 for a new
+    interpreter, see the module docstring).
     """
 
     def __init__(
         self,
         command: list[str] | None = None,
         *,
-        start_after: int = START_AFTER,
+        start_after: int | None = None,
         max_in_flight: int = MAX_IN_FLIGHT,
         answer_wait: float = ANSWER_WAIT,
     ) -> None:
@@ -219,7 +232,7 @@ class ParseProcess:
         return self._ready
 
     @property
-    def start_after(self) -> int:
+    def start_after(self) -> int | None:
         return self._start_after
 
     @property
@@ -238,7 +251,7 @@ class ParseProcess:
         the page (the child's answer is dropped)."""
         if not self._ready:
             self._asked += 1
-            if self._asked >= self._start_after:
+            if self._asked >= (START_AFTER if self._start_after is None else self._start_after):
                 self._wanted.set()
             return None
         if len(self._waiting) + self._granted >= self._max_in_flight and not await self._place():
@@ -330,12 +343,12 @@ class ParseProcess:
         """Start the child (at once, or when ``start_after`` pages have asked),
         and link it to the crawl until cancelled (the crawl's end); then end
         the child."""
-        if self._start_after > 0:
+        if starts_after(self._start_after, fork=self._may_fork()) > 0:
             await self._wanted.wait()
         ours, theirs = socket.socketpair()
         process: trio.Process | ForkedChild
         try:
-            if self._command is None and can_fork():
+            if self._may_fork():
                 process = fork_child(theirs)
             else:
                 process = await trio.lowlevel.open_process(
@@ -377,6 +390,9 @@ class ParseProcess:
                 process.kill()
             with trio.CancelScope(shield=True):
                 await _ended(process)
+
+    def _may_fork(self) -> bool:
+        return self._command is None and can_fork()
 
     async def _write(self) -> None:
         """Write out what ``_send`` could not, as the socket takes it."""
