@@ -5,6 +5,14 @@ machine, and Ctrl-C meanwhile would end in a KeyboardInterrupt traceback:
 ``run`` imports the command line inside a ``try``. That works because
 ``import trio_crawl`` itself loads nothing heavy (its names are imported on
 first use), so nothing slow runs before the ``try``.
+
+When the command is done, ``run`` ends the process without Python's
+finalization (``exit_now``): tearing down trio, lxml, ssl and the rest takes
+~30 ms of CPU (11 ms for trio alone), 7 % of a 1,000-page crawl on
+127.0.0.1, and nothing of it is the user's. By then every output is closed;
+the ``atexit`` handlers still run (logging's flush, a profiler's or
+coverage's report) and stdout and stderr are flushed. A non-daemon thread
+still running gets the ordinary exit, which waits for it.
 """
 
 from __future__ import annotations
@@ -22,7 +30,34 @@ def run() -> NoReturn:
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED)
         sys.exit(130)
-    main()
+    try:
+        main()
+    except SystemExit as exc:
+        if isinstance(exc.code, int | None) and may_exit_now():
+            exit_now(exc.code or 0)
+        raise
+
+
+def may_exit_now() -> bool:
+    """Whether no thread but daemons is left (an ordinary exit waits for the others)."""
+    import threading
+
+    main_thread = threading.main_thread()
+    return all(t is main_thread or t.daemon for t in threading.enumerate())
+
+
+def exit_now(code: int) -> NoReturn:
+    """Run the ``atexit`` handlers, flush stdout and stderr, and end the
+    process with ``code``, skipping the teardown of modules."""
+    import atexit
+    import contextlib
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to save
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
