@@ -218,11 +218,6 @@ def _quiet_site() -> Site:
             "handler= cannot be combined with state=: "
             "handlers and their requests carry Python functions",
         ),
-        (
-            {"max_hosts": 3},
-            "max_pages_per_host= and max_hosts= cannot be combined with state= yet: "
-            "the budgets are kept in memory",
-        ),
     ],
 )
 def test_the_library_refuses_a_state_file_before_any_fetch(

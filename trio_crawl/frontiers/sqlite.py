@@ -29,6 +29,7 @@ The lowered depths are in the file, so a resumed crawl goes on from them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -60,7 +61,6 @@ class SqliteFrontier:
     cannot: ClassVar[Mapping[Need, str]] = {
         Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
         Need.HANDLERS: ": handlers and their requests carry Python functions",
-        Need.HOST_BUDGETS: " yet: the budgets are kept in memory",
     }
     chosen_by: ClassVar[str] = "state="
 
@@ -117,6 +117,9 @@ class SqliteFrontier:
         self._in_transit: dict[str, Lowered] = {}
         self._offers_open: set[int] = set()
         self._next_ticket = 0
+        #: New URLs the host budgets refused (the file decides: ``sqlite_state``
+        #: rule 8), as ``Frontier.statistics`` counts them in memory.
+        self._refused = 0
 
     @classmethod
     def open(
@@ -244,10 +247,11 @@ class SqliteFrontier:
             self._publish(child)
             kept = kept[1:]
         else:
-            # The state file is the seen set, and it knows the target.
+            # The state file is the seen set, and it knows the target, or
+            # its host budgets refused it.
             self.core.abandon(child)
-            outcome = RedirectOutcome.SEEN
-        self._take(Offered(kept, 0, offered.lowered))
+            outcome = RedirectOutcome.BUDGET if offered.target_refused else RedirectOutcome.SEEN
+        self._take(Offered(kept, 0, offered.lowered, offered.refused))
         return outcome
 
     def start(self, entry: Entry) -> bool:
@@ -324,7 +328,7 @@ class SqliteFrontier:
         return self.core.budget_spent
 
     def statistics(self) -> FrontierStatistics:
-        return self.core.statistics()
+        return dataclasses.replace(self.core.statistics(), refused=self._refused)
 
     async def aclose(self) -> None:
         with trio.move_on_after(30) as cleanup:
@@ -358,6 +362,7 @@ class SqliteFrontier:
 
     def _take(self, offered: Offered) -> None:
         """Hand out what an offer kept in memory; apply what it lowered."""
+        self._refused += offered.refused
         for row in offered.kept:
             self._adopt(row.url, row.depth, row.referrer)
         for lowered in offered.lowered:
