@@ -185,7 +185,7 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 
 def test_each_backend_declares_what_it_cannot_serve() -> None:
     assert MemoryFrontier.cannot == {}
-    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS, Need.HOST_BUDGETS}
+    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS}
     assert set(RedisFrontier.cannot) == {
         Need.PAGE_REQUISITES,
         Need.RANDOM_WAIT,

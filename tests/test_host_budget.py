@@ -137,14 +137,3 @@ def test_span_hosts_from_the_command_line_across_two_real_servers(tmp_path: Path
         a.base_url + "/a1",
     ]
     assert b_asked.count("/robots.txt") == 1
-
-
-def test_budgets_with_a_seeds_file_are_a_usage_error(tmp_path: Path) -> None:
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_text("http://127.0.0.1:9/\n")
-    result = run_cli("--seeds", str(seeds), "--max-hosts", "3", "-o", "-")
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "trio-crawl: error: --max-pages-per-host and --max-hosts cannot be combined with "
-        "--state, --seeds or --max-queue yet (they need the in-memory frontier)"
-    ]

@@ -67,8 +67,6 @@ class HostLedger:
         #: The open transaction's counts, and how many of its hosts are new.
         self._pending: dict[str, int] = {}
         self._new_hosts = 0
-        #: URLs turned away since the last ``take_refused``.
-        self._refused = 0
 
     @classmethod
     def open(cls, conn: sqlite3.Connection, budget: HostBudget, rows: int) -> HostLedger:
@@ -120,7 +118,6 @@ class HostLedger:
         host = host_port(url)
         pages = self.pages(conn, host)
         if not self.budget.fits(pages, self.hosts):
-            self._refused += 1
             return False
         self._add(host, pages)
         return True
@@ -160,8 +157,3 @@ class HostLedger:
         """The transaction was rolled back: forget its counts."""
         self._pending.clear()
         self._new_hosts = 0
-
-    def take_refused(self) -> int:
-        """URLs turned away since the last call."""
-        refused, self._refused = self._refused, 0
-        return refused
