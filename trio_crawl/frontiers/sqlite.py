@@ -25,6 +25,13 @@ depth (its record will say it); a URL whose record is out gets a correction
 and when the record went out while the offer that lowered it was in the
 file's thread (the file then still says "in flight": ``_settling``).
 The lowered depths are in the file, so a resumed crawl goes on from them.
+
+Per-host budgets (``max_pages_per_host``, ``max_hosts``) are the file's to
+keep too (``sqlite_state`` rule 8, ``sqlite_hosts``): it counts each host's
+URLs in the transaction that admits them, as the memory frontier counts
+them at admission, so a resume goes on from exact counts. A redirect
+whose target the budgets refuse is ``BUDGET``, as in memory; the refused
+URLs are counted in ``statistics().refused``.
 """
 
 from __future__ import annotations
