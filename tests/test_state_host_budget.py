@@ -34,7 +34,7 @@ import trio_crawl
 from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.url import Scope, host_port
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite_state import Admit, CrawlState
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page, redirect
 
@@ -204,13 +204,16 @@ def test_urls_a_run_without_budgets_admitted_are_counted_when_budgets_come(
         assert [row.url for row in offered.kept] == [u(2, 2)] and offered.refused == 1
 
 
-def test_seeds_are_admitted_whatever_the_budgets_but_count(tmp_path: Path) -> None:
+def test_seeds_and_admit_ops_are_admitted_whatever_the_budgets_but_count(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "crawl.db"
     with open_state(path, HostBudget(max_pages_per_host=1, max_hosts=1)) as state:
         assert state.add_seeds([u(0, 1), u(1), u(1, 1)]) == 3
         offered = state.offer_links(START, [u(0, 2), u(2)], room=10, max_depth=None)
         assert offered.kept == [] and offered.refused == 2
-    assert stored_counts(path) == {"h0.test:80": 2, "h1.test:80": 2}
+        state.apply([Admit(u(3), 1, START), Admit(u(1), 1, START)])  # an Admit counts too
+    assert stored_counts(path) == {"h0.test:80": 2, "h1.test:80": 2, "h3.test:80": 1}
 
 
 def test_links_a_shorter_path_brings_within_max_depth_are_budgeted_too(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ Rules
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
+from collections.abc import Iterable
 
 from ..core.host_budget import HostBudget
 from ..core.url import host_port
@@ -122,18 +124,18 @@ class HostLedger:
         self._add(host, pages)
         return True
 
-    def count(self, conn: sqlite3.Connection, url: str) -> None:
-        """Count a URL admitted whatever the budgets: a start URL or seed
-        (``host_budget`` rule 4), or an ``Admit`` op."""
-        host = _host_port_or_none(url)
-        if host is not None:
-            self._add(host, self.pages(conn, host))
+    def count(self, conn: sqlite3.Connection, urls: Iterable[str]) -> None:
+        """Count URLs admitted whatever the budgets: start URLs and seeds
+        (``host_budget`` rule 4), ``Admit`` ops (in the open transaction)."""
+        for host, n in Counter(map(_host_port_or_none, urls)).items():
+            if host is not None:
+                self._add(host, self.pages(conn, host), n)
 
-    def _add(self, host: str, pages: int | None) -> None:
+    def _add(self, host: str, pages: int | None, n: int = 1) -> None:
         if pages is None:
             self._new_hosts += 1
             pages = 0
-        self._pending[host] = pages + 1
+        self._pending[host] = pages + n
 
     def write(self, conn: sqlite3.Connection) -> None:
         """Write the open transaction's counts (before its COMMIT)."""

@@ -593,7 +593,9 @@ class CrawlState:
             with self._counting(conn):
                 for kind, run in _runs(ops):
                     if kind is Admit and ledger is not None:
-                        _apply_admit_counted(conn, run, delta, ledger)
+                        last = self._last_id(conn)
+                        _apply_admit(conn, run, delta)
+                        self._count_rows_after(conn, last)
                     else:
                         _APPLY[kind](conn, run, delta)
                     if kind is Admit:
@@ -733,15 +735,9 @@ class CrawlState:
             while chunk := list(itertools.islice(it, batch)):
                 delta = [0] * len(State)
                 with self._counting(conn):
-                    if self._ledger is None:
-                        delta[_QD] = conn.executemany(
-                            _INSERT_SEED, [(url,) for url in chunk]
-                        ).rowcount
-                    else:  # count the new ones (rule 8): one at a time
-                        for url in chunk:
-                            if conn.execute(_INSERT_SEED, (url,)).rowcount:
-                                self._ledger.count(conn, url)
-                                delta[_QD] += 1
+                    last = self._last_id(conn)
+                    delta[_QD] = conn.executemany(_INSERT_SEED, [(url,) for url in chunk]).rowcount
+                    self._count_rows_after(conn, last)
                     self._write_counts(conn, delta)
                 self._commit_counts(delta)
                 if self._bloom is not None:
@@ -867,6 +863,20 @@ class CrawlState:
         return self._deepest
 
     # -- internals ------------------------------------------------------------------
+
+    def _last_id(self, conn: sqlite3.Connection) -> int:
+        """The greatest row id (0: none), where the host ledger is kept:
+        rows are never deleted, so the rows inserted next have greater ids."""
+        if self._ledger is None:
+            return 0
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0])
+
+    def _count_rows_after(self, conn: sqlite3.Connection, last: int) -> None:
+        """Count by host the rows inserted after row ``last`` (rule 8)."""
+        ledger = self._ledger
+        if ledger is not None:
+            rows = conn.execute("SELECT url FROM urls WHERE id > ?", (last,))
+            ledger.count(conn, (url for (url,) in rows))
 
     @contextlib.contextmanager
     def _counting(self, conn: sqlite3.Connection) -> Iterator[None]:
@@ -1246,22 +1256,6 @@ def _apply_admit(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> N
     delta[state] += conn.executemany(
         "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)", params
     ).rowcount
-
-
-def _apply_admit_counted(
-    conn: sqlite3.Connection, run: list[Op], delta: list[int], ledger: HostLedger
-) -> None:
-    """``_apply_admit`` counting each inserted URL by its host (rule 8)."""
-    state = _QM if isinstance(run[0], Admit) and run[0].in_memory else _QD
-    for op in run:
-        assert isinstance(op, Admit)
-        inserted = conn.execute(
-            "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, ?, ?, ?)",
-            (op.url, op.depth, op.referrer, state),
-        ).rowcount
-        if inserted:
-            ledger.count(conn, op.url)
-            delta[state] += 1
 
 
 def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
