@@ -21,9 +21,9 @@ Rules
    O(rows), about a second per million URLs): the table is made with
    ``CREATE TABLE IF NOT EXISTS``, so files of every version open.
 4. Memory is bounded: counts read from the table are kept for the next URL
-   of their host in a cache of at most ``CACHE_HOSTS`` hosts (emptied when
-   full), beside the counts of the open transaction; the number of hosts is
-   one integer.
+   of their host in a cache of ``CACHE_HOSTS`` hosts (emptied when full; one
+   transaction's hosts at least), beside the counts of the open
+   transaction; the number of hosts is one integer.
 """
 
 from __future__ import annotations
