@@ -18,7 +18,7 @@ Rules
    so ``sum(pages)`` equals the rows of ``urls`` while the table is kept; a
    run without budgets (or of a version that had none) adds rows uncounted.
    ``open`` checks the sum and, if it differs, counts ``urls`` again (once,
-   O(rows), about a second per million URLs): the table is made with
+   O(rows), 2.3 s for a million URLs): the table is made with
    ``CREATE TABLE IF NOT EXISTS``, so files of every version open.
 4. Memory is bounded: counts read from the table are kept for the next URL
    of their host in a cache of ``CACHE_HOSTS`` hosts (emptied when full; one
