@@ -23,7 +23,8 @@ Rules
 4. Memory is bounded: counts read from the table are kept for the next URL
    of their host in a cache of ``CACHE_HOSTS`` hosts (emptied when full; one
    transaction's hosts at least), beside the counts of the open
-   transaction; the number of hosts is one integer.
+   transaction; the number of hosts is one integer. Hosts are found by a
+   URL's text before its path, in a map of as many origins.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class HostLedger:
         #: The open transaction's counts, and how many of its hosts are new.
         self._pending: dict[str, int] = {}
         self._new_hosts = 0
+        #: ``host_port`` of URLs by their text before the path (``_host_of``).
+        self._origins: dict[str, str] = {}
 
     @classmethod
     def open(cls, conn: sqlite3.Connection, budget: HostBudget, rows: int) -> HostLedger:
@@ -117,12 +120,25 @@ class HostLedger:
     def admits(self, conn: sqlite3.Connection, url: str) -> bool:
         """Whether the new canonical ``url`` fits the budgets; if so, count it
         (in the open transaction)."""
-        host = host_port(url)
+        host = self._host_of(url)
         pages = self.pages(conn, host)
         if not self.budget.fits(pages, self.hosts):
             return False
         self._add(host, pages)
         return True
+
+    def _host_of(self, url: str) -> str:
+        """``host_port(url)``, known by the URL's text before its path: the
+        same text, the same authority (a crawl's links share few origins)."""
+        cut = url.find("/", url.find("//") + 2)
+        origin = url[:cut] if cut > 0 else url
+        host = self._origins.get(origin)
+        if host is None:
+            host = host_port(url)
+            if len(self._origins) >= CACHE_HOSTS:
+                self._origins.clear()
+            self._origins[origin] = host
+        return host
 
     def count(self, conn: sqlite3.Connection, urls: Iterable[str]) -> None:
         """Count URLs admitted whatever the budgets: start URLs and seeds
