@@ -88,7 +88,10 @@ class SqliteFrontier:
         ``already_started`` counts pages a previous run fetched (the page
         budget); URLs in ``refetched`` were in flight when it stopped.
         ``late_starts``: sitemap seeds may come mid-crawl at depth 0, so with a
-        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7)."""
+        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7).
+        Per-host budgets are the state's (``CrawlState.use_host_budget``,
+        called by ``open`` before the seeds are added): a backlog whose
+        state was given none admits whatever the crawl's config says."""
         if window < 1:
             raise ValueError("window must be at least 1")
         self._backlog = backlog
