@@ -94,7 +94,10 @@ def test_ctrl_c_stops_a_crawl_at_any_moment_start_up_included(tmp_path: Path, mo
         started = time.monotonic()
         _, stderr = proc.communicate(timeout=TIMEOUT)
         waited = time.monotonic() - started
-    assert proc.returncode == 130, stderr
+    # 130, or death by SIGINT itself (about one run in a hundred, start-up
+    # moment only): a shell reports both as $? = 130, and dying by the signal
+    # is what Python does for a Ctrl-C it was still delivering at exit.
+    assert proc.returncode in (130, -signal.SIGINT), stderr
     assert "Traceback" not in stderr
     assert waited < 20  # not the 30 s of a page: the crawl did not wait for it
 
