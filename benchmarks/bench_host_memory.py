@@ -75,12 +75,12 @@ def main() -> None:
     def schedule_finished() -> object:
         s = schedule()
         for host in hosts:
-            s.release(host)  # the first URL of each host is done
+            s.release(host, 0.5)  # the first URL of each host is done
         ready = s.pop_ready(2.0)  # Crawl-delay passed: the parked ones go
         assert len(ready) == n
         for i, host in enumerate(hosts):
             s.try_start(f"b{i}", host, 2.0)
-            s.release(host)
+            s.release(host, 2.5)
         s.pop_ready(10.0)  # time passes; the schedule notices as it is used
         assert s.waiting == 0
         return s

@@ -185,7 +185,7 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 
 def test_each_backend_declares_what_it_cannot_serve() -> None:
     assert MemoryFrontier.cannot == {}
-    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS, Need.HOST_BUDGETS}
+    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS}
     assert set(RedisFrontier.cannot) == {
         Need.PAGE_REQUISITES,
         Need.RANDOM_WAIT,
@@ -217,11 +217,6 @@ def _quiet_site() -> Site:
             {"handler": lambda page: iter(())},
             "handler= cannot be combined with state=: "
             "handlers and their requests carry Python functions",
-        ),
-        (
-            {"max_hosts": 3},
-            "max_pages_per_host= and max_hosts= cannot be combined with state= yet: "
-            "the budgets are kept in memory",
         ),
     ],
 )

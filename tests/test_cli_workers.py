@@ -94,9 +94,38 @@ def test_ctrl_c_stops_a_crawl_at_any_moment_start_up_included(tmp_path: Path, mo
         started = time.monotonic()
         _, stderr = proc.communicate(timeout=TIMEOUT)
         waited = time.monotonic() - started
-    assert proc.returncode == 130, stderr
+    # 130, or death by SIGINT itself (about one run in a hundred, start-up
+    # moment only): a shell reports both as $? = 130, and dying by the signal
+    # is what Python does for a Ctrl-C it was still delivering at exit.
+    assert proc.returncode in (130, -signal.SIGINT), stderr
     assert "Traceback" not in stderr
     assert waited < 20  # not the 30 s of a page: the crawl did not wait for it
+
+
+def test_ctrl_c_delivered_inside_a_nursery_is_an_interrupt_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C come while trio starts is delivered at the crawl task's next
+    checkpoint, inside a nursery: it reached the user as a KeyboardInterrupt
+    in an exception group traceback, exit 1 (about one run of the test above
+    in fifty). Any other error in the group still propagates."""
+    import trio_crawl.cli.main as cli_main
+
+    def interrupted(argv: object) -> int:
+        raise BaseExceptionGroup("nursery", [KeyboardInterrupt()])
+
+    monkeypatch.setattr(cli_main, "run_cli", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(["http://127.0.0.1:9/"])
+    assert exited.value.code == 130
+    assert capsys.readouterr().err == "trio-crawl: error: interrupted before the crawl started\n"
+
+    def mixed(argv: object) -> int:
+        raise BaseExceptionGroup("nursery", [KeyboardInterrupt(), OSError("disk")])
+
+    monkeypatch.setattr(cli_main, "run_cli", mixed)
+    with pytest.raises(BaseExceptionGroup):
+        cli_main.main(["http://127.0.0.1:9/"])
 
 
 def test_workers_past_max_workers_is_a_usage_error() -> None:

@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 from trio_crawl import CrawlConfig
 from trio_crawl.core.crawl_identity import CrawlIdentity, SharedIdentity, StateIdentity
 
-COMMON = ["start_urls", "allow_domains", "max_depth", "max_pages", "filters"]
+COMMON = [
+    "start_urls", "allow_domains", "max_depth", "max_pages", "filters",
+    "span_hosts", "max_pages_per_host", "max_hosts",
+]  # fmt: skip
 
 
 def config(**options: object) -> CrawlConfig:
@@ -46,6 +49,9 @@ def test_the_stored_form_is_json_and_reads_back_equal() -> None:
         "max_depth": 2,
         "max_pages": None,
         "filters": {"include": ["/x/"], "exclude": [], "no_parent": True},
+        "span_hosts": None,
+        "max_pages_per_host": None,
+        "max_hosts": None,
         "seeds": os.path.abspath("seeds.txt"),
     }
     assert identity.differing(stored(identity.settings())) == []
@@ -70,6 +76,19 @@ def test_a_crawl_stored_before_filters_existed_matches_one_without_filters() -> 
     assert identity.differing(old) == []
     filtered = StateIdentity.of(config(exclude=["\\.pdf$"]), None)
     assert filtered.differing(old) == ["filters"]
+
+
+def test_a_crawl_stored_before_span_hosts_and_host_budgets_matches_one_without() -> None:
+    """Files and Redis crawls stored before these fields existed resume as
+    before; with --span-hosts or a per-host budget they are another crawl
+    (--force to resume anyway), as other start URLs or --max-pages are."""
+    identity = StateIdentity.of(config(), None)
+    old = stored(identity.settings())
+    for name in ("span_hosts", "max_pages_per_host", "max_hosts"):
+        del old[name]
+    assert identity.differing(old) == []
+    wider = StateIdentity.of(config(span_hosts=True, max_pages_per_host=5, max_hosts=9), None)
+    assert wider.differing(old) == ["span_hosts", "max_pages_per_host", "max_hosts"]
 
 
 @given(

@@ -3,6 +3,7 @@ frontier using it (hypothesis), and a crawl across hosts under MockClock."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -139,12 +140,17 @@ def test_span_hosts_from_the_command_line_across_two_real_servers(tmp_path: Path
     assert b_asked.count("/robots.txt") == 1
 
 
-def test_budgets_with_a_seeds_file_are_a_usage_error(tmp_path: Path) -> None:
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_text("http://127.0.0.1:9/\n")
-    result = run_cli("--seeds", str(seeds), "--max-hosts", "3", "-o", "-")
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "trio-crawl: error: --max-pages-per-host and --max-hosts cannot be combined with "
-        "--state, --seeds or --max-queue yet (they need the in-memory frontier)"
-    ]
+def test_the_summary_says_how_many_links_the_budgets_turned_away() -> None:
+    """Two links to a second host and --max-hosts 1: both are refused, once
+    each, and the summary's row says so (no row without budgets)."""
+    site_b = Site({"/": page(), "/b1": page()})
+    with serve_site(site_b) as b:
+        site_a = Site({"/": page("/a1", b.base_url + "/", b.base_url + "/b1"), "/a1": page()})
+        with serve_site(site_a) as a:
+            kept = run_cli(a.base_url + "/", "--span-hosts", "--max-hosts", "1", "-o", "-")
+            free = run_cli(a.base_url + "/", "-o", "-")
+    assert kept.returncode == 0 and free.returncode == 0, kept.stderr + free.stderr
+    assert len(records_in(kept.stdout)) == 2
+    row = re.search(r"over host budgets\s*│\s*(\d+) new links not followed", kept.stderr)
+    assert row is not None and row[1] == "2", kept.stderr
+    assert "over host budgets" not in free.stderr

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.cookiejar import CookieJar, MozillaCookieJar
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,6 +27,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.cli.identity import load_cookies
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.http import FetchConfig
@@ -41,7 +43,7 @@ from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.cookies import CrawlCookieJar
 from trio_crawl.fetch.identity import Identity
 from trio_crawl.sites.server import LoggedRequest, SiteServer, serve_site
-from trio_crawl.sites.site import Response, Route, Site, page, redirect
+from trio_crawl.sites.site import HTML, Response, Route, Site, page, redirect
 
 from cli_helpers import TIMEOUT, records_in
 from fetcher_factories import FETCHER_FACTORIES, FetcherFactory
@@ -502,6 +504,53 @@ async def test_https_goes_through_a_proxy_tunnel(
                 result = await fetcher.fetch("https://site.invalid/secure")
     assert result.status == 200 and result.body == b"<p>over tls</p>"
     assert [line.split()[:2] for line in proxy.lines] == [["CONNECT", "site.invalid:443"]]
+
+
+@pytest.mark.parametrize("backend", ["curl", "httpx"])
+async def test_a_crawl_through_a_proxy_tunnel_records_the_sites_answers_not_the_proxys(
+    backend: str, tmp_path: Path, no_proxy_variables: None
+) -> None:
+    """https through an http proxy: libcurl hands the proxy's ``200 Connection
+    established`` head to the header callback before the site's own, and the
+    curl fetcher took it for the answer (status 200 for a 404, the proxy's
+    headers, no Content-Type, so no links read) until it set
+    ``SUPPRESS_CONNECT_HEADERS``. Both fetchers must record the site's."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("site.invalid").configure_cert(tls)
+    # Each answer closes its connection, so each request opens a tunnel.
+    routes = {
+        "/": page("/missing", "/moved"),
+        "/missing": Response(status=404, body=b"gone", content_type="text/plain"),
+        "/moved": redirect("/"),
+        "/robots.txt": Response(status=404, content_type=None),
+    }
+    site = Site({target: replace(answer, close=True) for target, answer in routes.items()})
+    records: list[CrawlRecord] = []
+    with (
+        serve_site(site, tls=tls) as server,
+        serve_proxy(0, tunnel_port=server.port) as proxy,
+    ):
+        with trio.fail_after(20):
+            await run_crawl(
+                ["https://site.invalid/"],
+                on_record=records.append,
+                backend=backend,
+                proxy=proxy.url,
+                ca_bundle=str(ca_file),
+            )
+        targets = server.targets()
+    got = {r.url: (r.status, r.content_type, r.redirect, r.links) for r in records}
+    assert got == {
+        "https://site.invalid/": (200, HTML, None, 2),
+        "https://site.invalid/missing": (404, "text/plain", None, 0),
+        "https://site.invalid/moved": (301, None, "https://site.invalid/", 0),
+    }
+    assert sorted(targets) == ["/", "/missing", "/moved", "/robots.txt"]
+    assert [line.split()[0] for line in proxy.lines] == ["CONNECT"] * 4
 
 
 # -- the command line --------------------------------------------------------------

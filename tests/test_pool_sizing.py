@@ -67,6 +67,53 @@ def test_grows_into_the_cpu_band_and_stays_there() -> None:
     assert sizer.changes <= 8  # 16 -> 32 -> 64 -> 128 -> ~170: a handful of steps
 
 
+def test_slow_start_reaches_the_band_in_about_a_second() -> None:
+    """Short windows and up to 4x growth at first: 16 to ~170 workers in
+    about a second of a latency-bound crawl (doubling once a second from 16
+    took four). Once it holds, the windows are a second long again."""
+    sizer = PoolSizer()
+    targets = Workload(demand=10_000, cost=0.005).run(sizer, 30)
+    after = round(1.3 / SAMPLE_SECONDS)  # samples in 1.3 s
+    assert BAND.cpu_low <= targets[after - 1] * 0.005 <= BAND.cpu_high, targets[:after]
+    assert len(set(targets[after - 1 :])) == 1, "the target moves after settling"
+
+
+def test_a_peak_of_cpu_at_the_start_does_not_end_slow_start() -> None:
+    """A crawl's first windows pay once for every new host: one window that
+    holds on such a peak is followed by short windows and steep growth still."""
+    sizer = PoolSizer()
+    now = cpu = 0.0
+    sizer.observe(now=now, cpu_seconds=cpu, busy=16, lag=0.0)
+    shares = [0.9] * 3 + [0.05] * 3  # a window at 90% of a core, then one at 5%
+    for share in shares:
+        now += SAMPLE_SECONDS
+        cpu += share * SAMPLE_SECONDS
+        target = sizer.observe(now=now, cpu_seconds=cpu, busy=16, lag=0.0)
+    assert target == 16 * BAND.start_growth
+
+
+def test_slow_start_ends_after_holds_in_a_row_or_a_shrink() -> None:
+    """After ``start_holds`` short windows without growth, a change waits a
+    whole second's window; so it does after a shrink."""
+    for shares in ([0.8] * 9, [1.5] * 3):
+        sizer = PoolSizer(PoolSizerSettings(initial=64))
+        now = cpu = 0.0
+        sizer.observe(now=now, cpu_seconds=cpu, busy=64, lag=0.0)
+        for share in shares:
+            now += SAMPLE_SECONDS
+            cpu += share * SAMPLE_SECONDS
+            sizer.observe(now=now, cpu_seconds=cpu, busy=64, lag=0.0)
+        before = sizer.target
+        moved_at = None
+        for step in range(1, 11):  # idle CPU from now on: it grows, after a second
+            now += SAMPLE_SECONDS
+            cpu += 0.05 * SAMPLE_SECONDS
+            if sizer.observe(now=now, cpu_seconds=cpu, busy=before, lag=0.0) != before:
+                moved_at = step
+                break
+        assert moved_at == 10, (shares, moved_at)
+
+
 def test_shrinks_from_saturation_into_the_band() -> None:
     sizer = PoolSizer(PoolSizerSettings(initial=1000, max_workers=4096))
     targets = Workload(demand=10_000, cost=0.005).run(sizer, 60)
@@ -141,8 +188,9 @@ def test_the_target_always_stays_within_its_bounds(
         cpu += share * SAMPLE_SECONDS
         target = sizer.observe(now=now, cpu_seconds=cpu, busy=busy, lag=lag, ceiling=ceiling)
         assert min(floor, max_workers) <= target <= max_workers
-        if target > previous:  # growth: at most doubling, never past the ceiling
-            assert target <= min(2 * previous, ceiling) or target == min(floor, max_workers)
+        if target > previous:  # growth: at most start_growth-fold, never past the ceiling
+            steepest = sizer.settings.start_growth * previous
+            assert target <= min(steepest, ceiling) or target == min(floor, max_workers)
         previous = target
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -44,12 +45,40 @@ def test_other_hosts_are_not_blocked() -> None:
     assert s.try_start("b1", "b:80", 0.0)
 
 
-def test_crawl_delay_wins_when_larger() -> None:
-    s: PoliteSchedule[str] = PoliteSchedule(rate=10)
+def test_a_crawl_delay_counts_from_the_end_of_the_request_before() -> None:
+    """Rule 9: one request at a time, the next the delay after the end."""
+    s: PoliteSchedule[str] = PoliteSchedule()
     s.set_crawl_delay(H, 2.0)
-    assert s.interval(H) == pytest.approx(2.0 * (1 + RATE_SLACK))
+    assert s.crawl_delay(H) == 2.0 and s.interval == 0
+    assert s.try_start("a", H, 0.0)
+    assert not s.try_start("b", H, 0.0)
+    assert not s.try_start("c", H, 5.0)  # "a" is still in flight
+    assert s.next_deadline() is None  # only its end can tell when
+    assert s.pop_ready(100.0) == []
+    s.release(H, 3.0)
+    assert s.next_deadline() == 5.0  # the end, plus the delay: no slack needed
+    assert s.pop_ready(4.99) == []
+    assert s.pop_ready(5.0) == ["b"]
+    assert s.try_start("b", H, 5.0)
+    s.release(H, 5.5)
+    assert s.pop_ready(7.49) == [] and s.pop_ready(7.5) == ["c"]
+
+
+def test_a_rate_and_a_crawl_delay_both_hold() -> None:
+    s: PoliteSchedule[str] = PoliteSchedule(rate=10)
+    interval = 0.1 * (1 + RATE_SLACK)
+    assert s.interval == pytest.approx(interval)
+    s.set_crawl_delay(H, 2.0)
     s.set_crawl_delay("b:80", 0.01)
-    assert s.interval("b:80") == pytest.approx(0.1 * (1 + RATE_SLACK))
+    assert s.crawl_delay(H) == 2.0 and s.crawl_delay("b:80") == 0.01
+    assert s.try_start("a1", H, 0.0) and s.try_start("b1", "b:80", 0.0)
+    assert not s.try_start("a2", H, 0.0) and not s.try_start("b2", "b:80", 0.0)
+    s.release(H, 0.5)
+    s.release("b:80", 0.0)
+    assert s.pop_ready(interval) == ["b2"]  # the rate's interval is the longer gap
+    assert s.pop_ready(2.49) == [] and s.pop_ready(2.5) == ["a2"]  # the delay's
+    s.set_crawl_delay("b:80", None)
+    assert s.crawl_delay("b:80") == 0.0
 
 
 def test_per_host_concurrency_released_by_finish_not_time() -> None:
@@ -58,7 +87,7 @@ def test_per_host_concurrency_released_by_finish_not_time() -> None:
     assert not s.try_start("c", H, 0.0)
     assert s.next_deadline() is None  # only a release can free it
     assert s.pop_ready(100.0) == []
-    s.release(H)
+    s.release(H, 50.0)
     assert s.pop_ready(100.0) == ["c"]
     assert s.try_start("c", H, 100.0)
     assert s.in_flight(H) == 2
@@ -86,9 +115,9 @@ def test_drain_empties_everything() -> None:
 def test_release_of_idle_host_is_a_bug() -> None:
     s: PoliteSchedule[str] = PoliteSchedule()
     s.try_start("a", H, 0)
-    s.release(H)
+    s.release(H, 1.0)
     with pytest.raises(RuntimeError, match="schedule invariant broken"):
-        s.release(H)
+        s.release(H, 2.0)
 
 
 def test_urgent_jobs_go_ahead_of_parked_ones_in_their_own_order() -> None:
@@ -110,12 +139,12 @@ def test_an_urgent_job_starts_at_once_past_parked_ones_when_the_host_is_free() -
     s: PoliteSchedule[str] = PoliteSchedule(max_per_host=2)
     assert s.try_start("page1", H, 0.0) and s.try_start("page2", H, 0.0)
     assert not s.try_start("page3", H, 0.0)
-    s.release(H)
+    s.release(H, 0.0)
     # The slot went to page3 (reserved on its way to a crawler): an urgent job waits.
     assert s.pop_ready(0.0) == ["page3"]
     assert not s.try_start("script", H, 0.0, urgent=True)
     assert s.try_start("page3", H, 0.0)
-    s.release(H)
+    s.release(H, 0.0)
     assert s.pop_ready(0.0) == ["script"]
 
 
@@ -140,20 +169,27 @@ def test_withdraw_takes_a_parked_or_reserved_job_away() -> None:
 @given(
     rate=st.one_of(st.none(), st.floats(0.5, 50)),
     cap=st.one_of(st.none(), st.integers(1, 4)),
+    delay=st.one_of(st.none(), st.floats(0.05, 2)),
     jobs=st.lists(
         st.tuples(st.sampled_from("abc"), st.floats(0, 5), st.booleans()), min_size=1, max_size=40
     ),
     seed=st.integers(0, 2**32),
 )
-def test_random_runs_respect_rate_and_cap_and_start_everything(
-    rate: float | None, cap: int | None, jobs: list[tuple[str, float, bool]], seed: int
+def test_random_runs_respect_rate_cap_and_delay_and_start_everything(
+    rate: float | None,
+    cap: int | None,
+    delay: float | None,
+    jobs: list[tuple[str, float, bool]],
+    seed: int,
 ) -> None:
     """Drive the schedule like the engine does, with random request durations;
-    some jobs are urgent."""
+    some jobs are urgent; host "a" may have a Crawl-delay."""
     rng = random.Random(seed)
     s: PoliteSchedule[int] = PoliteSchedule(rate=rate, max_per_host=cap)
+    s.set_crawl_delay("a", delay)
     arrivals = sorted((t, i, host) for i, (host, t, _) in enumerate(jobs))
     starts: dict[str, list[float]] = {}
+    last_end: dict[str, float] = {}
     running: list[tuple[float, str]] = []  # (end time, host)
     channel: list[tuple[int, str]] = []
     now = 0.0
@@ -175,13 +211,17 @@ def test_random_runs_respect_rate_and_cap_and_start_everything(
         for end, host in list(running):
             if end <= now:
                 running.remove((end, host))
-                s.release(host)
+                s.release(host, now)
+                last_end[host] = now
         channel.extend((j, jobs[j][0]) for j in s.pop_ready(now))
         while channel:
             i, host = channel.pop(0)
             if s.try_start(i, host, now, urgent=jobs[i][2]):
                 assert i not in started
                 started.add(i)
+                if host == "a" and delay is not None:
+                    assert s.in_flight(host) == 1  # one at a time
+                    assert now >= last_end.get(host, -math.inf) + delay
                 starts.setdefault(host, []).append(now)
                 running.append((now + rng.uniform(0, 1), host))
                 if cap is not None:
@@ -204,7 +244,7 @@ def test_remove_where_takes_parked_and_deferred_jobs_and_keeps_the_rest() -> Non
     removed = s.remove_where(lambda job: not job.startswith("retry"))
     assert sorted(removed) == ["a2", "b1"]
     assert s.waiting == 2
-    s.release("a")
+    s.release("a", 0.5)
     interval = 1.0 * (1 + RATE_SLACK)
     assert s.next_deadline() == interval
     assert s.pop_ready(interval) == ["retry-a3"]

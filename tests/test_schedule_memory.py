@@ -22,9 +22,9 @@ H = "a.test:80"
 def test_an_unlimited_host_is_forgotten_when_its_last_request_ends() -> None:
     s: PoliteSchedule[str] = PoliteSchedule(max_per_host=2)
     assert s.try_start("a", H, 0.0) and s.try_start("b", H, 0.0)
-    s.release(H)
+    s.release(H, 0.1)
     assert s.known_hosts == 1
-    s.release(H)
+    s.release(H, 0.2)
     assert s.known_hosts == 0 and s.in_flight(H) == 0
     assert s.try_start("c", H, 0.0)  # seen again: starts as before
 
@@ -33,13 +33,13 @@ def test_a_rated_host_is_kept_until_its_next_start_is_due() -> None:
     s: PoliteSchedule[str] = PoliteSchedule(rate=1)
     gap = 1 + RATE_SLACK
     assert s.try_start("a1", H, 0.0)
-    s.release(H)
+    s.release(H, 0.1)
     assert s.try_start("b1", "b:80", 0.5)  # time passes, not enough for H
     assert s.known_hosts == 2
     assert not s.try_start("a2", H, 0.6)  # still waits out its interval
     assert s.pop_ready(gap) == ["a2"] and s.try_start("a2", H, gap)
-    s.release(H)
-    s.release("b:80")  # b is due at 1 + slack: kept until a call at that time
+    s.release(H, gap)
+    s.release("b:80", gap)  # b is due at 1 + slack: kept until a call at that time
     s.forget_idle(2 * gap - 0.01)
     assert s.known_hosts == 1  # H is not due before 2 * gap
     s.forget_idle(2 * gap)
@@ -50,21 +50,23 @@ def test_a_forgotten_host_keeps_its_crawl_delay() -> None:
     s: PoliteSchedule[str] = PoliteSchedule(rate=10)
     s.set_crawl_delay(H, 2.0)
     s.set_crawl_delay("plain:80", None)
-    assert s.known_hosts == 0  # a delay alone is two floats, not a host
+    assert s.known_hosts == 0  # a delay alone is one float, not a host
     assert s.try_start("a", H, 0.0)
-    s.release(H)
+    s.release(H, 0.5)
+    s.forget_idle(2.49)
+    assert s.known_hosts == 1  # its next start (the end plus the delay) is not due
     s.forget_idle(100.0)
     assert s.known_hosts == 0
-    assert s.interval(H) == pytest.approx(2.0 * (1 + RATE_SLACK))
-    assert s.interval("plain:80") == pytest.approx(0.1 * (1 + RATE_SLACK))
-    assert s.try_start("b", H, 100.0) and not s.try_start("c", H, 101.0)
-    assert s.next_deadline() == pytest.approx(100.0 + 2.0 * (1 + RATE_SLACK))
+    assert s.crawl_delay(H) == 2.0 and s.crawl_delay("plain:80") == 0.0
+    assert s.try_start("b", H, 100.0) and not s.try_start("c", H, 103.0)  # b in flight
+    s.release(H, 101.0)
+    assert s.next_deadline() == pytest.approx(103.0)
 
 
 def test_a_deferred_retry_does_not_keep_its_host() -> None:
     s: PoliteSchedule[str] = PoliteSchedule(rate=1)
     assert s.try_start("a", H, 0.0)
-    s.release(H)
+    s.release(H, 0.0)
     s.defer("a", H, 5.0)
     s.forget_idle(2.0)
     assert s.known_hosts == 0 and s.waiting == 1
@@ -162,7 +164,7 @@ class ForgettingMatchesKeeping(RuleBasedStateMachine):
     @rule(host=HOSTS)
     def request_ends(self, host: str) -> None:
         if self.keeping.in_flight(host):
-            self.both("release", host)
+            self.both("release", host, self.now)
 
     @rule(host=HOSTS, delay=st.sampled_from([0.0, 0.5, 3.0]))
     def retry_later(self, host: str, delay: float) -> None:
@@ -213,7 +215,7 @@ class ForgettingMatchesKeeping(RuleBasedStateMachine):
         assert self.forgetting.known_hosts <= self.keeping.known_hosts
         for host in ("a:80", "b:80", "c:80"):
             self.both("in_flight", host)
-            self.both("interval", host)
+            self.both("crawl_delay", host)
 
 
 ForgettingMatchesKeeping.TestCase.settings = settings(

@@ -41,7 +41,7 @@ def gaps(schedule: PoliteSchedule[int], n: int) -> list[float]:
             assert schedule.pop_ready(now) == [job]
             assert schedule.try_start(job, H, now)
         starts.append(now)
-        schedule.release(H)
+        schedule.release(H, now)
     return [b - a for a, b in itertools.pairwise(starts)]
 
 
@@ -70,9 +70,37 @@ def test_a_crawl_delay_is_a_floor_under_the_random_gap(seed: int) -> None:
     schedule: PoliteSchedule[int] = PoliteSchedule(
         rate=0.5, random_wait=True, rng=random.Random(seed)
     )
-    schedule.set_crawl_delay(H, 1.5)  # the rate's interval (2 s) stays the larger
+    schedule.set_crawl_delay(H, 1.5)  # the rate's interval (2 s) is the longer one
+    # Each gap is the longer of a random rate gap (1 to 3 s with slack) and
+    # the delay stretched at random (1.5 to 2.25 s after the instant end).
     for gap in gaps(schedule, 8):
-        assert 1.5 * (1 + RATE_SLACK) - 1e-9 <= gap <= 3 * (1 + RATE_SLACK) + 1e-9
+        assert 1.5 - 1e-9 <= gap <= 3 * (1 + RATE_SLACK) + 1e-9
+
+
+def test_random_wait_stretches_a_crawl_delay_after_each_end_and_never_shortens_it() -> None:
+    """Rule 6 on rule 9: a request that lasts 1 s, a Crawl-delay of 2 s, a
+    rate that never binds: each next start is 2 to 3 s after the end."""
+    schedule: PoliteSchedule[int] = PoliteSchedule(
+        rate=100, random_wait=True, rng=random.Random(11)
+    )
+    schedule.set_crawl_delay(H, 2.0)
+    waits: list[float] = []
+    now = 0.0
+    for job in range(20):
+        if job:
+            assert not schedule.try_start(job, H, now)
+            deadline = schedule.next_deadline()
+            assert deadline is not None
+            waits.append(deadline - now)
+            now = deadline
+            assert schedule.pop_ready(now) == [job] and schedule.try_start(job, H, now)
+        else:
+            assert schedule.try_start(job, H, now)
+        now += 1.0
+        schedule.release(H, now)
+    assert all(2.0 - 1e-9 <= wait <= 3.0 + 1e-9 for wait in waits), waits
+    assert min(waits) == pytest.approx(2.0)  # a factor below 1 leaves the delay as it is
+    assert max(waits) > 2.2  # and one above stretches it
 
 
 def test_random_wait_needs_a_rate() -> None:

@@ -287,6 +287,34 @@ def test_scope_defaults_to_the_start_urls_host_ports() -> None:
     assert not scope.allows("http://example.com@evil.example/")
 
 
+_SCOPE_HOSTS = ["a.example", "b.example", "x.a.example", "a.example.evil", "[::1]", "127.0.0.1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    urls=st.lists(
+        st.builds(
+            "{}://{}{}{}{}{}".format,
+            st.sampled_from(["http", "https"]),
+            st.sampled_from(["", "u@", "a.example@", "u:p@"]),
+            st.sampled_from(_SCOPE_HOSTS),
+            st.sampled_from(["", ":80", ":443", ":8080"]),
+            st.sampled_from(["", "?q=/", "#f/", "?q"]),
+            st.sampled_from(["", "/", "/p/q", "/b.example/"]),
+        ),
+        max_size=30,
+    )
+)
+@example(urls=["http://a.example?q=/", "http://a.example.evil?q=/", "http://a.example@b.example/"])
+def test_scope_answers_by_the_authority_whatever_it_cached(urls: list[str]) -> None:
+    """``allows`` caches its answer by the text before the path; a run of
+    URLs through one Scope answers each as a fresh Scope (nothing cached)."""
+    kept = Scope(["http://a.example/", "https://[::1]:8080/"], ["b.example"])
+    for url in urls:
+        fresh = Scope(["http://a.example/", "https://[::1]:8080/"], ["b.example"])
+        assert kept.allows(url) == fresh.allows(url), url
+
+
 def test_scope_allow_domains_widen_to_subdomains_on_any_port() -> None:
     scope = Scope(
         ["http://start.example/"],

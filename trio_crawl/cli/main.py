@@ -66,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         # Ctrl-C before the crawl listens for it (start-up, opening outputs):
         # nothing was fetched yet, so stop at once, as the shell expects.
         code = fail("interrupted before the crawl started", 130)
+    except BaseExceptionGroup as group:
+        # The same Ctrl-C, come while trio was starting: trio delivers it at
+        # the crawl task's next checkpoint, inside a nursery that wraps it.
+        if group.split(KeyboardInterrupt)[1] is not None:
+            raise
+        code = fail("interrupted before the crawl started", 130)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

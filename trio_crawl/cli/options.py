@@ -572,12 +572,6 @@ def check_combinations(args: argparse.Namespace) -> None:
         if getattr(args, flag, None) is not None and not getattr(args, "render", False):
             raise UsageError(f"--{flag.replace('_', '-')} needs --render")
     max_queue = getattr(args, "max_queue", None)
-    budgets = args.max_pages_per_host is not None or args.max_hosts is not None
-    if budgets and (getattr(args, "state", None) or getattr(args, "seeds", None) or max_queue):
-        raise UsageError(
-            "--max-pages-per-host and --max-hosts cannot be combined with --state, --seeds "
-            "or --max-queue yet (they need the in-memory frontier)"
-        )
     if max_queue is not None and max_queue < 1:
         raise UsageError(f"--max-queue must be at least 1 (got {max_queue})")
 

@@ -131,6 +131,13 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
         )
     if any(summary.render_requests.values()):
         table.add_row("browser's requests", browser_requests(summary.render_requests))
+    if summary.over_host_budget:
+        table.add_row(
+            "over host budgets",
+            f"{summary.over_host_budget:,} new "
+            f"link{'' if summary.over_host_budget == 1 else 's'} not followed "
+            "(--max-pages-per-host, --max-hosts)",
+        )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:

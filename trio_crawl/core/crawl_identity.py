@@ -6,8 +6,9 @@ any of these would crawl something else under the old crawl's name (other
 start URLs, another scope, other budgets), so it is refused, naming the
 fields that differ:
 
-1. ``CrawlIdentity``: the start URLs, the allowed domains, the depth and
-   page budgets and the URL filters. Both backends store these.
+1. ``CrawlIdentity``: the start URLs, the allowed domains, ``span_hosts``,
+   the depth, page and per-host budgets and the URL filters. Both backends
+   store these.
 2. ``StateIdentity`` adds the ``--seeds`` file (its URLs are start URLs too).
 3. ``SharedIdentity`` (Redis) adds what the server enforces for every worker
    alike: the rate, the per-host concurrency and whether robots.txt is read.
@@ -15,8 +16,9 @@ fields that differ:
 The stored form is JSON (``settings()``), compared field by field with what
 was stored (``differing``), so a value read back from JSON compares equal
 to the value it was made from: sequences are stored as sorted lists.
-``filters`` is None without filters, as a crawl stored before they existed
-says. Pure: no I/O.
+``filters`` is None without filters, and ``span_hosts`` None without it,
+as a crawl stored before they existed says (a missing field reads as None,
+as do the per-host budgets when unset). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class CrawlIdentity:
     max_depth: int | None
     max_pages: int | None
     filters: Mapping[str, Any] | None
+    span_hosts: bool | None
+    max_pages_per_host: int | None
+    max_hosts: int | None
 
     @staticmethod
     def fields_of(config: CrawlConfig) -> dict[str, Any]:
@@ -51,6 +56,9 @@ class CrawlIdentity:
             "max_depth": config.max_depth,
             "max_pages": config.max_pages,
             "filters": config.url_filter().identity(),
+            "span_hosts": True if config.span_hosts else None,
+            "max_pages_per_host": config.max_pages_per_host,
+            "max_hosts": config.max_hosts,
         }
 
     def settings(self) -> dict[str, Any]:

@@ -179,6 +179,9 @@ class FrontierStatistics:
     started: int
     unfinished: int
     held: int
+    #: New URLs the host budgets turned away (``core/host_budget.py``), one
+    #: per offer: a link found on two pages is refused twice.
+    refused: int = 0
 
 
 class Frontier:
@@ -240,6 +243,7 @@ class Frontier:
             started=self.started,
             unfinished=self.unfinished,
             held=0,  # nothing is held back (rule 6)
+            refused=0 if self.host_budget is None else self.host_budget.refused,
         )
 
     @property
@@ -502,7 +506,9 @@ class Frontier:
                     # Cut off by max_depth before; maybe admitted since.
                     known = self.seen.get(link)
                     if known is None:
-                        if not self.budget_spent:
+                        if not self.budget_spent and (
+                            self.host_budget is None or self.host_budget.admits(link)
+                        ):
                             admitted.append(self._admit(link, child_depth, current.url))
                         continue
                     child = known

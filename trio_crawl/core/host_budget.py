@@ -17,6 +17,10 @@ Rules
    host's pages.
 5. Memory: one dict entry per admitted host (its name and a count, ~150 bytes),
    whatever the budgets; ``refused`` counts the URLs turned away.
+
+The rule itself (``fits``) is apart from the counts, so that a frontier
+keeping its counts elsewhere decides the same way: the ``--state`` file keeps
+them in its ``hosts`` table (``frontiers/sqlite_hosts.py``).
 """
 
 from __future__ import annotations
@@ -57,19 +61,22 @@ class HostBudget:
         """URLs of ``host`` (``host:port``) admitted so far."""
         return self._pages.get(host, 0)
 
+    def fits(self, pages: int | None, hosts: int) -> bool:
+        """Whether one more URL of a host fits (rules 2 and 3), its host having
+        ``pages`` URLs admitted (None: a host not admitted yet) among
+        ``hosts`` hosts admitted. Counts nothing."""
+        if pages is None:
+            return self.max_hosts is None or hosts < self.max_hosts
+        return self.max_pages_per_host is None or pages < self.max_pages_per_host
+
     def admits(self, url: str) -> bool:
         """Whether the new canonical ``url`` fits the budgets; if so, count it."""
         host = host_port(url)
         pages = self._pages.get(host)
-        if pages is None:
-            if self.max_hosts is not None and len(self._pages) >= self.max_hosts:
-                self.refused += 1
-                return False
-            pages = 0
-        elif self.max_pages_per_host is not None and pages >= self.max_pages_per_host:
+        if not self.fits(pages, len(self._pages)):
             self.refused += 1
             return False
-        self._pages[host] = pages + 1
+        self._pages[host] = (pages or 0) + 1
         return True
 
     def count(self, url: str) -> None:

@@ -26,6 +26,16 @@ Rules
    threshold): growth beyond it goes at most one eighth a window, so a
    loaded machine does not make the target swing between halving and
    doubling.
+   Slow start: until a shrink, or ``start_holds`` windows in a row that do not
+   grow, windows are ``start_window`` long and a growth may reach
+   ``start_growth`` times the target. A broad crawl is short (1,000 hosts x 20
+   pages take ~10 s at 100 ms each), and doubling once a second from 16 spent
+   a third of it below the CPU's rate. The short window's estimate errs low,
+   never high: the workers just added are busy from their first request but
+   cost CPU only once their answers come, so the CPU it reads is that of fewer
+   workers than ``b``. One window that holds does not end it: a crawl's first
+   second also pays once for each new host (robots.txt, a connection), a CPU
+   peak that passes.
 4. Otherwise hold. The hold band ``cpu_low <= c <= cpu_high`` is wider than
    a shrink step lands in (a shrink from ``c > cpu_high`` aims at
    ``cpu_goal``, inside the band), and a growth aims at ``cpu_goal`` too, so
@@ -76,6 +86,9 @@ class PoolSizerSettings:
     floor: int = INITIAL_WORKERS
     initial: int = INITIAL_WORKERS
     window: float = 1.0
+    start_window: float = 0.3
+    start_growth: int = 4
+    start_holds: int = 3
     cpu_goal: float = 0.85
     cpu_low: float = 0.70
     cpu_high: float = 0.95
@@ -88,8 +101,10 @@ class PoolSizerSettings:
             raise ValueError("max_workers, floor and initial must be at least 1")
         if not 0 < self.cpu_low < self.cpu_goal < self.cpu_high:
             raise ValueError("need 0 < cpu_low < cpu_goal < cpu_high")
-        if not 0 <= self.lag_low < self.lag_high or self.window <= 0:
-            raise ValueError("need 0 <= lag_low < lag_high and window > 0")
+        if not 0 <= self.lag_low < self.lag_high or self.window <= 0 or self.start_window <= 0:
+            raise ValueError("need 0 <= lag_low < lag_high and windows > 0")
+        if self.start_growth < 2:
+            raise ValueError("start_growth must be at least 2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +139,10 @@ class PoolSizer:
         self.changes = 0
         #: The target after the last shrink (rule 3): growth past it is gentle.
         self._threshold = math.inf
+        #: Slow start (rule 3): short windows and steep growth until a shrink
+        #: or ``start_holds`` windows in a row without growth.
+        self._starting = True
+        self._holds = 0
 
     def statistics(self) -> PoolSizerStatistics:
         cpu, lag, busy = self._last
@@ -146,6 +165,7 @@ class PoolSizer:
         growth stops there (rule 5).
         """
         wanted = self.target
+        decided = False
         if self._start is None:
             self._start = (now, cpu_seconds)
         else:
@@ -154,7 +174,8 @@ class PoolSizer:
             self._samples += 1
             start_now, start_cpu = self._start
             elapsed = now - start_now
-            if elapsed >= self.settings.window:
+            window = self.settings.start_window if self._starting else self.settings.window
+            if elapsed >= window - 1e-9:  # sums of SAMPLE_SECONDS fall a hair short
                 cpu = max(0.0, cpu_seconds - start_cpu) / elapsed
                 mean_busy = self._busy_sum / self._samples
                 mean_lag = self._lag_sum / self._samples
@@ -163,6 +184,7 @@ class PoolSizer:
                 self._busy_sum = self._lag_sum = 0.0
                 self._samples = 0
                 wanted = self._decide(cpu, mean_lag, mean_busy)
+                decided = True
         if wanted > self.target:
             if wanted > self._threshold:
                 gentle = self.target + max(1, self.target // 8)
@@ -171,6 +193,10 @@ class PoolSizer:
         elif wanted < self.target:
             self._threshold = wanted
         wanted = self._bounded(wanted)
+        if decided and self._starting:
+            self._holds = 0 if wanted > self.target else self._holds + 1
+            if wanted < self.target or self._holds >= self.settings.start_holds:
+                self._starting = False
         if wanted != self.target:
             self.changes += 1
             self.target = wanted
@@ -189,7 +215,8 @@ class PoolSizer:
             estimate = math.floor(busy * s.cpu_goal / max(cpu, 1e-3))
             # Not one more than Little's law asks for: a pool the busy workers
             # nearly fill would otherwise creep up a worker a window, for ever.
-            return n if estimate <= n else min(2 * n, estimate)
+            steepest = s.start_growth if self._starting else 2
+            return n if estimate <= n else min(steepest * n, estimate)
         return n
 
     def _bounded(self, target: int) -> int:

@@ -8,13 +8,14 @@ Parked jobs still count as unfinished work (``waiting``).
 
 Rules
 -----
-1. Rate: request *starts* to one host are spaced at least ``interval(host)``
-   apart, where interval = max(1/rate, Crawl-delay) times ``1 + RATE_SLACK``.
-   That is a minimum-interval limiter (a token bucket of depth one): with
-   ``--rate 5`` there are never more than 5 starts in any 1-second window,
-   even allowing for a little network jitter between our clock and the
-   server's.
+1. Rate: request *starts* to one host are spaced at least ``1/rate`` times
+   ``1 + RATE_SLACK`` apart. That is a minimum-interval limiter (a token
+   bucket of depth one): with ``--rate 5`` there are never more than 5
+   starts in any 1-second window, even allowing for a little network
+   jitter between our clock and the server's. Requests to a fast host may
+   overlap: a rate is about starts, not about answers.
 2. Concurrency: at most ``max_per_host`` requests in flight to one host.
+   A host with a Crawl-delay has one at a time (rule 9).
 3. Order: a host's parked jobs start in FIFO order; a new job for a host that
    has parked jobs queues behind them. An *urgent* job (``urgent=True``: a
    request of a page being rendered, which holds a browser tab while it
@@ -27,22 +28,23 @@ Rules
    which then succeeds for the reserved job even if others arrived since.
 6. Random wait (``random_wait=True``, wget's ``--random-wait``, Scrapy's
    ``RANDOMIZE_DOWNLOAD_DELAY``): each start spaces the host's next one by
-   the interval times a factor drawn uniformly from 0.5 to 1.5 (the
+   the rate's interval times a factor drawn uniformly from 0.5 to 1.5 (the
    ``rng`` passed in), so the average rate is kept but the rhythm is not
-   machine-regular. A robots.txt Crawl-delay stays a floor: no gap is
-   drawn below it. Rule 1's "never more than R in a second" then holds
-   on average only.
+   machine-regular; rule 1's "never more than R in a second" then holds
+   on average only. Each end of a request to a host with a Crawl-delay
+   draws a factor too, and waits the delay times it if it is above 1:
+   a Crawl-delay is stretched, never shortened.
 7. ``next_deadline()`` is the earliest time ``pop_ready`` can return
    something without any request finishing first; None if no such time
    (nothing parked, or everything waits for a request on its host to end,
    which the engine reports through ``release``).
 8. Memory: a broad crawl meets hosts without end, so a host is *forgotten*
    once it is idle (nothing in flight, queued or reserved) and its next
-   start is due (its interval since the last start has passed): at once
-   when its last start left no gap, else by the first ``try_start``/``pop_ready``
+   start is due (rules 1 and 9 no longer hold it back): at once
+   when its last request left no gap, else by the first ``try_start``/``pop_ready``
    whose ``now`` has passed it (``forget_idle(now)`` does it on demand).
-   What rules 1 and 6 still need of it is only a Crawl-delay different from
-   the default, kept as one float (``_delays``); a forgotten host seen
+   What rules 6 and 9 still need of it is only a Crawl-delay, kept as one
+   float (``_delays``); a forgotten host seen
    again starts fresh, which is what it would have done: its next start
    was already due. Retries deferred for it (rule 4) do not keep it. The one
    visible difference: when ``pop_ready`` hands over jobs of several hosts
@@ -51,6 +53,18 @@ Rules
    the past may be an earlier past time.
    ``forget_idle_hosts=False`` keeps every host for ever (the reference the
    tests compare with).
+9. Crawl-delay (``set_crawl_delay``, from robots.txt): a host's next request
+   starts at least the delay after its previous one *ended* (``release(host,
+   now)``), and so one request at a time. Why from the end: the server sees
+   arrivals, not our starts, and a request can reach it late (a new
+   connection, a busy machine, a thread of the server that is slow to read
+   it) while the next one is on time, so starts spaced by the delay can
+   arrive closer than it. The answer to a request ends after the server had
+   it, and the next request reaches the server after it starts: counted
+   from the end, two arrivals are at least the delay apart as the server
+   sees them, whatever the jitter, with no slack needed. That is what wget's
+   ``--wait`` (between retrievals) and Nutch (the next fetch time is the end
+   of the last fetch plus the delay) do. With ``rate`` too, both rules hold.
 """
 
 from __future__ import annotations
@@ -83,9 +97,8 @@ _NEVER = float("-inf")
 
 @dataclass(slots=True)
 class _Host(Generic[J]):
-    interval: float
-    #: The shortest gap a random wait may draw (the Crawl-delay, with slack).
-    floor: float = 0.0
+    #: The Crawl-delay: the gap after the end of a request (rule 9).
+    delay: float = 0.0
     in_flight: int = 0
     next_start: float = _NEVER
     queue: Fifo[J] = field(default_factory=Fifo)
@@ -120,9 +133,8 @@ class PoliteSchedule(Generic[J]):
         self._forget = forget_idle_hosts
         #: Hosts that are busy, or idle but not yet due (rule 8).
         self._hosts: dict[str, _Host[J]] = {}
-        #: host -> floor (its Crawl-delay with slack; the interval is the
-        #: larger of it and the base one) of a host not in ``_hosts`` whose
-        #: Crawl-delay makes them differ from the default (rule 8).
+        #: host -> the Crawl-delay of a host not in ``_hosts`` that has
+        #: one (rule 8).
         self._delays: dict[str, float] = {}
         #: Idle hosts to forget once due: (next start, seq, host); stale
         #: entries (the host got busy again) are skipped.
@@ -138,21 +150,28 @@ class PoliteSchedule(Generic[J]):
     # -- configuration -----------------------------------------------------
 
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
-        """Apply a robots.txt Crawl-delay: the larger of it and 1/rate wins."""
-        floor = delay * (1 + RATE_SLACK) if delay is not None and delay > 0 else 0.0
+        """Apply a robots.txt Crawl-delay (rule 9), on top of the rate."""
+        gap = delay if delay is not None and delay > 0 else 0.0
         state = self._hosts.get(host)
         if state is not None:
-            state.interval, state.floor = max(self._base_interval, floor), floor
-        elif floor:
-            self._delays[host] = floor
+            state.delay = gap
+            self._arm(host, state)  # no delay any more: may start now
+        elif gap:
+            self._delays[host] = gap
         else:
             self._delays.pop(host, None)  # the default: nothing to remember
 
-    def interval(self, host: str) -> float:
+    @property
+    def interval(self) -> float:
+        """The least gap between two starts to one host (rule 1; 0: none)."""
+        return self._base_interval
+
+    def crawl_delay(self, host: str) -> float:
+        """``host``'s least gap after the end of a request (rule 9; 0: none)."""
         state = self._hosts.get(host)
         if state is not None:
-            return state.interval
-        return max(self._base_interval, self._delays.get(host, 0.0))
+            return state.delay
+        return self._delays.get(host, 0.0)
 
     @property
     def known_hosts(self) -> int:
@@ -195,7 +214,7 @@ class PoliteSchedule(Generic[J]):
         if self._idle and self._idle[0][0] <= now:
             self.forget_idle(now)
         state = self._host(host)
-        if state.interval == 0 and self._max_per_host is None:
+        if not self._base_interval and not state.delay and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
             _unreserve(state, job)
             if not state.in_flight:
@@ -225,14 +244,19 @@ class PoliteSchedule(Generic[J]):
         self._arm(host, state)
         return False
 
-    def release(self, host: str) -> None:
-        """A request to ``host`` ended (success or failure)."""
+    def release(self, host: str, now: float) -> None:
+        """A request to ``host`` ended at ``now`` (success or failure)."""
         state = self._hosts.get(host)
         if state is None or state.in_flight <= 0:
             raise RuntimeError(f"schedule invariant broken: release of idle host {host}")
         state.in_flight -= 1
         if not state.in_flight:
             self.hosts_in_flight -= 1
+        if state.delay:  # rule 9, stretched by rule 6
+            gap = state.delay
+            if self._rng is not None:
+                gap *= max(1.0, self._rng.uniform(*RANDOM_WAIT_RANGE))
+            state.next_start = max(state.next_start, now + gap)
         self._arm(host, state)
         self._may_forget(host, state)
 
@@ -289,7 +313,7 @@ class PoliteSchedule(Generic[J]):
                 (state.urgent or state.queue)
                 and self._has_capacity(state)
                 and now >= state.next_start
-                and (state.interval == 0 or not state.reserved)
+                and (not self._base_interval or not state.reserved)
             ):
                 if state.urgent:
                     job = state.urgent.popleft()
@@ -356,8 +380,7 @@ class PoliteSchedule(Generic[J]):
     def _host(self, host: str) -> _Host[J]:
         state = self._hosts.get(host)
         if state is None:
-            floor = self._delays.pop(host, 0.0)
-            state = _Host(interval=max(self._base_interval, floor), floor=floor)
+            state = _Host(delay=self._delays.pop(host, 0.0))
             self._hosts[host] = state
         return state
 
@@ -377,11 +400,11 @@ class PoliteSchedule(Generic[J]):
 
     def _forget_host(self, host: str, state: _Host[J]) -> None:
         del self._hosts[host]
-        if state.floor:
-            self._delays[host] = state.floor
+        if state.delay:
+            self._delays[host] = state.delay
 
     def _has_capacity(self, state: _Host[J]) -> bool:
-        limit = self._max_per_host
+        limit = 1 if state.delay else self._max_per_host  # rule 9: one at a time
         reserved = 0 if state.reserved is None else len(state.reserved)
         return limit is None or state.in_flight + reserved < limit
 
@@ -389,11 +412,12 @@ class PoliteSchedule(Generic[J]):
         if not state.in_flight:
             self.hosts_in_flight += 1
         state.in_flight += 1
-        gap = state.interval
+        gap = self._base_interval
         if self._rng is not None and gap > 0:  # rule 6
-            gap = max(state.floor, gap * self._rng.uniform(*RANDOM_WAIT_RANGE))
+            gap *= self._rng.uniform(*RANDOM_WAIT_RANGE)
         # No gap: the next start may come at any time from now on, which is
         # also what "never" says, and it lets the host be forgotten (rule 8).
+        # A Crawl-delay is counted when the request ends (``release``).
         state.next_start = now + gap if gap > 0 else _NEVER
 
     def _eligible(self, state: _Host[J]) -> bool:

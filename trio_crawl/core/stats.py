@@ -72,6 +72,9 @@ class CrawlSummary:
     render_auto: dict[str, str] = field(default_factory=dict)
     #: Pages whose links the parse co-process extracted (``parse_process``).
     parsed_in_process: int = 0
+    #: New URLs ``max_pages_per_host``/``max_hosts`` turned away, one per
+    #: offer (``FrontierStatistics.refused``).
+    over_host_budget: int = 0
     #: (seconds since the start, worker target): the start and each resize.
     worker_history: tuple[tuple[float, int], ...] = ()
     #: The most worker tasks alive at once.

@@ -30,6 +30,7 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Iterable
@@ -162,10 +163,12 @@ class Crawler:
         return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed, parse)
 
     def summary(self) -> CrawlSummary:
-        unfinished = self.frontier.unfinished + self.frontier.statistics().dropped
+        frontier = self.frontier.statistics()
+        unfinished = self.frontier.unfinished + frontier.dropped
         summary = self.stats.summary(
             elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
         )
+        summary = dataclasses.replace(summary, over_host_budget=frontier.refused)
         summary = with_parse_statistics(summary, self._pages.process)
         return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 

@@ -71,8 +71,9 @@ class ScheduleRoom:
         return False
 
     def release(self, host: str) -> None:
-        """A request to ``host`` is over: its slot may go to a parked URL."""
-        self.schedule.release(host)
+        """A request to ``host`` is over: its slot may go to a parked URL
+        (and its Crawl-delay, if any, counts from now)."""
+        self.schedule.release(host, trio.current_time())
         if self.schedule.waiting:
             self._hand_over_ready()
             self._changed.set()

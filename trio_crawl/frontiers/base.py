@@ -42,7 +42,7 @@ What each backend guarantees (the README's "Backends" table says the same)::
     page_requisites=      yes           no                   no
     handler=              yes           no                   yes (importable ones)
     random_wait=          yes           yes                  no
-    host budgets          yes           no                   no
+    host budgets          yes           yes, across runs     no
 
 [1] a worker that dies or freezes past its lease loses its pages to the
 others: a page in flight then may be fetched twice (marked ``refetched``).

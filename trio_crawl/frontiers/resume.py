@@ -12,6 +12,9 @@ Resuming is "run the same command again". In order:
    the in-flight ones are fetched again and their records marked
    ``"refetched": true`` (the server may have seen them twice);
 4. start URLs and seeds are (re)queued: idempotent, known URLs are left alone.
+   With per-host budgets, the ``hosts`` table counts them (made, or counted
+   again, first: ``sqlite_hosts``); the budgets are this run's, the counts
+   the file's.
 
 One crawl per state file: ``prepare_state`` opens it locked (``CrawlState.open``
 with ``lock=True``; see sqlite_state's "One crawl per file") for as long as the
@@ -222,6 +225,9 @@ def _prepare(
     else:
         scope_origins = []
     refetched = state.recover()
+    budget = config.host_budget()
+    if budget is not None:  # before the seeds: they count (sqlite_state rule 8)
+        state.use_host_budget(budget)
     origins = set(scope_origins)
     url_filter = config.url_filter()
     state.add_seeds(_origins_of(config.start_url_strings, origins))

@@ -25,10 +25,18 @@ depth (its record will say it); a URL whose record is out gets a correction
 and when the record went out while the offer that lowered it was in the
 file's thread (the file then still says "in flight": ``_settling``).
 The lowered depths are in the file, so a resumed crawl goes on from them.
+
+Per-host budgets (``max_pages_per_host``, ``max_hosts``) are the file's to
+keep too (``sqlite_state`` rule 8, ``sqlite_hosts``): it counts each host's
+URLs in the transaction that admits them, as the memory frontier counts
+them at admission, so a resume goes on from exact counts. A redirect
+whose target the budgets refuse is ``BUDGET``, as in memory; the refused
+URLs are counted in ``statistics().refused``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -60,7 +68,6 @@ class SqliteFrontier:
     cannot: ClassVar[Mapping[Need, str]] = {
         Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
         Need.HANDLERS: ": handlers and their requests carry Python functions",
-        Need.HOST_BUDGETS: " yet: the budgets are kept in memory",
     }
     chosen_by: ClassVar[str] = "state="
 
@@ -81,7 +88,10 @@ class SqliteFrontier:
         ``already_started`` counts pages a previous run fetched (the page
         budget); URLs in ``refetched`` were in flight when it stopped.
         ``late_starts``: sitemap seeds may come mid-crawl at depth 0, so with a
-        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7)."""
+        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7).
+        Per-host budgets are the state's (``CrawlState.use_host_budget``,
+        called by ``open`` before the seeds are added): a backlog whose
+        state was given none admits whatever the crawl's config says."""
         if window < 1:
             raise ValueError("window must be at least 1")
         self._backlog = backlog
@@ -117,6 +127,9 @@ class SqliteFrontier:
         self._in_transit: dict[str, Lowered] = {}
         self._offers_open: set[int] = set()
         self._next_ticket = 0
+        #: New URLs the host budgets refused (the file decides: ``sqlite_state``
+        #: rule 8), as ``Frontier.statistics`` counts them in memory.
+        self._refused = 0
 
     @classmethod
     def open(
@@ -244,10 +257,11 @@ class SqliteFrontier:
             self._publish(child)
             kept = kept[1:]
         else:
-            # The state file is the seen set, and it knows the target.
+            # The state file is the seen set, and it knows the target, or
+            # its host budgets refused it.
             self.core.abandon(child)
-            outcome = RedirectOutcome.SEEN
-        self._take(Offered(kept, 0, offered.lowered))
+            outcome = RedirectOutcome.BUDGET if offered.target_refused else RedirectOutcome.SEEN
+        self._take(Offered(kept, 0, offered.lowered, offered.refused))
         return outcome
 
     def start(self, entry: Entry) -> bool:
@@ -324,7 +338,7 @@ class SqliteFrontier:
         return self.core.budget_spent
 
     def statistics(self) -> FrontierStatistics:
-        return self.core.statistics()
+        return dataclasses.replace(self.core.statistics(), refused=self._refused)
 
     async def aclose(self) -> None:
         with trio.move_on_after(30) as cleanup:
@@ -358,6 +372,7 @@ class SqliteFrontier:
 
     def _take(self, offered: Offered) -> None:
         """Hand out what an offer kept in memory; apply what it lowered."""
+        self._refused += offered.refused
         for row in offered.kept:
             self._adopt(row.url, row.depth, row.referrer)
         for lowered in offered.lowered:

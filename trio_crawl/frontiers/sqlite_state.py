@@ -1,8 +1,8 @@
 """The crawl's state on disk: one SQLite file from which a stopped crawl resumes.
 
-Pure and synchronous: the standard library only (``sqlite3``, ``fcntl``), no trio,
-no clock. The engine calls it from one worker thread (``trio.to_thread.run_sync``)
-and owns the memory window.
+Pure and synchronous: the standard library (``sqlite3``, ``fcntl``) and the pure
+core (``core/``), no trio, no clock. The engine calls it from one worker thread
+(``trio.to_thread.run_sync``) and owns the memory window.
 
 Rules
 -----
@@ -54,6 +54,12 @@ Rules
    row is deeper than the offered depth, which in a breadth-first crawl without a
    slow shallow page is never. Each lowered row is reported (``Lowered``): the
    engine corrects a record already written, or the entry it holds.
+8. Per-host budgets (``use_host_budget``; ``core/host_budget.py``): every URL
+   row is counted by its host in the ``hosts`` table (``sqlite_hosts.py``), in
+   the transaction that inserts it. Seeds (``add_seeds``) and ``Admit`` ops are
+   counted whatever the budgets; a new URL an ``offer_*`` call finds is
+   inserted only if it fits them (``Offered.refused`` counts the others, which
+   leave no row: a URL known to the file is never refused).
 
 How the engine uses it
 ----------------------
@@ -123,7 +129,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.bloom import GrowingBloom, RecentDepths, RecentSet
+from ..core.host_budget import HostBudget
 from ..errors import StateInUseError, StateWriteError
+from .sqlite_hosts import HostLedger
 
 if sys.platform != "win32":
     import fcntl
@@ -239,11 +247,14 @@ class Lowered(NamedTuple):
 class Offered:
     """What an ``offer_*`` call did: the new URLs kept in memory (QUEUED_MEM, to be
     handed to the crawlers), how many new ones were queued on disk, and the known
-    rows it lowered, shallowest first."""
+    rows it lowered, shallowest first; how many new URLs the host budgets
+    refused (rule 8), and for ``offer_redirect`` whether its target was one."""
 
     kept: list[Row]
     spilled: int
     lowered: list[Lowered]
+    refused: int = 0
+    target_refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +389,8 @@ class CrawlState:
         #: Rule 7's table and indexes are known to exist (set once a transaction
         #: that made them committed): an offer then runs no DDL.
         self._depth_schema = False
+        #: The per-host counts (rule 8), with budgets only.
+        self._ledger: HostLedger | None = None
 
     @classmethod
     def open(
@@ -485,6 +498,15 @@ class CrawlState:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('settings', ?)", (text,)
             )
 
+    def use_host_budget(self, budget: HostBudget) -> None:
+        """Keep ``budget`` (rule 8) from now on: seeds and admissions are
+        counted in the ``hosts`` table, and offers admit only what fits. The
+        table is made, or counted again from ``urls`` if a run without budgets
+        added rows since it was last kept (``sqlite_hosts`` rule 3). Call it
+        before ``add_seeds``."""
+        with self._using() as conn:
+            self._ledger = HostLedger.open(conn, budget, sum(self._counts))
+
     # -- questions ----------------------------------------------------------------
 
     def progress(self) -> dict[str, int]:
@@ -567,9 +589,15 @@ class CrawlState:
             self._require_recovered()
             delta = [0] * len(State)
             admitted: list[str] = []
-            with _transaction(conn):
+            ledger = self._ledger
+            with self._counting(conn):
                 for kind, run in _runs(ops):
-                    _APPLY[kind](conn, run, delta)
+                    if kind is Admit and ledger is not None:
+                        last = self._last_id(conn)
+                        _apply_admit(conn, run, delta)
+                        self._count_rows_after(conn, last)
+                    else:
+                        _APPLY[kind](conn, run, delta)
                     if kind is Admit:
                         admitted.extend(op.url for op in run)
                 self._write_counts(conn, delta)
@@ -706,12 +734,10 @@ class CrawlState:
             it = iter(urls)
             while chunk := list(itertools.islice(it, batch)):
                 delta = [0] * len(State)
-                with _transaction(conn):
-                    delta[_QD] = conn.executemany(
-                        "INSERT OR IGNORE INTO urls (url, depth, referrer, state)"
-                        " VALUES (?, 0, NULL, 0)",
-                        [(url,) for url in chunk],
-                    ).rowcount
+                with self._counting(conn):
+                    last = self._last_id(conn)
+                    delta[_QD] = conn.executemany(_INSERT_SEED, [(url,) for url in chunk]).rowcount
+                    self._count_rows_after(conn, last)
                     self._write_counts(conn, delta)
                 self._commit_counts(delta)
                 if self._bloom is not None:
@@ -740,7 +766,7 @@ class CrawlState:
         commit instead of two)."""
         with self._using() as conn:
             self._require_recovered()
-            with _transaction(conn):
+            with self._counting(conn):
                 step = _Offering(self, conn, room, max_depth)
                 step.apply(before)
                 page_id, depth = step.row_of(parent)
@@ -771,7 +797,7 @@ class CrawlState:
         ``before`` as for ``offer_links``."""
         with self._using() as conn:
             self._require_recovered()
-            with _transaction(conn):
+            with self._counting(conn):
                 step = _Offering(self, conn, room, None)
                 step.apply(before)
                 step.offer(urls, 0, referrer)
@@ -796,13 +822,14 @@ class CrawlState:
         as for ``offer_links``."""
         with self._using() as conn:
             self._require_recovered()
-            with _transaction(conn):
+            with self._counting(conn):
                 step = _Offering(self, conn, room, max_depth)
                 step.apply(before)
                 page_id, depth = step.row_of(parent)
                 step.offer([target], depth, parent)
+                step.target_refused = step.refused > 0
                 step.lower_all()
-                if not settles or step.may_be_lowered(depth):
+                if not step.target_refused and (not settles or step.may_be_lowered(depth)):
                     conn.execute(
                         "INSERT INTO out_links (id, depth, redirect) VALUES (?, ?, ?)"
                         " ON CONFLICT (id) DO UPDATE SET redirect = excluded.redirect",
@@ -836,6 +863,38 @@ class CrawlState:
         return self._deepest
 
     # -- internals ------------------------------------------------------------------
+
+    def _last_id(self, conn: sqlite3.Connection) -> int:
+        """The greatest row id (0: none), where the host ledger is kept:
+        rows are never deleted, so the rows inserted next have greater ids."""
+        if self._ledger is None:
+            return 0
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0])
+
+    def _count_rows_after(self, conn: sqlite3.Connection, last: int) -> None:
+        """Count by host the rows inserted after row ``last`` (rule 8)."""
+        ledger = self._ledger
+        if ledger is not None:
+            rows = conn.execute("SELECT url FROM urls WHERE id > ?", (last,))
+            ledger.count(conn, (url for (url,) in rows))
+
+    @contextlib.contextmanager
+    def _counting(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """A transaction that also writes the host counts it made (rule 8):
+        they reach the ledger's memory only if it commits."""
+        ledger = self._ledger
+        if ledger is None:
+            with _transaction(conn):
+                yield
+            return
+        try:
+            with _transaction(conn):
+                yield
+                ledger.write(conn)
+        except BaseException:
+            ledger.rollback()
+            raise
+        ledger.commit()
 
     @contextlib.contextmanager
     def _guard_only(self) -> Iterator[None]:
@@ -925,6 +984,10 @@ class _Offering:
         self.lowered: list[Lowered] = []
         self.admitted: list[str] = []
         self.delta = [0] * len(State)
+        #: New URLs the host budgets refused (rule 8), and whether a
+        #: redirect's target was one (``offer_redirect`` says).
+        self.refused = 0
+        self.target_refused = False
 
     def apply(self, ops: Sequence[Start | Finish]) -> None:
         """Apply Start and Finish ops in this transaction (``CrawlState.apply``'s
@@ -948,6 +1011,15 @@ class _Offering:
             return
         conn, state = self._conn, self._state
         new = [u for u in state._unseen(conn, urls) if u not in self._new]
+        ledger = state._ledger
+        turned_away: set[str] = set()
+        if ledger is not None and new:
+            fitting = [u for u in new if ledger.admits(conn, u)]
+            if len(fitting) < len(new):
+                self.refused += len(new) - len(fitting)
+                turned_away.update(new)
+                turned_away.difference_update(fitting)
+                new = fitting
         if new:
             keep = new[: self._room]
             self._room -= len(keep)
@@ -972,7 +1044,7 @@ class _Offering:
         depths = state._depths
         unsure: list[str] = []
         for u in dict.fromkeys(urls):
-            if u in self._new:
+            if u in self._new or u in turned_away:
                 continue
             known_depth = depths.get(u)
             if known_depth is None:
@@ -1044,7 +1116,7 @@ class _Offering:
 
     def finish(self) -> Offered:
         self._state._write_counts(self._conn, self.delta)
-        return Offered(self.kept, self.spilled, self.lowered)
+        return Offered(self.kept, self.spilled, self.lowered, self.refused, self.target_refused)
 
 
 def _ensure_depth_schema(conn: sqlite3.Connection) -> None:
@@ -1138,6 +1210,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
+_INSERT_SEED = "INSERT OR IGNORE INTO urls (url, depth, referrer, state) VALUES (?, 0, NULL, 0)"
 _LOOKUP_SQL: dict[int, str] = {}
 
 

@@ -18,6 +18,10 @@ Used by the tests, the benchmarks and ``trio-crawl demo``. Rules:
    and drips wait on) and joins them for at most a few seconds.
 6. A route function that raises is a bug in the test: the client gets a 500
    and ``serve_site`` re-raises the first such error when it exits.
+7. With ``tls`` (a server-side ``ssl.SSLContext``) every connection is TLS,
+   handshaken in its own thread, and ``base_url`` is ``https://``: the same
+   site and faults over https (a test's throwaway CA signs the certificate).
+   A failed handshake just closes that connection.
 
 Theory of a connection: read until a blank line, parse the head, consume a
 ``Content-Length`` body, log, pick the answer, write it (faults included),
@@ -33,6 +37,7 @@ import gzip
 import http
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -79,13 +84,16 @@ class _BadRequest(Exception):
 class SiteServer:
     """A running server for one ``Site``. Create it with ``serve_site``."""
 
-    def __init__(self, site: Site, listener: socket.socket) -> None:
+    def __init__(
+        self, site: Site, listener: socket.socket, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.site = site
         self._listener = listener
+        self._tls = tls
         host, port = listener.getsockname()[:2]
         self.port: int = port
         shown = f"[{host}]" if ":" in host else host
-        self.base_url = f"http://{shown}:{port}"
+        self.base_url = f"{'https' if tls else 'http'}://{shown}:{port}"
         self.log: list[LoggedRequest] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -183,6 +191,11 @@ class SiteServer:
     def _serve_connection(self, sock: socket.socket, conn_id: int) -> None:
         reset = False
         try:
+            if self._tls is not None:  # rule 7
+                sock = self._tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                with self._lock:  # so that shutdown can wake this thread, handshake included
+                    self._live[conn_id] = (sock, self._live[conn_id][1])
+                sock.do_handshake()
             buffer = bytearray()
             while not self._stop.is_set():
                 try:
@@ -277,8 +290,11 @@ class SiteServer:
 
 
 @contextlib.contextmanager
-def serve_site(site: Site, host: str = "127.0.0.1", port: int = 0) -> Iterator[SiteServer]:
-    """Serve ``site`` until the block ends; yields the running ``SiteServer``.
+def serve_site(
+    site: Site, host: str = "127.0.0.1", port: int = 0, *, tls: ssl.SSLContext | None = None
+) -> Iterator[SiteServer]:
+    """Serve ``site`` until the block ends; yields the running ``SiteServer``
+    (over TLS with the server-side context ``tls``, rule 7).
 
     Binds before yielding, so ``server.base_url`` is ready to use. On exit,
     stops accepting, cuts every connection and joins all threads (bounded,
@@ -295,7 +311,7 @@ def serve_site(site: Site, host: str = "127.0.0.1", port: int = 0) -> Iterator[S
     except BaseException:
         listener.close()
         raise
-    server = SiteServer(site, listener)
+    server = SiteServer(site, listener, tls)
     server._start()
     try:
         yield server

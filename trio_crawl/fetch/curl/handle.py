@@ -22,6 +22,14 @@ Rules:
    refuse libcurl's silent resend after a reused connection died.
 5. libcurl callbacks never raise into libcurl. An exception inside one is our
    bug: the slot keeps it and ``outcome`` re-raises it, loudly.
+6. Through an http proxy, https goes in a CONNECT tunnel, and libcurl hands
+   the proxy's answer to the CONNECT (``HTTP/1.1 200 Connection
+   established`` and its headers) to the header callback before the site's
+   own head, unless told not to (``SUPPRESS_CONNECT_HEADERS``): the
+   ``Collector`` took the proxy's 200 and headers for the answer, whatever
+   the site said. Suppressed, the callback sees the site's head only, as
+   the other fetchers do; a tunnel the proxy refuses is curl's error
+   (``CurlError``), not a status of the page.
 """
 
 from __future__ import annotations
@@ -105,6 +113,7 @@ class Slot:
         c.setopt(pycurl.HEADERFUNCTION, self._on_header)
         c.setopt(pycurl.WRITEFUNCTION, self._on_write)
         c.setopt(pycurl.PREREQFUNCTION, self._on_prereq)
+        c.setopt(_SUPPRESS_CONNECT_HEADERS, 1)  # rule 6
         self._has_headers = False
 
     def begin(
@@ -211,6 +220,8 @@ def _header_lines(headers: dict[str, str]) -> list[str]:
     return [f"{name}: {value}" if value else f"{name};" for name, value in headers.items()]
 
 
+#: CURLOPT_SUPPRESS_CONNECT_HEADERS (libcurl 7.54.0); pycurl has no name for it.
+_SUPPRESS_CONNECT_HEADERS: int = getattr(pycurl, "SUPPRESS_CONNECT_HEADERS", 265)
 _PREREQ_OK: int = pycurl.PREREQFUNC_OK
 _PREREQ_ABORT: int = pycurl.PREREQFUNC_ABORT
 

@@ -197,11 +197,14 @@ end
 -- hosts ------------------------------------------------------------------
 
 local function host(C, name)
-  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'pend')
+  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'pend', 'cd')
   local H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
-    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, pend = v[5] or ''}
-  if C.setup == 1 and H.ok == 0 then
-    H.lim = 1 -- one request until its robots.txt has been read
+    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, pend = v[5] or '',
+    cd = tonumber(v[6]) or 0}
+  if (C.setup == 1 and H.ok == 0) or H.cd > 0 then
+    -- one request until its robots.txt has been read; one at a time with a
+    -- Crawl-delay (the delay counts from the end of the previous request)
+    H.lim = 1
   elseif C.plim > 0 then
     H.lim = C.plim
   else
@@ -224,7 +227,7 @@ end
 
 local function save_host(C, H)
   redis.call('HSET', C.p .. 'h:' .. H.name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
-    'ok', H.ok, 'pend', H.pend)
+    'ok', H.ok, 'pend', H.pend, 'cd', H.cd)
 end
 
 -- Give the host its true score in every ready set it is in (XX: only there).
@@ -252,8 +255,14 @@ local function release_host(C, name, d)
   local was = saturated(H)
   H.infl = math.max(H.infl - 1, 0)
   if H.pend == d then H.pend = '' end -- it never reported a start
+  if H.cd > 0 then
+    -- The request has ended (this call runs after its finish was sent, so
+    -- no sooner than the response): the next starts a Crawl-delay later,
+    -- as the server sees it, whatever came late on the way.
+    H.next = math.max(H.next, C.now + H.cd)
+  end
   save_host(C, H)
-  if was then rescore(C, H, true) end
+  if was or H.cd > 0 then rescore(C, H, true) end
 end
 
 -- A spaced host's URL has started: the next may start ``iv`` from now.
@@ -503,8 +512,8 @@ end
 local function crawl_delay(C, hostname, delay)
   local H = host(C, hostname)
   local was = H.lim
-  H.iv = math.max(C.ival, math.floor(delay * 1.05 + 0.5))
-  H.next = math.max(H.next, C.now + H.iv)
+  H.cd = math.floor(delay + 0.5)
+  H.next = math.max(H.next, C.now + H.cd)
   H.ok = 1
   save_host(C, H)
   H = host(C, hostname)
