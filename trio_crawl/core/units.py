@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: a crawl without a size to parse never needs it
+    from fractions import Fraction
 
 SIZE_UNITS: dict[str, int] = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 DURATION_UNITS: dict[str, float] = {
@@ -53,6 +56,8 @@ def _number(text: str) -> float:
 def _exact(text: str, whole: str) -> Fraction:
     """``text`` (a number, rule 1) exactly, so that ``8388608T`` is not
     rounded through a float; refused when a float would overflow."""
+    from fractions import Fraction  # ~2-5 ms to import, for sizes and counts like 1e3
+
     if abs(float(text)) >= 2.0**63:
         raise ValueError(f"{whole} too large: {text!r}")
     return Fraction(text)
