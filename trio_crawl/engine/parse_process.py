@@ -22,13 +22,14 @@ the caller parses the page itself, as it would without a child. None comes
   do not wait for an interpreter to start);
 * when the child has ``MAX_IN_FLIGHT`` pages already and the crawl's
   process has nothing else to do: a page that finds the child's queue full
-  waits for a free place, and when every task of the crawl's process is
-  waiting (for servers, or for the child), the page that waited longest is
-  handed back and parsed in the crawl's process after all. So the crawl's
-  core parses only when it would otherwise be idle: on a site of small pages
-  the crawl's own work (fetching, bookkeeping) is the bottleneck and the
-  child takes nearly every page; on one of big pages, where the child falls
-  behind, the two cores share the parsing. (Parsing in the crawl's process
+  waits for a free place, and when no task of the crawl's process can run
+  and every crawler with a page waits on the child (``crawl_tasks``; one
+  waiting on a server will need the core soon), the page that waited
+  longest is handed back and parsed in the crawl's process after all. So
+  the crawl's core parses only when it would otherwise be idle: on a site
+  of small pages the crawl's own work (fetching, bookkeeping) is the
+  bottleneck and the child takes nearly every page; on one of big pages,
+  where the child falls behind, the two cores share the parsing. (Parsing in the crawl's process
   whenever the child's queue was full, as before, made it parse a third to a
   half of postgresql-doc-15's pages while the child had time to spare.)
 * when the child raised on the page (so the page's ``internal`` record, with
