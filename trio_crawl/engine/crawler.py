@@ -105,9 +105,7 @@ class Crawler:
         self._pool = parts.pool
         self._gate = parts.gate
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
-        self._pages.use_process(auto=auto_parse_process)
-        if self._pages.process is not None:
-            self._pages.process.crawl_tasks = lambda: self._pool.busy
+        self._pages.use_process(auto=auto_parse_process, crawl_tasks=lambda: self._pool.busy)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note

@@ -81,10 +81,14 @@ class PageReader:
         #: The parse co-process, if the crawl has one.
         self.process = process
 
-    def use_process(self, *, auto: bool) -> None:
+    def use_process(self, *, auto: bool, crawl_tasks: Callable[[], int] | None = None) -> None:
         """Give the crawl a parse co-process if its config (or, unset and
-        ``auto``, the machine and the crawl) wants one (``parse_process.py``)."""
+        ``auto``, the machine and the crawl) wants one (``parse_process.py``);
+        ``crawl_tasks``: how many of the crawl's tasks hold a page now
+        (``ParseProcess.crawl_tasks``)."""
         self.process = parse_process_for(self._config, auto=auto)
+        if self.process is not None:
+            self.process.crawl_tasks = crawl_tasks
 
     def helpers(self) -> list[Callable[[], Awaitable[None]]]:
         """Tasks to run beside the crawl's workers: the co-process's link,
