@@ -70,6 +70,34 @@ def test_a_crawl_ends_with_its_outputs_written_and_without_the_teardown(tmp_path
     assert {json.loads(line)["url"] for line in to_stdout.stdout.splitlines()} == urls
 
 
+#: A handler that logs each page to a file it opens once and never closes:
+#: its buffer reaches the file only when Python tears the module down.
+LEAVES_A_FILE_OPEN = """
+log = open("seen.txt", "w")
+
+async def note(page):
+    log.write(page.url + "\\n")
+    for link in page.links():
+        yield page.follow(link)
+"""
+
+
+def test_a_run_with_a_handler_gets_the_ordinary_exit(tmp_path: Path) -> None:
+    (tmp_path / "leaves_open.py").write_text(LEAVES_A_FILE_OPEN)
+    site = Site({"/": page("/a"), "/a": page("/")})
+    with serve_site(site) as server:
+        result = subprocess.run(
+            [sys.executable, "-c", ENTRY, server.url("/"), "--ignore-robots", "-q",
+             "-o", "out.jsonl", "--handler", "leaves_open:note", "--items", "items.jsonl"],
+            capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+            env={"PYTHONPATH": PACKAGE_ROOT, "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "atexit ran\ntorn down\n"
+    seen = (tmp_path / "seen.txt").read_text().splitlines()
+    assert sorted(seen) == [server.url("/"), server.url("/a")]
+
+
 def test_a_usage_error_keeps_its_exit_status_and_message() -> None:
     result = run_entry("--no-such-flag")
     assert result.returncode == 2

@@ -12,7 +12,9 @@ finalization (``exit_now``): tearing down trio, lxml, ssl and the rest takes
 127.0.0.1, and nothing of it is the user's. By then every output is closed;
 the ``atexit`` handlers still run (logging's flush, a profiler's or
 coverage's report) and stdout and stderr are flushed. A non-daemon thread
-still running gets the ordinary exit, which waits for it.
+still running gets the ordinary exit, which waits for it, and so does a run
+with a ``--handler``: user code may leave a file open for the teardown to
+flush.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ def run() -> NoReturn:
 
 
 def may_exit_now() -> bool:
-    """Whether no thread but daemons is left (an ordinary exit waits for the others)."""
+    """Whether no thread but daemons is left (an ordinary exit waits for the
+    others), and no ``--handler`` was imported (its files, written and never
+    closed, would be flushed by the teardown alone)."""
     import threading
 
+    options = sys.modules.get("trio_crawl.cli.options")
+    if options is not None and getattr(options, "LOADED_HANDLERS", None):
+        return False
     main_thread = threading.main_thread()
     return all(t is main_thread or t.daemon for t in threading.enumerate())
 

@@ -517,6 +517,12 @@ def check_limits(args: argparse.Namespace) -> None:
         raise UsageError("--random-wait does not work with --redis yet (Redis spaces requests)")
 
 
+#: Handler modules this run imported (``load_handler``): user code, whose
+#: files may be left for Python's teardown to flush, so the command then
+#: ends with the ordinary exit (``trio_crawl.__main__.may_exit_now``).
+LOADED_HANDLERS: list[str] = []
+
+
 def load_handler(spec: str) -> Handler:
     """Import ``module:function`` (the current directory is importable)."""
     module_name, _, attr = spec.partition(":")
@@ -524,6 +530,7 @@ def load_handler(spec: str) -> Handler:
         raise UsageError(f"--handler must look like module:function (got {spec!r})")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    LOADED_HANDLERS.append(module_name)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
