@@ -126,7 +126,9 @@ class CrawlStats:
             # Records carry absolute canonical URLs: "scheme://host[:port]/...".
             self._hosts.add(record.url.split("/", 3)[2] if "//" in record.url else record.url)
 
-    def summary(self, *, elapsed: float, stopped: bool, unfinished: int) -> CrawlSummary:
+    def summary(
+        self, *, elapsed: float, stopped: bool, unfinished: int, over_host_budget: int = 0
+    ) -> CrawlSummary:
         lat = sorted(self._latencies_ms)
         return CrawlSummary(
             records=self.records,
@@ -139,6 +141,7 @@ class CrawlStats:
             latency_p99_ms=percentile(lat, 0.99),
             stopped=stopped,
             unfinished=unfinished,
+            over_host_budget=over_host_budget,
             items=self.items,
             bytes=self.bytes,
             capped_crawl_delays=dict(self.capped_crawl_delays),

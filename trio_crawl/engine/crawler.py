@@ -30,7 +30,6 @@ invariant is our bug and ends the crawl with an exception.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Iterable
@@ -62,7 +61,7 @@ from .recording import Recorder
 from .requests import fetch_entry, handler_for
 from .slots import host_slots
 from .statistics import EngineStatistics as EngineStatistics  # re-exported
-from .statistics import RunClock, snapshot, with_parse_statistics, with_render_statistics
+from .statistics import RunClock, snapshot, summarize, with_render_statistics
 
 
 class Crawler:
@@ -161,13 +160,8 @@ class Crawler:
         return snapshot(self.stats, pool, self.frontier, waiting, self._clock.elapsed, parse)
 
     def summary(self) -> CrawlSummary:
-        frontier = self.frontier.statistics()
-        unfinished = self.frontier.unfinished + frontier.dropped
-        summary = self.stats.summary(
-            elapsed=self._clock.elapsed, stopped=self._pool.stopping, unfinished=unfinished
-        )
-        summary = dataclasses.replace(summary, over_host_budget=frontier.refused)
-        summary = with_parse_statistics(summary, self._pages.process)
+        parts = (self.stats, self.frontier, self._pages.process)
+        summary = summarize(*parts, elapsed=self._clock.elapsed, stopped=self._pool.stopping)
         return self._workers.summarize(with_render_statistics(summary, self._fetcher))
 
     # -- one URL -----------------------------------------------------------

@@ -71,6 +71,27 @@ def snapshot(
     )
 
 
+def summarize(
+    stats: CrawlStats,
+    frontier: FrontierBackend,
+    process: ParseProcess | None,
+    *,
+    elapsed: float,
+    stopped: bool,
+) -> CrawlSummary:
+    """The summary of the records in ``stats``, with what the frontier left
+    unfinished (queued, or dropped by a stop), what its host budgets turned
+    away and the pages the parse co-process took."""
+    front = frontier.statistics()
+    summary = stats.summary(
+        elapsed=elapsed,
+        stopped=stopped,
+        unfinished=frontier.unfinished + front.dropped,
+        over_host_budget=front.refused,
+    )
+    return with_parse_statistics(summary, process)
+
+
 def with_parse_statistics(summary: CrawlSummary, process: ParseProcess | None) -> CrawlSummary:
     """``summary`` with the pages the parse co-process took, if there is one."""
     if process is None:
