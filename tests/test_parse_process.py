@@ -30,6 +30,7 @@ from trio_crawl.engine.parse_process import (
     EARLY_START_PAGES,
     EXIT_WAIT,
     START_AFTER,
+    WORKERS_PER_PLACE,
     ParseProcess,
     parse_process_for,
     parse_process_wanted,
@@ -590,3 +591,39 @@ async def test_the_child_ends_with_the_crawler(how: signal.Signals, tmp_path: Pa
     if how is signal.SIGINT:
         assert crawler.returncode == 130
         assert b"Traceback" not in (crawler.stderr.read() if crawler.stderr else b"")
+
+
+async def test_a_large_pool_gives_the_child_a_deeper_queue(tmp_path: Path) -> None:
+    """One place per WORKERS_PER_PLACE workers beyond max_in_flight: a pool
+    of 3 x WORKERS_PER_PLACE workers has 3 pages in the child at once, the
+    4th waits for a place (a crawl task waits on a server, so no hand-back)."""
+    process, release = await held_child(tmp_path)  # max_in_flight=1
+    assert process.queue_size == 1
+    process.crawl_workers = lambda: 3 * WORKERS_PER_PLACE
+    process.crawl_tasks = lambda: 5
+    assert process.queue_size == 3
+    got: dict[str, list[str] | None] = {}
+    all_done = trio.Event()
+
+    async def ask(name: str) -> None:
+        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+        if len(got) == 4:
+            all_done.set()
+
+    try:
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                await until(lambda: process.ready)
+                for name in "abc":
+                    nursery.start_soon(ask, name)
+                await until(lambda: process.in_flight == 3)
+                nursery.start_soon(ask, "d")
+                await until(lambda: process.queued == 1)
+                assert process.in_flight == 3
+                os.write(release, b"1111")
+                await all_done.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+    assert got == {name: [f"http://h.test/{name}#child"] for name in "abcd"}

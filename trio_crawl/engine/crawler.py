@@ -104,7 +104,7 @@ class Crawler:
         self._pool = parts.pool
         self._gate = parts.gate
         self._pages = PageReader(self.frontier, self._delivery, parts.scope, config)
-        self._pages.use_process(auto=auto_parse_process, crawl_tasks=lambda: self._pool.busy)
+        self._pages.use_process(auto=auto_parse_process, pool=self._pool)
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note

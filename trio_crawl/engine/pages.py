@@ -21,7 +21,7 @@ import inspect
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -42,6 +42,9 @@ from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
 from .parse_process import ParseProcess, parse_process_for
+
+if TYPE_CHECKING:
+    from ..workpool import WorkPool
 
 T = TypeVar("T")
 
@@ -81,14 +84,15 @@ class PageReader:
         #: The parse co-process, if the crawl has one.
         self.process = process
 
-    def use_process(self, *, auto: bool, crawl_tasks: Callable[[], int] | None = None) -> None:
+    def use_process(self, *, auto: bool, pool: WorkPool[Entry] | None = None) -> None:
         """Give the crawl a parse co-process if its config (or, unset and
         ``auto``, the machine and the crawl) wants one (``parse_process.py``);
-        ``crawl_tasks``: how many of the crawl's tasks hold a page now
-        (``ParseProcess.crawl_tasks``)."""
+        ``pool``: the crawl's workers, whose busy count and size the child's
+        queue follows (``ParseProcess.crawl_tasks``, ``crawl_workers``)."""
         self.process = parse_process_for(self._config, auto=auto)
-        if self.process is not None:
-            self.process.crawl_tasks = crawl_tasks
+        if self.process is not None and pool is not None:
+            self.process.crawl_tasks = lambda: pool.busy
+            self.process.crawl_workers = lambda: pool.workers
 
     def helpers(self) -> list[Callable[[], Awaitable[None]]]:
         """Tasks to run beside the crawl's workers: the co-process's link,

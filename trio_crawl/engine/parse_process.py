@@ -20,7 +20,8 @@ the caller parses the page itself, as it would without a child. None comes
 
 * before the child has said it is ready (the first pages of a crawl: they
   do not wait for an interpreter to start);
-* when the child has ``MAX_IN_FLIGHT`` pages already and the crawl's
+* when the child has its queue's worth of pages already (``MAX_IN_FLIGHT``,
+  or a quarter of a large pool: ``queue_size``) and the crawl's
   process has nothing else to do: a page that finds the child's queue full
   waits for a free place, and when no task of the crawl's process can run
   and every crawler with a page waits on the child (``crawl_tasks``; one
@@ -96,6 +97,16 @@ _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 #: 2.07-2.31 s with 8, 2.73-2.95 with 16, 2.51-2.67 with 32; the other trees
 #: and the synthetic site the same or better with 8).
 MAX_IN_FLIGHT: Final = 8
+#: A pool of more than ``MAX_IN_FLIGHT * WORKERS_PER_PLACE`` workers gives the
+#: child one place per this many workers. A large pool is a latency-bound
+#: crawl whose loop, busy with hundreds of tasks, reads the child's answers
+#: up to a turn late: a queue of 8 then capped the child at 8 pages a turn
+#: (``benchmarks/broad.py``, 1,000 hosts x 100 ms: ~1,600 pages/s, 70% of
+#: the crawl's 0 ms rate; with a queue of 64, 87%). A small pool keeps 8,
+#: so that a child falling behind fills its queue and the hand-back below
+#: shares the parsing (libstdc++-12-doc, 16 workers: 1.53 s with 8, 1.83 s
+#: with 64, where the queue never filled).
+WORKERS_PER_PLACE: Final = 4
 #: Pages a crawl known to be small parses itself before it starts the child:
 #: a crawl of a few pages never pays for an interpreter's start.
 START_AFTER: Final = 10
@@ -218,6 +229,9 @@ class ParseProcess:
         #: every one of them waits on the child (nothing else will need the
         #: crawl's core soon); else whenever its process is idle.
         self.crawl_tasks: Callable[[], int] | None = None
+        #: The crawl's worker count (``WorkPool.workers``), if it says: a large
+        #: pool gets a deeper queue (``queue_size``).
+        self.crawl_workers: Callable[[], int] | None = None
         self.pages = 0
         self.pid: int | None = None
 
@@ -242,6 +256,13 @@ class ParseProcess:
         return len(self._waiting)
 
     @property
+    def queue_size(self) -> int:
+        """Pages the child may hold at once: ``max_in_flight``, or one per
+        ``WORKERS_PER_PLACE`` workers of a larger pool."""
+        workers = self.crawl_workers() if self.crawl_workers is not None else 0
+        return max(self._max_in_flight, workers // WORKERS_PER_PLACE)
+
+    @property
     def queued(self) -> int:
         """Pages waiting for a place in the child's queue."""
         return len(self._queue)
@@ -255,7 +276,7 @@ class ParseProcess:
             if self._asked >= (START_AFTER if self._start_after is None else self._start_after):
                 self._wanted.set()
             return None
-        if len(self._waiting) + self._granted >= self._max_in_flight and not await self._place():
+        if len(self._waiting) + self._granted >= self.queue_size and not await self._place():
             return None
         number = self._next
         self._next += 1
