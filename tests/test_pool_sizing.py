@@ -207,6 +207,9 @@ def test_the_target_always_stays_within_its_bounds(
 # Demand just above busy_high of the pool, CPU below the band: the target
 # crept up one worker a window, for ever (found by a CI run).
 @example(cost=0.0007159599233793699, demand=847, initial=1, max_workers=1211)
+# Saturated far past one core (CPU reads 100%, the loop 18 s late): shrinking
+# by CPU alone, 10% a window, took 34 s to reach the floor; lag shrinks it too.
+@example(cost=0.0625, demand=599, initial=599, max_workers=599)
 def test_any_steady_workload_converges(
     cost: float, demand: int, initial: int, max_workers: int
 ) -> None:

@@ -11,8 +11,10 @@ Rules
    CPU ``c`` (process CPU seconds per wall second, 1.0 = one core busy),
    loop lag ``L`` (how late a timer fires, seconds) and busy workers ``b``.
 2. Shrink when the process is saturated: ``c > cpu_high`` gives
-   ``target * cpu_goal / c``; ``L > lag_high`` with ``c >= cpu_low`` gives
-   ``target * 3/4`` (a loop that lags while this process is busy is late
+   ``target * cpu_goal / c`` (at most ``target * 3/4`` if the loop lags
+   too: a core cannot show more than 100%, so a saturated process's CPU
+   understates how far over it is); ``L > lag_high`` with ``c >= cpu_low``
+   gives ``target * 3/4`` (a loop that lags while this process is busy is late
    because of its own work: fewer workers mean shorter turns). A loop that
    lags while this process uses little CPU is late because other processes
    have the CPU; fewer workers would not make it less late, only the crawl
@@ -89,9 +91,9 @@ class PoolSizerSettings:
     start_window: float = 0.3
     start_growth: int = 4
     start_holds: int = 3
-    cpu_goal: float = 0.85
-    cpu_low: float = 0.70
-    cpu_high: float = 0.95
+    cpu_goal: float = 0.90
+    cpu_low: float = 0.80
+    cpu_high: float = 0.97
     lag_low: float = 0.02
     lag_high: float = 0.10
     busy_high: float = 0.70
@@ -208,7 +210,10 @@ class PoolSizer:
         # idle ones: from a large pool with little work, one step, not many.
         working = min(float(n), max(busy, 1.0))
         if cpu > s.cpu_high:
-            return min(n - 1, math.floor(working * s.cpu_goal / cpu))
+            shrunk = working * s.cpu_goal / cpu
+            if lag > s.lag_high:  # saturated and late: further over than its CPU shows
+                shrunk = min(shrunk, working * 0.75)
+            return min(n - 1, math.floor(shrunk))
         if lag > s.lag_high and cpu >= s.cpu_low:
             return min(n - 1, math.floor(working * 0.75))
         if cpu < s.cpu_low and lag < s.lag_low and busy >= s.busy_high * n:
