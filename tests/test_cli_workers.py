@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
@@ -67,7 +68,7 @@ def test_max_workers_a_million_on_a_small_site_starts_five_tasks() -> None:
         r"workers\s*│\s*(\d+) \(sized by itself; at most (\d+) at once\)", result.stderr
     )
     assert row is not None, result.stderr
-    assert int(row[1]) == 16 and int(row[2]) <= 5
+    assert int(row[1]) == INITIAL_WORKERS and int(row[2]) <= 5
 
 
 @pytest.mark.parametrize("moment", ["outputs opened", "first request"])

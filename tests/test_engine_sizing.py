@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.models import CrawlRecord
+from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 from trio_crawl.engine.crawler import Crawler
 
 from fakes import FakeFetcher, FakePage
@@ -31,25 +32,25 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
     fetcher = FakeFetcher(pages)
     records: list[CrawlRecord] = []
     config = CrawlConfig(
-        start_urls=["http://h0.test/0"],
+        start_urls=[f"http://h{h}.test/0" for h in range(40)],  # 40 hosts at once
         span_hosts=True,
-        per_host_concurrency=3,
+        per_host_concurrency=8,
         ignore_robots=True,
     )
     crawler = Crawler(config, fetcher, on_record=[records.append])
     summary = await crawler.run()
     assert sorted(r.url for r in records) == sorted(pages)
     assert len(fetcher.calls) == len(pages)  # nothing fetched twice
-    assert max(n for _, n in summary.worker_history) > 16  # it grew
-    assert summary.sized and summary.worker_history[0] == (0.0, 16)
-    # Per host, never more than 3 at once, whatever the pool's size.
+    assert max(n for _, n in summary.worker_history) > INITIAL_WORKERS  # it grew
+    assert summary.sized and summary.worker_history[0] == (0.0, INITIAL_WORKERS)
+    # Per host, never more than 8 at once, whatever the pool's size.
     for h in range(40):
         starts = sorted(
             (c.start, c.end) for c in fetcher.calls if c.url.startswith(f"http://h{h}.test/")
         )
         for start, _ in starts:
             in_flight = sum(1 for s, e in starts if s <= start and (e is None or e > start))
-            assert in_flight <= 3
+            assert in_flight <= 8
 
 
 async def test_a_pinned_crawl_does_not_resize(autojump_clock: object) -> None:
@@ -67,7 +68,8 @@ async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock
     from trio_crawl.cli.progress import progress_line, summary_table
 
     pages = site(hosts=40, pages=30, delay=1.0)
-    config = CrawlConfig(start_urls=["http://h0.test/0"], span_hosts=True, ignore_robots=True)
+    starts = [f"http://h{h}.test/0" for h in range(40)]
+    config = CrawlConfig(start_urls=starts, span_hosts=True, ignore_robots=True)
     crawler = Crawler(config, FakeFetcher(pages), on_record=[])
     summary = await crawler.run()
     stats = crawler.statistics()
@@ -75,7 +77,7 @@ async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock
     console = Console(width=200, record=True)
     console.print(summary_table(summary))
     text = console.export_text()
-    assert "│ workers " in text and "16 → 32 → " in text  # grown from 16, step by step
+    assert "│ workers " in text and f"{INITIAL_WORKERS} → " in text  # grown from the start
     assert f"(sized by itself; at most {summary.peak_workers:,} at once)" in text
 
 

@@ -54,6 +54,8 @@ class Workload:
 
 
 BAND = PoolSizerSettings()
+#: The tests below that count from 16 workers (the default start before 64).
+FROM_16 = PoolSizerSettings(initial=16, floor=16)
 
 
 def test_grows_into_the_cpu_band_and_stays_there() -> None:
@@ -81,7 +83,7 @@ def test_slow_start_reaches_the_band_in_about_a_second() -> None:
 def test_a_peak_of_cpu_at_the_start_does_not_end_slow_start() -> None:
     """A crawl's first windows pay once for every new host: one window that
     holds on such a peak is followed by short windows and steep growth still."""
-    sizer = PoolSizer()
+    sizer = PoolSizer(FROM_16)
     now = cpu = 0.0
     sizer.observe(now=now, cpu_seconds=cpu, busy=16, lag=0.0)
     shares = [0.9] * 3 + [0.05] * 3  # a window at 90% of a core, then one at 5%
@@ -96,7 +98,7 @@ def test_slow_start_ends_after_holds_in_a_row_or_a_shrink() -> None:
     """After ``start_holds`` short windows without growth, a change waits a
     whole second's window; so it does after a shrink."""
     for shares in ([0.8] * 9, [1.5] * 3):
-        sizer = PoolSizer(PoolSizerSettings(initial=64))
+        sizer = PoolSizer(PoolSizerSettings(initial=64, floor=16))
         now = cpu = 0.0
         sizer.observe(now=now, cpu_seconds=cpu, busy=64, lag=0.0)
         for share in shares:
@@ -132,7 +134,7 @@ def test_does_not_grow_past_the_work() -> None:
     """Few busy workers (the work, not the pool, is the limit): hold."""
     sizer = PoolSizer()
     targets = Workload(demand=5, cost=0.001).run(sizer, 30)
-    assert set(targets) == {16}
+    assert set(targets) == {BAND.initial}
 
 
 def test_lag_from_its_own_work_shrinks_it_and_lag_from_others_holds_it() -> None:
@@ -149,7 +151,7 @@ def test_lag_from_its_own_work_shrinks_it_and_lag_from_others_holds_it() -> None
 
 
 def test_ceiling_stops_growth_and_a_cpu_bound_crawl_stays_at_the_floor() -> None:
-    sizer = PoolSizer()
+    sizer = PoolSizer(FROM_16)
     targets = Workload(demand=10_000, cost=0.0001).run(sizer, 30, ceiling=40)
     assert max(targets) == 40 and targets[-1] == 40
     high = PoolSizer(PoolSizerSettings(initial=100))

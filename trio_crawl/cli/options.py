@@ -349,7 +349,7 @@ def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
         type=COUNT,
         metavar="N",
         help="crawler tasks, fixed (default: sized by itself from CPU time and latency, "
-        "starting at 16)",
+        "starting at 64)",
     )
     g.add_argument(
         "--max-workers",

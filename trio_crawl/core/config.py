@@ -21,7 +21,7 @@ from .filters import FilteredScope, UrlFilter
 from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
-from .pool_sizing import INITIAL_WORKERS, machine_ceiling
+from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS, machine_ceiling
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
 
@@ -338,12 +338,12 @@ class CrawlConfig:
     @property
     def host_concurrency(self) -> int | None:
         """The most requests in flight to one host: ``per_host_concurrency``;
-        unset, a self-sized crawl keeps to ``INITIAL_WORKERS`` (16) per host,
+        unset, a self-sized crawl keeps to ``DEFAULT_PER_HOST`` (16) per host,
         what the old fixed default allowed in all, so that growing for many
         hosts never means more at once to one site; a ``-w`` crawl has none."""
         if self.per_host_concurrency is not None or self.workers is not None:
             return self.per_host_concurrency
-        return INITIAL_WORKERS
+        return DEFAULT_PER_HOST
 
     @property
     def initial_workers(self) -> int:
