@@ -97,7 +97,7 @@ def test_a_peak_of_cpu_at_the_start_does_not_end_slow_start() -> None:
 def test_slow_start_ends_after_holds_in_a_row_or_a_shrink() -> None:
     """After ``start_holds`` short windows without growth, a change waits a
     whole second's window; so it does after a shrink."""
-    for shares in ([0.8] * 9, [1.5] * 3):
+    for shares in ([0.9] * 9, [1.5] * 3):
         sizer = PoolSizer(PoolSizerSettings(initial=64, floor=16))
         now = cpu = 0.0
         sizer.observe(now=now, cpu_seconds=cpu, busy=64, lag=0.0)
@@ -140,7 +140,7 @@ def test_does_not_grow_past_the_work() -> None:
 def test_lag_from_its_own_work_shrinks_it_and_lag_from_others_holds_it() -> None:
     """A loop that lags while the process is busy shrinks the pool; one that
     lags while the process gets little CPU (other processes have it) holds."""
-    for share, expect_shrink in ((0.8, True), (0.3, False)):
+    for share, expect_shrink in ((0.9, True), (0.3, False)):
         sizer = PoolSizer(PoolSizerSettings(initial=200, floor=16))
         now = 0.0
         sizer.observe(now=now, cpu_seconds=0.0, busy=200, lag=0.0)

@@ -100,9 +100,9 @@ class PoolSizerSettings:
     start_window: float = 0.3
     start_growth: int = 4
     start_holds: int = 3
-    cpu_goal: float = 0.90
-    cpu_low: float = 0.80
-    cpu_high: float = 0.97
+    cpu_goal: float = 0.93
+    cpu_low: float = 0.85
+    cpu_high: float = 0.98
     lag_low: float = 0.02
     lag_high: float = 0.10
     busy_high: float = 0.70
