@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +374,21 @@ while True:
 """
 
 
+def asker(
+    process: ParseProcess, got: dict[str, list[str] | None], pages: int
+) -> tuple[Callable[[str], Awaitable[None]], trio.Event]:
+    """A task that asks ``process`` for page ``name``'s links into ``got``,
+    and the event set once ``pages`` pages have their answer."""
+    done = trio.Event()
+
+    async def ask(name: str) -> None:
+        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
+        if len(got) == pages:
+            done.set()
+
+    return ask, done
+
+
 async def held_child(tmp_path: Path) -> tuple[ParseProcess, int]:
     """A ready ``ParseProcess`` (one page in the child at most) whose child
     answers a page per byte written to the descriptor returned."""
@@ -463,12 +478,7 @@ async def test_a_waiting_page_stays_for_the_child_while_another_crawl_task_waits
     process, release = await held_child(tmp_path)
     process.crawl_tasks = lambda: 3
     got: dict[str, list[str] | None] = {}
-    both = trio.Event()
-
-    async def ask(name: str) -> None:
-        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
-        if len(got) == 2:
-            both.set()
+    ask, both = asker(process, got, 2)
 
     try:
         with trio.fail_after(LIMIT):
@@ -603,12 +613,7 @@ async def test_a_large_pool_gives_the_child_a_deeper_queue(tmp_path: Path) -> No
     process.crawl_tasks = lambda: 5
     assert process.queue_size == 3
     got: dict[str, list[str] | None] = {}
-    all_done = trio.Event()
-
-    async def ask(name: str) -> None:
-        got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
-        if len(got) == 4:
-            all_done.set()
+    ask, all_done = asker(process, got, 4)
 
     try:
         with trio.fail_after(LIMIT):
