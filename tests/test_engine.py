@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 from trio_crawl.core.schedule import RATE_SLACK
 
 from fakes import FakeFetcher, FakePage, bfs_depths
@@ -101,7 +102,7 @@ async def test_records_shape_and_fields(autojump_clock: object) -> None:
         "attempts": 1,
         "t": 0.0,
         "size": len(pages[url(0)].body()),
-        "workers": 16,  # a sized pool's count: on the first record, then on changes
+        "workers": INITIAL_WORKERS,  # a sized pool's count: on the first record, then on changes
     }
     assert "workers" not in failed.to_json()
     assert (failed.url, failed.status, failed.referrer, failed.attempts) == (
