@@ -1,13 +1,39 @@
-"""Child processes in tests: which still run, and waiting for them to end."""
+"""Child processes in tests: running a Python snippet, which still run, and
+waiting for them to end."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import trio
 
-__all__ = ["alive", "wait_gone"]
+__all__ = ["alive", "run_python", "wait_gone"]
+
+#: Seconds a snippet run by ``run_python`` may take.
+TIMEOUT = 60
+
+
+def run_python(
+    code: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code args...`` in this interpreter, its output captured,
+    no standard input, at most ``TIMEOUT`` seconds."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
 
 
 def alive(pids: set[int]) -> set[int]:

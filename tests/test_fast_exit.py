@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 import threading
 from pathlib import Path
+
+from processes import run_python
 
 from trio_crawl.__main__ import may_exit_now
 from trio_crawl.sites.server import serve_site
@@ -36,23 +37,18 @@ ENTRY = textwrap.dedent(
 )
 
 
+#: The children's environment: this checkout's package, nothing inherited.
+ENV = {"PYTHONPATH": PACKAGE_ROOT, "PATH": "/usr/bin:/bin"}
+
+
 def run_entry(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", ENTRY, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        env={"PYTHONPATH": PACKAGE_ROOT, "PATH": "/usr/bin:/bin"},
-    )
+    return run_python(ENTRY, *args, env=ENV)
 
 
 def test_the_witness_is_torn_down_by_an_ordinary_exit() -> None:
     # What the next test relies on: without the early exit, it is.
     code = ENTRY.replace("from trio_crawl.__main__ import run\nrun()", "sys.exit(0)")
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT
-    )
+    result = run_python(code)
     assert result.stderr == "atexit ran\ntorn down\n"
 
 
@@ -86,11 +82,9 @@ def test_a_run_with_a_handler_gets_the_ordinary_exit(tmp_path: Path) -> None:
     (tmp_path / "leaves_open.py").write_text(LEAVES_A_FILE_OPEN)
     site = Site({"/": page("/a"), "/a": page("/")})
     with serve_site(site) as server:
-        result = subprocess.run(
-            [sys.executable, "-c", ENTRY, server.url("/"), "--ignore-robots", "-q",
-             "-o", "out.jsonl", "--handler", "leaves_open:note", "--items", "items.jsonl"],
-            capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
-            env={"PYTHONPATH": PACKAGE_ROOT, "PATH": "/usr/bin:/bin"},
+        result = run_python(
+            ENTRY, server.url("/"), "--ignore-robots", "-q", "-o", "out.jsonl",
+            "--handler", "leaves_open:note", "--items", "items.jsonl", env=ENV, cwd=tmp_path,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr == "atexit ran\ntorn down\n"

@@ -15,7 +15,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -401,6 +402,22 @@ async def held_child(tmp_path: Path) -> tuple[ParseProcess, int]:
     return process, release
 
 
+@asynccontextmanager
+async def serving(process: ParseProcess, release: int) -> AsyncIterator[trio.Nursery]:
+    """``process`` linked to its held child and ready, in a nursery the test
+    starts its pages in; the nursery is cancelled when the block ends, and the
+    child's release descriptor closed whatever happened."""
+    try:
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                await until(lambda: process.ready)
+                yield nursery
+                nursery.cancel_scope.cancel()
+    finally:
+        os.close(release)
+
+
 async def test_a_page_that_finds_the_queue_full_waits_for_the_child_while_the_crawl_is_busy(
     tmp_path: Path,
 ) -> None:
@@ -417,21 +434,14 @@ async def test_a_page_that_finds_the_queue_full_waits_for_the_child_while_the_cr
         while not second_done.is_set():
             await trio.lowlevel.checkpoint()
 
-    try:
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                await until(lambda: process.ready)
-                nursery.start_soon(ask, "first")
-                await until(lambda: process.in_flight == 1)
-                nursery.start_soon(busy)
-                nursery.start_soon(ask, "second", second_done)
-                await until(lambda: process.queued == 1)
-                os.write(release, b"11")  # answer the first, then the second
-                await second_done.wait()
-                nursery.cancel_scope.cancel()
-    finally:
-        os.close(release)
+    async with serving(process, release) as nursery:
+        nursery.start_soon(ask, "first")
+        await until(lambda: process.in_flight == 1)
+        nursery.start_soon(busy)
+        nursery.start_soon(ask, "second", second_done)
+        await until(lambda: process.queued == 1)
+        os.write(release, b"11")  # answer the first, then the second
+        await second_done.wait()
     assert got == {
         "first": ["http://h.test/first#child"],
         "second": ["http://h.test/second#child"],
@@ -451,21 +461,14 @@ async def test_a_waiting_page_is_parsed_by_the_crawl_when_it_has_nothing_else_to
 
     first_done, second_done = trio.Event(), trio.Event()
     process.crawl_tasks = lambda: 2  # both of the crawl's tasks wait on the child
-    try:
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                await until(lambda: process.ready)
-                nursery.start_soon(ask, "first", first_done)
-                await until(lambda: process.in_flight == 1)
-                nursery.start_soon(ask, "second", second_done)
-                await second_done.wait()  # every task waits: handed back at once
-                assert got == {"second": None} and process.in_flight == 1
-                os.write(release, b"1")
-                await first_done.wait()
-                nursery.cancel_scope.cancel()
-    finally:
-        os.close(release)
+    async with serving(process, release) as nursery:
+        nursery.start_soon(ask, "first", first_done)
+        await until(lambda: process.in_flight == 1)
+        nursery.start_soon(ask, "second", second_done)
+        await second_done.wait()  # every task waits: handed back at once
+        assert got == {"second": None} and process.in_flight == 1
+        os.write(release, b"1")
+        await first_done.wait()
     assert got == {"second": None, "first": ["http://h.test/first#child"]}
     assert process.pages == 1 and process.queued == 0
 
@@ -480,23 +483,16 @@ async def test_a_waiting_page_stays_for_the_child_while_another_crawl_task_waits
     got: dict[str, list[str] | None] = {}
     ask, both = asker(process, got, 2)
 
-    try:
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                await until(lambda: process.ready)
-                nursery.start_soon(ask, "first")
-                await until(lambda: process.in_flight == 1)
-                nursery.start_soon(ask, "second")
-                await until(lambda: process.queued == 1)
-                await trio.testing.wait_all_tasks_blocked()
-                await trio.testing.wait_all_tasks_blocked()  # the idle crawl has looked
-                assert got == {} and process.queued == 1
-                os.write(release, b"11")
-                await both.wait()
-                nursery.cancel_scope.cancel()
-    finally:
-        os.close(release)
+    async with serving(process, release) as nursery:
+        nursery.start_soon(ask, "first")
+        await until(lambda: process.in_flight == 1)
+        nursery.start_soon(ask, "second")
+        await until(lambda: process.queued == 1)
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.testing.wait_all_tasks_blocked()  # the idle crawl has looked
+        assert got == {} and process.queued == 1
+        os.write(release, b"11")
+        await both.wait()
     assert got == {
         "first": ["http://h.test/first#child"],
         "second": ["http://h.test/second#child"],
@@ -518,23 +514,16 @@ async def test_pages_waiting_for_a_place_are_parsed_by_the_crawl_when_the_child_
         while len(got) < 2:
             await trio.lowlevel.checkpoint()
 
-    try:
-        with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
-            with trio.fail_after(LIMIT):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(process.serve)
-                    await until(lambda: process.ready)
-                    nursery.start_soon(ask, "first")
-                    await until(lambda: process.in_flight == 1)
-                    nursery.start_soon(busy)
-                    nursery.start_soon(ask, "second")
-                    await until(lambda: process.queued == 1)
-                    assert process.pid is not None
-                    os.kill(process.pid, signal.SIGKILL)
-                    await until(lambda: len(got) == 2)
-                    nursery.cancel_scope.cancel()
-    finally:
-        os.close(release)
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        async with serving(process, release) as nursery:
+            nursery.start_soon(ask, "first")
+            await until(lambda: process.in_flight == 1)
+            nursery.start_soon(busy)
+            nursery.start_soon(ask, "second")
+            await until(lambda: process.queued == 1)
+            assert process.pid is not None
+            os.kill(process.pid, signal.SIGKILL)
+            await until(lambda: len(got) == 2)
     assert got == {"first": None, "second": None} and process.pages == 0
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
     assert warning.startswith("the parse process ended (killed by SIGKILL)")
@@ -615,20 +604,13 @@ async def test_a_large_pool_gives_the_child_a_deeper_queue(tmp_path: Path) -> No
     got: dict[str, list[str] | None] = {}
     ask, all_done = asker(process, got, 4)
 
-    try:
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                await until(lambda: process.ready)
-                for name in "abc":
-                    nursery.start_soon(ask, name)
-                await until(lambda: process.in_flight == 3)
-                nursery.start_soon(ask, "d")
-                await until(lambda: process.queued == 1)
-                assert process.in_flight == 3
-                os.write(release, b"1111")
-                await all_done.wait()
-                nursery.cancel_scope.cancel()
-    finally:
-        os.close(release)
+    async with serving(process, release) as nursery:
+        for name in "abc":
+            nursery.start_soon(ask, name)
+        await until(lambda: process.in_flight == 3)
+        nursery.start_soon(ask, "d")
+        await until(lambda: process.queued == 1)
+        assert process.in_flight == 3
+        os.write(release, b"1111")
+        await all_done.wait()
     assert got == {name: [f"http://h.test/{name}#child"] for name in "abcd"}

@@ -18,19 +18,16 @@ a ``try``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 import tomllib
 from pathlib import Path
 
 import pytest
+from processes import run_python
 
 import trio_crawl
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Site, page
-
-TIMEOUT = 60
 
 #: Modules of features a plain crawl does not use.
 OPTIONAL = (
@@ -68,16 +65,6 @@ CRAWL = textwrap.dedent(
     print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
     """
 )
-
-
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
