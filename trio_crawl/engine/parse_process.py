@@ -92,20 +92,19 @@ except ImportError:  # pragma: no cover - a trio that moved it
 
 _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 
-#: Pages in the child at once; more are parsed in the crawl's process, so
-#: both cores parse when the child falls behind (libstdc++-12-doc, load ~1.5:
-#: 2.07-2.31 s with 8, 2.73-2.95 with 16, 2.51-2.67 with 32; the other trees
-#: and the synthetic site the same or better with 8).
+#: Pages in the child at once in a small pool; more wait for a place, and
+#: are handed back to the crawl's process when it is idle, so both cores
+#: parse when the child falls behind (libstdc++-12-doc, 16 workers: 1.53 s
+#: with 8, 1.83 s with 64, where the queue never filled and nothing was
+#: handed back).
 MAX_IN_FLIGHT: Final = 8
 #: A pool of more than ``MAX_IN_FLIGHT * WORKERS_PER_PLACE`` workers gives the
 #: child one place per this many workers. A large pool is a latency-bound
 #: crawl whose loop, busy with hundreds of tasks, reads the child's answers
 #: up to a turn late: a queue of 8 then capped the child at 8 pages a turn
 #: (``benchmarks/broad.py``, 1,000 hosts x 100 ms: ~1,600 pages/s, 70% of
-#: the crawl's 0 ms rate; with a queue of 64, 87%). A small pool keeps 8,
-#: so that a child falling behind fills its queue and the hand-back below
-#: shares the parsing (libstdc++-12-doc, 16 workers: 1.53 s with 8, 1.83 s
-#: with 64, where the queue never filled).
+#: the crawl's 0 ms rate; with a queue of 64, 87%). A small pool keeps
+#: ``MAX_IN_FLIGHT``.
 WORKERS_PER_PLACE: Final = 4
 #: Pages a crawl known to be small parses itself before it starts the child:
 #: a crawl of a few pages never pays for an interpreter's start.
@@ -273,7 +272,7 @@ class ParseProcess:
         the page (the child's answer is dropped)."""
         if not self._ready:
             self._asked += 1
-            if self._asked >= (START_AFTER if self._start_after is None else self._start_after):
+            if self._asked >= starts_after(self._start_after, fork=True):
                 self._wanted.set()
             return None
         if len(self._waiting) + self._granted >= self.queue_size and not await self._place():
