@@ -106,6 +106,7 @@ ASKS_PINS = [
     "typing-extensions>=4.5",
     # the rest of trio-crawl's dependencies and its [test] extra
     "lxml>=5.0",
+    "selectolax>=1.0",
     "beautifulsoup4>=4.12",
     "ada-url>=1.15,<5",
     "cssselect>=1.2",

@@ -66,8 +66,17 @@ Rules:
    part libxml2 read (every page in the tests). libxml2 itself keeps the
    pushed input (it does not shrink it in push mode) and interns short text
    nodes, so parsing a body costs up to about its size again.
+8. ``extract_links`` reads a body under 1 MiB with lexbor, the HTML
+   Standard's parser (``html_links``): the same links as libxml2's on every
+   real page tried, in about two thirds of the time. Where they differ, on
+   markup no site writes on purpose (a NUL byte, a ``<`` in an unquoted
+   ``href``, misnested tables), lexbor reads it as a browser does. A page
+   with a ``<template>``, ``<frameset>`` or ``<noframes>`` goes to libxml2
+   (rules 1-5), which reads their markup as ordinary elements; so does every
+   body from 1 MiB up (rule 6) and ``--page-requisites``' one tree for links
+   and requisites.
 
-Speed (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
+Speed, before rule 8 (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``. ``extract_links`` builds no tree: libxml2
 hands each start tag to a parser target (``_LinkTarget``), the one link loop
 (``_read_elements``) written as a callback, so no node is allocated and none
@@ -86,8 +95,8 @@ building the tree), ``iterlinks`` (4x slower, and it returns every kind of
 link), parsing ``str`` (fails on XML declarations). selectolax/lexbor
 (``benchmarks/bench_extractors.py``) parses 2-3x faster, but reading nodes
 from Python costs it more: end to end ~25 % faster on the synthetic page and
-~30 % on the Python docs, with the same links; not adopted for now: another
-dependency, no incremental parse (rule 6), ``<template>`` contents hidden.
+~30 % on the Python and PostgreSQL docs, with the same links: rule 8, for
+the pages it suits (``html_links`` says which, and why).
 A new parser per call costs 0.5 us and keeps the function safe to run in
 worker threads; the link parser, whose target lxml inspects when it is made
 (~10 us), is made once per thread instead.
@@ -106,6 +115,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from lxml import etree
 
 from .content_type import is_html_content_type
+from .html_links import html_links
 from .requisites import REQUISITE_TAGS, css_refs, element_refs, extract_css_urls
 from .url import join, resolve_many
 
@@ -458,6 +468,8 @@ def _frozen_base(href: str, document_url: str) -> str:
 #: default ``thread_parse_bytes``: such pages are parsed in threads, two at once).
 _STREAM_BYTES: Final = 1024 * 1024
 _STREAM_CHUNK: Final = 256 * 1024
+#: Rule 8: bodies under this size are read by lexbor (``html_links``).
+_LEXBOR_BYTES: Final = _STREAM_BYTES
 
 
 _STYLE_ATTRIBUTE: Final = re.compile(rb"style\s*=", re.I)
@@ -581,7 +593,14 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
     """
     if not body or not is_html_content_type(content_type):
         return []
-    data = _reopen_html_end(_utf8(body, content_type))
+    data = _utf8(body, content_type)
+    found = html_links(data) if len(data) < _LEXBOR_BYTES else None  # rule 8
+    if found is not None:
+        base, hrefs = found
+        if not hrefs:
+            return []
+        return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
+    data = _reopen_html_end(data)
     if len(data) >= _STREAM_BYTES:
         streamed = _stream(data, requisites=False)
         if streamed is None:
