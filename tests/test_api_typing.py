@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import http.cookiejar
 import subprocess
 import sys
 import textwrap
@@ -21,8 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 def test_crawl_options_mirror_crawl_config() -> None:
     fields = {f.name: f for f in dataclasses.fields(CrawlConfig)}
     del fields["start_urls"]
-    options = typing.get_type_hints(CrawlOptions)
-    config = typing.get_type_hints(CrawlConfig)
+    # CookieJar is imported for type checkers only (start-up cost): name it here
+    names = {"CookieJar": http.cookiejar.CookieJar}
+    options = typing.get_type_hints(CrawlOptions, localns=names)
+    config = typing.get_type_hints(CrawlConfig, localns=names)
     assert set(options) == set(fields)
     for name, hint in options.items():
         assert hint == config[name], name

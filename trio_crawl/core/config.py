@@ -11,8 +11,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
@@ -24,6 +23,11 @@ from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origin
 from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS, machine_ceiling
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
+
+if TYPE_CHECKING:
+    # Only in annotations: http.cookiejar pulls in urllib.request and
+    # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
+    from http.cookiejar import CookieJar
 
 FETCHERS = ("curl", "httpx", "asks")
 

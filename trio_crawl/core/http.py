@@ -8,10 +8,15 @@ this module; it imports nothing of theirs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar
+from typing import TYPE_CHECKING
 
 from .content_type import is_html_content_type as is_html_content_type
 from .identity import Credentials
+
+if TYPE_CHECKING:
+    # Only in annotations: http.cookiejar pulls in urllib.request and
+    # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
+    from http.cookiejar import CookieJar
 
 DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 

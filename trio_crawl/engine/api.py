@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
-from http.cookiejar import CookieJar
-from typing import Literal, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, Unpack
 
 import trio
 
@@ -26,6 +25,11 @@ from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
 from .fetchers import open_fetcher as open_fetcher  # re-exported: the library's face
 from .statistics import EngineStatistics
+
+if TYPE_CHECKING:
+    # Only in annotations: http.cookiejar pulls in urllib.request and
+    # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
+    from http.cookiejar import CookieJar
 
 T = TypeVar("T")
 C = TypeVar("C")
