@@ -47,7 +47,7 @@ class Collector:
     __slots__ = (
         "_answered",
         "_decoder",
-        "_last",
+        "_fields",
         "abort",
         "any_body",
         "chunks",
@@ -93,7 +93,8 @@ class Collector:
         self.failure: Exception | None = None
         self._decoder: BodyDecoder | None = None  # None: the body is not encoded
         self._answered = False  # a status line came after the last request sent
-        self._last: str | None = None  # last header name, for obs-fold lines
+        #: the raw field lines of the head being read, parsed at its end
+        self._fields: list[bytes] = []
 
     def request_sent(self) -> bool:
         """curl is about to send a request; ``False`` refuses a resend (rule 1)."""
@@ -115,6 +116,9 @@ class Collector:
         return False
 
     def header_line(self, line: bytes) -> bool:
+        """One raw line of a head. A field line is only kept here: the head's
+        fields are parsed together when its blank line comes (``_read_fields``),
+        so the usual line costs curl's callback an append."""
         if self.head_done:
             return True  # trailers of a chunked body: not part of the head
         if line.startswith(b"HTTP/"):
@@ -126,26 +130,40 @@ class Collector:
             self.http_version = parts[0].decode("ascii", "replace")
             self.status = int(code)
             self._answered = True
-            self.headers = {}
-            self.set_cookies = []
-            self._last = None
+            self._fields.clear()
             return True
-        if not line.strip():
-            if 100 <= self.status < 200:
-                return True  # an interim head ends; the real one follows
-            return self._end_of_head()
-        text = _decode_header(line).rstrip("\r\n")
-        if text[:1] in (" ", "\t"):
-            if self._last is not None:  # obsolete line folding: continue the last value
-                self.headers[self._last] += " " + text.strip()
+        if line.strip():
+            self._fields.append(line)
             return True
-        name, sep, value = text.partition(":")
-        if not sep:
-            return True  # not a header; curl already judged the head acceptable
-        self._last = join_header(self.headers, name.strip(), value.strip())
-        if self._last == "set-cookie":
-            self.set_cookies.append(value.strip())
-        return True
+        self._read_fields()
+        if 100 <= self.status < 200:
+            return True  # an interim head ends; the real one follows
+        return self._end_of_head()
+
+    def _read_fields(self) -> None:
+        """``headers`` and ``set_cookies`` from the head's field lines: names
+        lower-cased, repeats joined (``body.join_header``), obsolete line
+        folding unfolded, lines without a colon skipped (curl already judged
+        the head acceptable)."""
+        headers: dict[str, str] = {}
+        set_cookies: list[str] = []
+        last: str | None = None  # the last name, for obs-fold lines
+        for line in self._fields:
+            text = _decode_header(line).rstrip("\r\n")
+            if text[:1] in (" ", "\t"):
+                if last is not None:
+                    headers[last] += " " + text.strip()
+                continue
+            name, sep, value = text.partition(":")
+            if not sep:
+                continue
+            value = value.strip()
+            last = join_header(headers, name.strip(), value)
+            if last == "set-cookie":
+                set_cookies.append(value)
+        self._fields.clear()
+        self.headers = headers
+        self.set_cookies = set_cookies
 
     def _end_of_head(self) -> bool:
         self.head_done = True

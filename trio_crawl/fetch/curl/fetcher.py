@@ -63,7 +63,7 @@ import math
 import os
 import select
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -140,6 +140,9 @@ class CurlFetcher:
         self._adding = False  # inside add_handle: the 0 ms timer is served at once
         self._driver_scope: trio.CancelScope | None = None
         self._closed = False
+        #: trio's clock; ``_drive`` binds the run's clock itself (one call, not
+        #: three frames of ``trio.current_time``: several reads per page)
+        self._now: Callable[[], float] = trio.current_time
         multi: Any = pycurl.CurlMulti()
         n = config.max_connections
         multi.setopt(pycurl.M_MAX_TOTAL_CONNECTIONS, n)
@@ -196,7 +199,7 @@ class CurlFetcher:
         self, url: str, headers: dict[str, str] | None, any_body: bool
     ) -> FetchResult | Exception:
         """Borrow a handle, run one transfer on it, give the handle back."""
-        deadline = trio.current_time() + self.config.timeout
+        deadline = self._now() + self.config.timeout
         try:
             self._pool.acquire_nowait()  # the usual case: no scope needed
         except trio.WouldBlock:
@@ -252,7 +255,7 @@ class CurlFetcher:
         any_body: bool,
         deadline: float,
     ) -> None:
-        now = trio.current_time()
+        now = self._now()
         slot.begin(url, headers, deadline - now, any_body, self._proxies.proxy_for(url))
         slot.started = now
         self._adding = True
@@ -295,7 +298,7 @@ class CurlFetcher:
             if timeout_ms < 0:
                 self._timer_at = math.inf
             else:
-                self._timer_at = trio.current_time() + timeout_ms / 1000
+                self._timer_at = self._now() + timeout_ms / 1000
                 if not self._adding:  # _start serves that one itself
                     self._wake_by(self._timer_at)
         except BaseException as exc:
@@ -320,6 +323,7 @@ class CurlFetcher:
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Wait for what libcurl asked for, then let it act (rule 1)."""
+        self._now = trio.lowlevel.current_clock().current_time
         async with trio.open_nursery() as nursery:
             if self._watcher is None:
                 self._watcher = TaskWatcher(nursery, self._socket_action)
@@ -336,7 +340,7 @@ class CurlFetcher:
                 if self._closed:
                     return  # woke by readiness just as we were closed
                 watcher.dispatch(self._socket_action)
-                if self._timer_at <= trio.current_time():
+                if self._timer_at <= self._now():
                     self._timer_at = math.inf  # curl sets a new one if it needs it
                     self._socket_action(_SOCKET_TIMEOUT, 0)
 
@@ -353,7 +357,7 @@ class CurlFetcher:
             queued, ok, failed = self._multi.info_read()
             if not (ok or failed):
                 return  # most calls: nothing finished (queued is 0 then)
-            now = trio.current_time()
+            now = self._now()
             for curl in ok:
                 self._finish(curl, 0, "", now)
             for curl, code, message in failed:
