@@ -266,6 +266,58 @@ async def test_a_child_that_stops_answering_is_killed_and_the_crawl_parses(
     assert process.pages == 0
 
 
+TAKES_TWO_ANSWERS_ONE = """
+import marshal, socket, struct, sys, time
+sock = socket.socket(fileno=int(sys.argv[-1]))
+def send(message):
+    data = marshal.dumps(message)
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+def receive():
+    head = sock.recv(8, socket.MSG_WAITALL)
+    return marshal.loads(sock.recv(struct.unpack("<Q", head)[0], socket.MSG_WAITALL))
+send((0, "ready"))
+first, second = receive(), receive()
+send((first[0], []))
+time.sleep(600)
+"""
+
+
+async def test_the_child_is_given_up_answer_wait_after_the_oldest_unanswered_page(
+    slow_jump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One watchdog times every page: page A (sent at 0) is answered once page
+    # B (sent at 3) arrives; B never is, and comes back at 3 + answer_wait,
+    # not at A's deadline (5) nor later.
+    process = ParseProcess(
+        [sys.executable, "-c", TAKES_TWO_ANSWERS_ONE], start_after=1, answer_wait=5
+    )
+    body, url = b'<a href="/x">x</a>', "http://h.test/"
+    answers: dict[str, tuple[list[str] | None, float]] = {}
+    b_answered = trio.Event()
+
+    async def ask(name: str) -> None:
+        answers[name] = (await process.links(body, url, "text/html"), trio.current_time())
+        if name == "b":
+            b_answered.set()
+
+    with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.serve)
+                assert await process.links(body, url, "text/html") is None  # starts it
+                await until(lambda: process.ready)
+                start = trio.current_time()
+                nursery.start_soon(ask, "a")
+                await trio.sleep(3)
+                nursery.start_soon(ask, "b")
+                await b_answered.wait()
+                nursery.cancel_scope.cancel()
+    assert answers["a"][0] == [] and answers["a"][1] == start + 3
+    assert answers["b"] == (None, pytest.approx(start + 3 + 5))
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
+    assert warning.startswith("the parse process did not answer within 5 s (killed)")
+
+
 @pytest.fixture
 def slow_jump_clock() -> trio.testing.MockClock:
     """Virtual time that moves only after a whole real second with every task

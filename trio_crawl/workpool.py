@@ -203,6 +203,7 @@ class WorkPool(Generic[T]):
         self._wake_supervisor = trio.Event()
         self._rooms: list[Room] = []
         self._published = 0
+        self._in_channel = 0  # items in the channel (publish adds, _take removes)
         self._completed = 0
         self._stopping = False
         self._aborted = False
@@ -230,6 +231,7 @@ class WorkPool(Generic[T]):
             heapq.heappush(self._heap, (-priority, next(self._order), item))
         else:
             self._send.send_nowait(item)
+            self._in_channel += 1
         self._published += 1
         self._start_workers()
 
@@ -283,7 +285,10 @@ class WorkPool(Generic[T]):
 
     @property
     def queued(self) -> int:
-        return self._receive.statistics().current_buffer_used + len(self._heap)
+        """Items published and not yet taken. Read twice a page: counted here
+        (``_in_channel``) rather than from the channel's ``statistics()``, a new
+        object per call; ``is_idle``, the supervisor's test, asks the channel."""
+        return self._in_channel + len(self._heap)
 
     def is_idle(self) -> bool:
         """True when no work is left anywhere (see the invariant)."""
@@ -429,7 +434,9 @@ class WorkPool(Generic[T]):
             if heap and heap[0][0] < 0:
                 return heapq.heappop(heap)[2]
             try:
-                return receive.receive_nowait()
+                item = receive.receive_nowait()
+                self._in_channel -= 1
+                return item
             except trio.WouldBlock:
                 if heap:
                     return heapq.heappop(heap)[2]

@@ -60,12 +60,13 @@ directly (one parse per link, no Python URL object), skips repeated raw hrefs
 before parsing, does the percent-escape work only when a ``%`` is present, and
 memoizes results across pages under keys that provably determine them (see
 its docstring): on a site's pages most links are the same navigation links.
-The memo and the per-label IDNA check cache are the module's only state; they
-never change an answer, only how fast it comes.
+The memo, the per-label IDNA check cache and ``host_port``'s cache are the
+module's only state; they never change an answer, only how fast it comes.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -372,12 +373,14 @@ def _split_authority(url: str) -> tuple[str, str, str]:
     return scheme, host, port
 
 
+@functools.lru_cache(maxsize=1024)
 def host_port(url: str) -> str:
     """``"host:port"`` of a canonical http(s) URL, the port always explicit:
     the key for scope, robots.txt and per-host politeness.
 
     The URL must be canonical (output of ``canonicalize``/``resolve``): this is
-    string slicing, not parsing, because it runs for every link.
+    string slicing, not parsing, because it runs for every link. Cached: a
+    page's URL is asked for again when its request ends.
 
     >>> host_port("https://example.com/a")
     'example.com:443'
