@@ -28,6 +28,7 @@ from processes import alive, wait_gone
 import trio_crawl
 from trio_crawl.engine.parse_fork import can_fork
 from trio_crawl.engine.parse_process import (
+    BYTES_PER_PLACE,
     EARLY_START_PAGES,
     EXIT_WAIT,
     START_AFTER,
@@ -442,14 +443,14 @@ def asker(
     return ask, done
 
 
-async def held_child(tmp_path: Path) -> tuple[ParseProcess, int]:
-    """A ready ``ParseProcess`` (one page in the child at most) whose child
-    answers a page per byte written to the descriptor returned."""
+async def held_child(tmp_path: Path, max_in_flight: int = 1) -> tuple[ParseProcess, int]:
+    """A ready ``ParseProcess`` (one page in the child at most, unless told)
+    whose child answers a page per byte written to the descriptor returned."""
     fifo = tmp_path / "release"
     os.mkfifo(fifo)
     release = os.open(fifo, os.O_RDWR)  # never blocks; the child reads the other end
     process = ParseProcess(
-        [sys.executable, "-c", HELD_CHILD, str(fifo)], start_after=0, max_in_flight=1
+        [sys.executable, "-c", HELD_CHILD, str(fifo)], start_after=0, max_in_flight=max_in_flight
     )
     return process, release
 
@@ -666,3 +667,36 @@ async def test_a_large_pool_gives_the_child_a_deeper_queue(tmp_path: Path) -> No
         os.write(release, b"1111")
         await all_done.wait()
     assert got == {name: [f"http://h.test/{name}#child"] for name in "abcd"}
+
+
+async def test_big_pages_fill_the_childs_queue_before_its_places_do(tmp_path: Path) -> None:
+    """3 places hold 3 x BYTES_PER_PLACE of bodies: a page of 2.5 places'
+    worth and one of 1.25 (the first always goes; the second while the bytes
+    are under) leave the third page waiting, though a place is free, until an
+    answer frees bytes (a crawl task waits on a server, so no hand-back)."""
+    process, release = await held_child(tmp_path, max_in_flight=3)
+    process.crawl_tasks = lambda: 5
+    got: dict[str, list[str] | None] = {}
+    sizes = {"a": BYTES_PER_PLACE * 5 // 2, "b": BYTES_PER_PLACE * 5 // 4, "c": 100}
+    all_done = trio.Event()
+
+    async def ask(name: str) -> None:
+        body = b"<a href=x>".ljust(sizes[name], b" ")
+        got[name] = await process.links(body, f"http://h.test/{name}", "text/html")
+        if len(got) == 3:
+            all_done.set()
+
+    async with serving(process, release) as nursery:
+        nursery.start_soon(ask, "a")
+        await until(lambda: process.in_flight == 1)
+        nursery.start_soon(ask, "b")
+        await until(lambda: process.in_flight == 2)
+        nursery.start_soon(ask, "c")
+        await until(lambda: process.queued == 1)
+        assert process.in_flight == 2  # a place is free; the bytes are not
+        os.write(release, b"1")  # a's answer frees its bytes: c goes
+        await until(lambda: process.queued == 0 and process.in_flight == 2)
+        os.write(release, b"11")
+        await all_done.wait()
+    assert got == {name: [f"http://h.test/{name}#child"] for name in "abc"}
+    assert process.pages == 3

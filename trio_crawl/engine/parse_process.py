@@ -21,7 +21,8 @@ the caller parses the page itself, as it would without a child. None comes
 * before the child has said it is ready (the first pages of a crawl: they
   do not wait for an interpreter to start);
 * when the child has its queue's worth of pages already (``MAX_IN_FLIGHT``,
-  or a quarter of a large pool: ``queue_size``) and the crawl's
+  or a quarter of a large pool: ``queue_size``; or their worth of bytes,
+  ``BYTES_PER_PLACE`` a place) and the crawl's
   process has nothing else to do: a page that finds the child's queue full
   waits for a free place, and when no task of the crawl's process can run
   and every crawler with a page waits on the child (``crawl_tasks``; one
@@ -94,10 +95,18 @@ _LOG: Final = logging.getLogger("trio_crawl.parse_process")
 
 #: Pages in the child at once in a small pool; more wait for a place, and
 #: are handed back to the crawl's process when it is idle, so both cores
-#: parse when the child falls behind (libstdc++-12-doc, 16 workers: 1.53 s
-#: with 8, 1.83 s with 64, where the queue never filled and nothing was
-#: handed back).
-MAX_IN_FLIGHT: Final = 8
+#: parse when the child falls behind. Each place also holds up to
+#: ``BYTES_PER_PLACE`` of body on average (``_has_place``): bytes bound the
+#: child's backlog in parsing time (lexbor reads ~150 MB/s: 16 places are
+#: ~2 ms), which a count of pages does not. With libxml2 in the child, 8
+#: pages suited libstdc++-12-doc (16 workers: 1.53 s with 8, 1.83 s with 64,
+#: where the queue never filled and nothing was handed back); with lexbor
+#: (``core/html_links.py``), 16 places of 16 KiB leave the crawl's process
+#: less work on postgresql-doc-15 (13 KB pages: the child takes nearly all)
+#: and keep the python3.11 docs (94 KB pages: about 3 at once) and
+#: libstdc++'s as fast (benchmarks/README.md).
+MAX_IN_FLIGHT: Final = 16
+BYTES_PER_PLACE: Final = 16 * 1024
 #: A pool of more than ``MAX_IN_FLIGHT * WORKERS_PER_PLACE`` workers gives the
 #: child one place per this many workers. A large pool is a latency-bound
 #: crawl whose loop, busy with hundreds of tasks, reads the child's answers
@@ -216,6 +225,9 @@ class ParseProcess:
         self._waiting: dict[int, trio.lowlevel.Task] = {}
         #: when each page of ``_waiting`` went to the child (``_watch_answers``)
         self._sent_at: dict[int, float] = {}
+        #: the body size of each page of ``_waiting``, and their sum
+        self._sizes: dict[int, int] = {}
+        self._bytes = 0
         self._watching = trio.Event()  # set while a page waits for its answer
         self._next = 1
         self._out = bytearray()
@@ -278,20 +290,23 @@ class ParseProcess:
             if self._asked >= starts_after(self._start_after, fork=True):
                 self._wanted.set()
             return None
-        if len(self._waiting) + self._granted >= self.queue_size and not await self._place():
+        if not self._has_place() and not await self._place():
             return None
         number = self._next
         self._next += 1
         self._send(frame((number, url, content_type, body)))
         self._waiting[number] = trio.lowlevel.current_task()
         self._sent_at[number] = trio.current_time()
+        self._sizes[number] = len(body)
+        self._bytes += len(body)
         if not self._watching.is_set():
             self._watching.set()
 
         def abort(_: object) -> trio.lowlevel.Abort:
             self._sent_at.pop(number, None)
             if self._waiting.pop(number, None) is not None:
-                self._give_place()
+                self._bytes -= self._sizes.pop(number)
+                self._give_places()
             return trio.lowlevel.Abort.SUCCEEDED
 
         links: list[str] | None = await trio.lowlevel.wait_task_rescheduled(abort)
@@ -334,10 +349,18 @@ class ParseProcess:
             self._granted -= 1
         return placed and self._ready
 
-    def _give_place(self) -> None:
-        """A place in the child's queue is free: the page that waited
-        longest has it."""
-        if self._queue:
+    def _has_place(self) -> bool:
+        """Whether one more page may go to the child now: fewer than
+        ``queue_size`` pages there, and fewer bytes of bodies than
+        ``BYTES_PER_PLACE`` times that (one page always may)."""
+        pages = len(self._waiting) + self._granted
+        size = self.queue_size
+        return pages < size and (pages == 0 or self._bytes < size * BYTES_PER_PLACE)
+
+    def _give_places(self) -> None:
+        """Places in the child's queue are free: the pages that waited
+        longest have them."""
+        while self._queue and self._has_place():
             self._granted += 1
             trio.lowlevel.reschedule(self._queue.popleft(), outcome.Value(True))
 
@@ -495,8 +518,9 @@ class ParseProcess:
         self._sent_at.pop(number, None)
         task = self._waiting.pop(number, None)
         if task is not None:  # None: that page was cancelled (its place is given)
+            self._bytes -= self._sizes.pop(number)
             trio.lowlevel.reschedule(task, outcome.Value(links))
-            self._give_place()
+            self._give_places()
 
     def _hung(self) -> None:
         """A page waited ``answer_wait`` in vain: every page parses itself
@@ -514,6 +538,8 @@ class ParseProcess:
         self._broken = True
         waiting, self._waiting = self._waiting, {}
         self._sent_at.clear()
+        self._sizes.clear()
+        self._bytes = 0
         for task in waiting.values():
             trio.lowlevel.reschedule(task, outcome.Value(None))
         queue, self._queue = self._queue, deque()
