@@ -650,8 +650,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{len(only_mine)} only trio-crawl {only_mine[:3]}, "
                 f"{len(only_theirs)} only wget {only_theirs[:3]}"
             )
-            ratio = by_tool["wget"].measured.wall_s / by_tool["trio-crawl"].measured.wall_s
-            print(f"wall time, wget / trio-crawl: {ratio:.2f}x")
+            # medians over the rounds (by_tool holds each tool's last run only)
+            walls = {
+                tool: statistics.median(r.measured.wall_s for r in runs if r.tool == tool)
+                for tool in ("wget", "trio-crawl")
+            }
+            ratio = walls["wget"] / walls["trio-crawl"]
+            print(f"wall time, wget / trio-crawl (medians): {ratio:.2f}x")
         if args.profile:
             profile_trio_crawl(server, args, out, len(expected))
     trio = by_tool.get("trio-crawl")
