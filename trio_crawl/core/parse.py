@@ -68,7 +68,9 @@ Rules:
    nodes, so parsing a body costs up to about its size again.
 8. ``extract_links`` reads a body under 1 MiB with lexbor, the HTML
    Standard's parser (``html_links``): the same links as libxml2's on every
-   real page tried, in about two thirds of the time. Where they differ, on
+   real page tried, in about two thirds of the time. lxml (and the
+   tokenizer, ``tokenized``) are imported on first use: a crawl whose pages
+   all go to lexbor never loads them (~5 ms of its start-up). Where they differ, on
    markup no site writes on purpose (a NUL byte, a ``<`` in an unquoted
    ``href``, misnested tables), lexbor reads it as a browser does. A page
    with a ``<template>``, ``<frameset>`` or ``<noframes>`` goes to libxml2
@@ -109,10 +111,7 @@ import functools
 import re
 import threading
 from collections.abc import Generator, Iterable, Iterator
-from html.parser import HTMLParser as _Tokenizer
 from typing import TYPE_CHECKING, Final, Literal
-
-from lxml import etree
 
 from .content_type import is_html_content_type
 from .html_links import html_links
@@ -121,6 +120,7 @@ from .url import join, resolve_many
 
 if TYPE_CHECKING:
     import lxml.html
+    from lxml import etree
 
 __all__ = [
     "decode_css",
@@ -244,12 +244,16 @@ def _reopen_html_end(data: bytes) -> bytes:
 def _link_parser() -> etree.HTMLParser:
     """A parser for the link and requisite extractors: no ``id`` table, which
     they never read (``collect_ids=False``: less work per element)."""
+    from lxml import etree
+
     return etree.HTMLParser(encoding="utf-8", huge_tree=True, collect_ids=False)
 
 
 def _fromstring(data: bytes, parser: etree.HTMLParser) -> tuple[etree._Element | None, bool]:
     """(root, complete): the tree libxml2 recovered, and False when it gave up
     part-way (a fatal error, such as the nesting limit)."""
+    from lxml import etree
+
     try:
         root = etree.fromstring(data, parser)
     except etree.LxmlError:
@@ -297,6 +301,8 @@ _LINK_PARSERS: Final = threading.local()
 def _parse_links(data: bytes) -> tuple[str | None, list[str]] | None:
     """(base, hrefs) of ``data`` through ``_LinkTarget``; None when libxml2
     gave up part-way (rule 5: the caller reads the page with the tokenizer)."""
+    from lxml import etree
+
     made: tuple[etree.HTMLParser, _LinkTarget] | None = getattr(_LINK_PARSERS, "made", None)
     if made is None:
         target = _LinkTarget()
@@ -321,78 +327,11 @@ def _parse_links(data: bytes) -> tuple[str | None, list[str]] | None:
     return target.base, target.hrefs
 
 
-class _LinkTokenizer(_Tokenizer):
-    """Rule 5's fallback: collects a/area/base hrefs from a token stream."""
+def _tokenize_links(data: bytes) -> tuple[str | None, list[str]]:
+    """Rule 5's fallback: (base, hrefs) from the stdlib's tokenizer."""
+    from .tokenized import LinkTokenizer, tokenize
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.base: str | None = None
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("a", "area", "base"):
-            for name, value in attrs:
-                if name == "href":
-                    if value is not None:
-                        if tag != "base":
-                            self.hrefs.append(value)
-                        elif self.base is None:
-                            self.base = value
-                    break  # the first href attribute wins, as in a browser
-
-    handle_startendtag = handle_starttag
-
-
-class _RequisiteTokenizer(_LinkTokenizer):
-    """Rule 5's fallback for ``extract_links_and_requisites``: links, and the
-    raw requisites of every start tag and ``<style>`` text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refs: list[str] = []
-        self._style: list[str] | None = None  # the text of the open <style>
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        super().handle_starttag(tag, attrs)
-        self._end_style()
-        first: dict[str, str | None] = {}
-        for name, value in attrs:
-            first.setdefault(name, value)
-        element_refs(tag, first.get, None, self.refs)
-        if tag == "style":
-            self._style = []
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        self._end_style()
-
-    def handle_endtag(self, tag: str) -> None:
-        self._end_style()
-
-    def handle_data(self, data: str) -> None:
-        if self._style is not None:
-            self._style.append(data)
-
-    def close(self) -> None:
-        super().close()
-        self._end_style()
-
-    def _end_style(self) -> None:
-        if self._style is not None:
-            self.refs.extend(css_refs("".join(self._style)))
-            self._style = None
-
-
-def _tokenize_links(
-    data: bytes, tokenizer: _LinkTokenizer | None = None
-) -> tuple[str | None, list[str]]:
-    tokenizer = _LinkTokenizer() if tokenizer is None else tokenizer
-    try:
-        tokenizer.feed(data.decode("utf-8", "replace"))
-        tokenizer.close()
-    except (AssertionError, ValueError):  # old html.parser quirks on broken markup
-        pass
-    return tokenizer.base, tokenizer.hrefs
+    return tokenize(data, LinkTokenizer())
 
 
 def _cut_fragment(href: str) -> str:
@@ -497,6 +436,8 @@ class _PushParse:
         self._root: etree._Element | None = None
 
     def batches(self) -> Iterator[tuple[list[str], list[str]]]:
+        from lxml import etree
+
         data = self._data
         requisites = self._requisites
         tags: set[str] | None = {"html", *_LINK_TAGS}
@@ -546,6 +487,8 @@ class _PushParse:
     ) -> Iterator[etree._Element]:
         """The elements of the start events; the end event of a ``<style>``
         (asked for with requisites only) gives its text's requisites."""
+        from lxml import etree
+
         for event, element in events:
             if not isinstance(element, etree._Element):
                 continue  # not with these events; for the type checker
@@ -674,7 +617,14 @@ def _resolved_chunks(hrefs: list[str], base_url: str, size: int) -> Iterator[lis
 
 _LINK_TAGS: Final = frozenset({"a", "area", "base"})
 _WALK_TAGS: Final = tuple(sorted(_LINK_TAGS | REQUISITE_TAGS))
-_STYLE_WITH_PAREN: Final = etree.XPath("boolean(//@style[contains(., '(')])")
+
+
+@functools.cache
+def _style_with_paren() -> etree.XPath:
+    """Whether a tree has a style attribute with a ``(`` (a url() maybe)."""
+    from lxml import etree
+
+    return etree.XPath("boolean(//@style[contains(., '(')])")
 
 
 def extract_links_and_requisites(
@@ -702,13 +652,17 @@ def extract_links_and_requisites(
     elif len(data) < _STREAM_BYTES:
         root, complete = _fromstring(data, _link_parser())
     if not complete:
-        tokenizer = _RequisiteTokenizer()
-        base, hrefs = _tokenize_links(data, tokenizer)
+        from .tokenized import RequisiteTokenizer, tokenize
+
+        tokenizer = RequisiteTokenizer()
+        base, hrefs = tokenize(data, tokenizer)
         refs = tokenizer.refs
     elif root is not None:
         # Every element when a style attribute may hold a url(); else only the
         # tags that matter, which is ~6x cheaper (proxies for 5 % of the nodes).
-        styled = bool(_STYLE_WITH_PAREN(root))
+        from lxml import etree
+
+        styled = bool(_style_with_paren()(root))
         elements = root.iter(etree.Element) if styled else root.iter(*_WALK_TAGS)
         base = _read_elements(elements, hrefs, refs)
     if not hrefs and not refs:

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import re
 import zlib
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from lxml import etree
-
 from ..errors import SitemapError
+
+if TYPE_CHECKING:
+    from lxml import etree  # imported when a sitemap is read: a crawl without one never needs it
 
 #: The protocol's limit on an uncompressed sitemap file.
 MAX_SITEMAP_BYTES = 50 * 1000 * 1000
@@ -87,6 +89,8 @@ def _gunzip(body: bytes) -> bytes:
 
 def _parser() -> etree.XMLParser:
     # A fresh parser per call: lxml parsers are not safe to share across threads.
+    from lxml import etree
+
     return etree.XMLParser(
         resolve_entities=False,
         no_network=True,
@@ -103,6 +107,8 @@ def _parse_xml(body: bytes) -> tuple[list[str], list[str]]:
     # Escape bare "&" (a common mistake in query strings) before the parser
     # "recovers" by deleting the text after it.
     body = _BARE_AMPERSAND.sub(b"&amp;", body)
+    from lxml import etree
+
     try:
         root = etree.fromstring(body, parser=_parser())
     except etree.XMLSyntaxError as exc:
