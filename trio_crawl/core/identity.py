@@ -34,7 +34,6 @@ bring other credentials or cookies.
 from __future__ import annotations
 
 import base64
-import netrc
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,6 +142,8 @@ def start_credentials(
         return tuple(Credentials(o, auth[0], auth[1]) for o in origins)
     if netrc_file is None:
         return ()
+    import netrc  # here: only a crawl given --netrc-file reads one
+
     try:
         entries = netrc.netrc(netrc_file)
     except netrc.NetrcParseError as exc:

@@ -30,8 +30,6 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 
 #: HTTP statuses worth asking again (rule 1).
 RETRY_STATUSES: frozenset[int] = frozenset({429, 502, 503, 504})
@@ -66,6 +64,11 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     value = value.strip()
     if _DELTA_SECONDS.fullmatch(value):
         return float(min(int(value), 10**9))  # any cap applied later is far lower
+    # Here, not at the top: email.utils and datetime cost every crawl ~2 ms of
+    # start-up, and most never see a Retry-After date.
+    from datetime import UTC
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -24,7 +24,6 @@ during a crawl.
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import io
 import json
@@ -33,11 +32,14 @@ import stat
 import sys
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.models import CrawlRecord, DepthUpdate
 from ..errors import OutputError
 from .record_line import record_line
+
+if TYPE_CHECKING:
+    import csv
 
 
 class OutputFile:
@@ -246,6 +248,8 @@ class ItemCsvWriter:
     def write(self, item: object) -> None:
         row = item_as_dict(item)
         if self._writer is None:
+            import csv  # here: only item output as CSV needs it
+
             self._writer = csv.DictWriter(
                 self._buffer, fieldnames=list(row), extrasaction="ignore"
             )
