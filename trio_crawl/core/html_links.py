@@ -10,12 +10,12 @@ Why lexbor there: on a documentation site the parse is most of a page's
 CPU time, and lexbor parses about twice as fast as libxml2 (PostgreSQL's
 docs: 60 us against 124 us a page; with the links read, 90 us against
 124 us; ``benchmarks/bench_extractors.py``). Its answers are libxml2's
-on every real page tried: 130,756 HTML files under 1 MiB on this machine
-(Debian, Python, Rust and libstdc++ documentation and the benchmark
-sites) gave the same base and hrefs, in order
+on every real page tried: 129,481 HTML files under 1 MiB (Debian, Python,
+Rust and libstdc++ documentation and the benchmark sites; 6,691 more have
+a template or a frameset, rule 5) gave the same base and hrefs, in order
 (``benchmarks/parser_agreement.py``). With one tag inserted at random
-into each page, the links (after de-duplication) differ on about 0.2 % of
-them, and there lexbor reads as a browser does: a ``<title>`` cut open
+into each page, the links (after de-duplication) differ on 262 of 128,775,
+0.2 %, and there lexbor reads as a browser does: a ``<title>`` cut open
 runs to the end, a ``<`` may sit in an unquoted ``href``, markup inside
 an ``<xmp>`` in MathML (foreign content) is markup, and content misplaced
 in a table is moved before it (only the order changes). Repeats may differ

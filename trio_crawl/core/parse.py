@@ -68,15 +68,15 @@ Rules:
    nodes, so parsing a body costs up to about its size again.
 8. ``extract_links`` reads a body under 1 MiB with lexbor, the HTML
    Standard's parser (``html_links``): the same links as libxml2's on every
-   real page tried, in about two thirds of the time. lxml (and the
-   tokenizer, ``tokenized``) are imported on first use: a crawl whose pages
-   all go to lexbor never loads them (~5 ms of its start-up). Where they differ, on
-   markup no site writes on purpose (a NUL byte, a ``<`` in an unquoted
-   ``href``, misnested tables), lexbor reads it as a browser does. A page
-   with a ``<template>``, ``<frameset>`` or ``<noframes>`` goes to libxml2
-   (rules 1-5), which reads their markup as ordinary elements; so does every
-   body from 1 MiB up (rule 6) and ``--page-requisites``' one tree for links
-   and requisites.
+   real page tried, in about two thirds of the time. Where they differ, on
+   markup no site writes on purpose (a ``<title>`` left open, a ``<`` in an
+   unquoted ``href``, misnested tables), lexbor reads it as a browser does.
+   A page with a ``<template>`` or a ``<frameset>`` goes to libxml2 (rules
+   1-5), which reads their markup as ordinary elements; so does every body
+   from 1 MiB up (rule 6) and ``--page-requisites``' one tree for links and
+   requisites. lxml, and the tokenizer (``tokenized``), are imported on
+   first use: a crawl whose pages all go to lexbor never loads them (~5 ms
+   of its start-up).
 
 Speed, before rule 8 (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
 parse is ~70% of ``extract_links``. ``extract_links`` builds no tree: libxml2
