@@ -57,7 +57,13 @@ from generate_site import SiteParams, ensure_site, read_expected  # noqa: E402
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("decode (Content-Encoding)", ("fetch/decode.py", "zlib", "brotli")),
     ("fetch + curl collector", ("trio_crawl/fetch/", "pycurl")),
-    ("parse (lxml)", ("core/parse.py", "core/requisites.py", "lxml", "html/parser.py")),
+    (
+        "parse (lexbor, lxml)",
+        (
+            *("core/parse.py", "core/html_links.py", "core/tokenized.py", "core/requisites.py"),
+            *("selectolax", "lxml", "html/parser.py"),
+        ),
+    ),
     (
         "scope + filters",
         ("Scope.allows", "Scope.judge", "is_path_trap", "core/filters.py"),

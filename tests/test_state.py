@@ -341,6 +341,22 @@ def test_start_and_finish(tmp_path: Path) -> None:
     }
 
 
+def test_a_start_said_to_be_first_finds_its_queued_row_and_no_other(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    with CrawlState.open(path) as state:
+        state.apply([Admit(u(i), 4, in_memory=True) for i in range(3)])
+        state.apply([Start(u(0), first=True), Start(u(1), first=True), Start(u(2))])
+        state.apply([Start(u(1)), Finish(u(0)), Finish(u(2))])  # u(1): a retry
+        assert state.progress() == recount(path) == stored_counts(path)
+        with pytest.raises(RuntimeError, match=r"Start .* is already FETCHING"):
+            state.apply([Start(u(1), first=True)])  # not its first attempt: a bug
+    assert rows(path) == {
+        u(0): (State.DONE, 4, None, 1),
+        u(1): (State.FETCHING, 4, None, 2),
+        u(2): (State.DONE, 4, None, 1),
+    }
+
+
 def test_ops_apply_in_order_within_one_batch(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     with CrawlState.open(path) as state:
@@ -674,7 +690,9 @@ class StateModel(RuleBasedStateMachine):
         candidates = self.in_states(State.QUEUED_MEM, State.FETCHING)
         if candidates:
             url = data.draw(st.sampled_from(candidates))
-            self.pending.append(Start(url))
+            # As the engine says it: a first attempt names its state (one UPDATE).
+            first = self.model[url].state is State.QUEUED_MEM and data.draw(st.booleans())
+            self.pending.append(Start(url, first=first or None))
             self.model[url].state = State.FETCHING
             self.model[url].attempts += 1
 

@@ -267,7 +267,7 @@ class SqliteFrontier:
     def start(self, entry: Entry) -> bool:
         started = self.core.start(entry)
         if started:
-            self._backlog.note(Start(entry.url))
+            self._backlog.note(Start(entry.url, first=entry.attempts == 1))
         return started
 
     async def admit_links(self, parent: Entry, links: Sequence[str]) -> None:

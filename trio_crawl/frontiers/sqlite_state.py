@@ -205,9 +205,12 @@ class Admit:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """A fetch attempt begins (QUEUED_MEM or FETCHING -> FETCHING, attempts + 1)."""
+    """A fetch attempt begins (QUEUED_MEM or FETCHING -> FETCHING, attempts + 1).
+    ``first``: the engine knows it is the URL's first attempt (QUEUED_MEM), so
+    one UPDATE finds its row; ``None``: either state, two UPDATEs."""
 
     url: str
+    first: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1259,13 +1262,19 @@ def _apply_admit(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> N
 
 
 def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
-    params = [(op.url,) for op in run]
-    # Retries first, then first attempts: a URL of the run matches one pass only.
-    retried = conn.executemany(
-        "UPDATE urls SET attempts = attempts + 1 WHERE url = ? AND state = 2", params
-    ).rowcount
+    # A first attempt (``Start.first``) is QUEUED_MEM: one pass finds it. The
+    # others take both, retries first, then first attempts: a URL of the run
+    # matches one pass only.
+    first = [(op.url,) for op in run if isinstance(op, Start) and op.first]
+    either = [(op.url,) for op in run if not (isinstance(op, Start) and op.first)]
+    retried = 0
+    if either:
+        retried = conn.executemany(
+            "UPDATE urls SET attempts = attempts + 1 WHERE url = ? AND state = 2", either
+        ).rowcount
     started = conn.executemany(
-        "UPDATE urls SET state = 2, attempts = attempts + 1 WHERE url = ? AND state = 1", params
+        "UPDATE urls SET state = 2, attempts = attempts + 1 WHERE url = ? AND state = 1",
+        first + either,
     ).rowcount
     delta[_QM] -= started
     delta[_FE] += started
@@ -1276,12 +1285,16 @@ def _apply_start(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> N
 def _apply_finish(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
     params = [(op.url,) for op in run]
     total = 0
-    for source in (_QM, _FE):
+    # A row is in one state: the passes match apart, in either order. Most
+    # finished URLs were fetched, so the second pass is rarely needed.
+    for source in (_FE, _QM):
         n = conn.executemany(
             f"UPDATE urls SET state = 3 WHERE url = ? AND state = {source}", params
         ).rowcount
         delta[source] -= n
         total += n
+        if total == len(run):
+            break
     delta[_DN] += total
     if total != len(run):
         _broken(conn, "Finish", run, State.DONE)
