@@ -251,17 +251,12 @@ async def test_a_child_that_stops_answering_is_killed_and_the_crawl_parses(
     process = ParseProcess([sys.executable, "-c", stuck], start_after=1, answer_wait=0.5)
     body, url = b'<a href="/x">x</a>', "http://h.test/"
     with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                assert await process.links(body, url, "text/html") is None  # starts it
-                await until(lambda: process.ready)
-                assert await process.links(body, url, "text/html") is None  # hung: back
-                assert process.pid is not None
-                pid = process.pid
-                await until(lambda: not alive({pid}))
-                assert await process.links(body, url, "text/html") is None
-                nursery.cancel_scope.cancel()
+        async with started(process):
+            assert await process.links(body, url, "text/html") is None  # hung: back
+            assert process.pid is not None
+            pid = process.pid
+            await until(lambda: not alive({pid}))
+            assert await process.links(body, url, "text/html") is None
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
     assert warning.startswith("the parse process did not answer within 0.5 s (killed)")
     assert process.pages == 0
@@ -302,17 +297,12 @@ async def test_the_child_is_given_up_answer_wait_after_the_oldest_unanswered_pag
             b_answered.set()
 
     with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
-        with trio.fail_after(LIMIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(process.serve)
-                assert await process.links(body, url, "text/html") is None  # starts it
-                await until(lambda: process.ready)
-                start = trio.current_time()
-                nursery.start_soon(ask, "a")
-                await trio.sleep(3)
-                nursery.start_soon(ask, "b")
-                await b_answered.wait()
-                nursery.cancel_scope.cancel()
+        async with started(process) as nursery:
+            start = trio.current_time()
+            nursery.start_soon(ask, "a")
+            await trio.sleep(3)
+            nursery.start_soon(ask, "b")
+            await b_answered.wait()
     assert answers["a"][0] == [] and answers["a"][1] == start + 3
     assert answers["b"] == (None, pytest.approx(start + 3 + 5))
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "trio_crawl.parse_process"]
@@ -469,6 +459,20 @@ async def serving(process: ParseProcess, release: int) -> AsyncIterator[trio.Nur
                 nursery.cancel_scope.cancel()
     finally:
         os.close(release)
+
+
+@asynccontextmanager
+async def started(process: ParseProcess) -> AsyncIterator[trio.Nursery]:
+    """``process`` serving in a nursery, asked once (that page is the crawl's
+    to parse: the child is only starting) and ready; the nursery is cancelled
+    when the block ends."""
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(process.serve)
+            assert await process.links(b"<a href=x>", "http://h.test/", "text/html") is None
+            await until(lambda: process.ready)
+            yield nursery
+            nursery.cancel_scope.cancel()
 
 
 async def test_a_page_that_finds_the_queue_full_waits_for_the_child_while_the_crawl_is_busy(

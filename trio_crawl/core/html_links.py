@@ -79,7 +79,7 @@ def html_links(data: bytes) -> tuple[str | None, list[str]] | None:
             if base is None:
                 base = href
             continue
-        cut = href.find("#")
+        cut = href.find("#")  # parse._cut_fragment, inlined (rule 1 of parse)
         if cut == 0:
             href = ""
         elif cut > 0 and href[cut - 1] > " ":

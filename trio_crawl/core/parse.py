@@ -338,7 +338,8 @@ def _cut_fragment(href: str) -> str:
     """Rule 1: ``href`` without its fragment, when that cannot change what it
     resolves to: not when C0 controls or spaces precede the ``#`` (``"a #"``
     is ``a%20``, but ``"a "`` would lose the space to stripping). Inlined in
-    the link loops (``_read_elements``, ``_LinkTarget``)."""
+    the link loops (``_read_elements``, ``_LinkTarget``, ``html_links``: it
+    runs for every link)."""
     cut = href.find("#")
     if cut == 0:
         return ""
