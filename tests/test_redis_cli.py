@@ -469,19 +469,55 @@ def test_lost_redis_stops_the_workers_with_a_message(
     assert "Traceback" not in stderr
 
 
+class AnswerGate:
+    """Lets a site answer every request, or, after ``hold_after(n)``, ``n``
+    more and then none until ``release()`` (60 s at most): a crawl cannot get
+    past them, however fast it is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._left: float = float("inf")
+        self._released = threading.Event()
+
+    def hold_after(self, answers: int) -> None:
+        with self._lock:
+            self._left = answers
+            self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def around(self, site: Site) -> Site:
+        def route(response: Any) -> Callable[[SiteRequest], Response]:
+            def answer(request: SiteRequest) -> Response:
+                with self._lock:
+                    self._left -= 1
+                    held = self._left < 0
+                if held:
+                    self._released.wait(60)
+                return response(request) if callable(response) else response
+
+            return answer
+
+        return dataclasses.replace(site, routes={t: route(r) for t, r in site.routes.items()})
+
+
 def test_a_stopped_worker_resumes_where_it_left_off(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
-    with serve_site(slow_site(200, 0.01)) as server:
+    gate = AnswerGate()
+    with serve_site(gate.around(slow_site(200, 0.01))) as server:
         url = server.url("/")
         expected = {r["url"] for r in single_crawl(url, tmp_path)}
         out = tmp_path / "w.jsonl"
         args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        gate.hold_after(40)  # the worker cannot finish before it is stopped
         worker = start_worker(*args)
         deadline = time.monotonic() + 30
         while len(records(out)) < 30 and time.monotonic() < deadline:
             time.sleep(0.05)
         worker.send_signal(signal.SIGINT)
+        gate.release()  # the pages in flight finish: a graceful stop records them
         _, stderr = worker.communicate(timeout=60)
         assert worker.returncode == 130, stderr
         first = len(records(out))
