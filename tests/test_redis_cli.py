@@ -607,17 +607,20 @@ def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
 def test_processes_pass_a_signal_on_and_the_crawl_resumes(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
-    with serve_site(slow_site(200, 0.03)) as server:
+    gate = AnswerGate()
+    with serve_site(gate.around(slow_site(200, 0.03))) as server:
         url = server.url("/")
         expected = {r["url"] for r in single_crawl(url, tmp_path)}
         out = tmp_path / "out.jsonl"
         args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+        gate.hold_after(40)  # the processes cannot finish before the signal
         parent = start_worker(*args, "--processes", "2")
         parts = [tmp_path / "out.1.jsonl", tmp_path / "out.2.jsonl"]
         deadline = time.monotonic() + 30
         while sum(len(records(p)) for p in parts) < 30 and time.monotonic() < deadline:
             time.sleep(0.05)
         parent.send_signal(signal.SIGINT)
+        gate.release()
         _, stderr = parent.communicate(timeout=60)
         assert parent.returncode == 130, stderr
         assert "Traceback" not in stderr
