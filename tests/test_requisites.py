@@ -7,9 +7,10 @@ HTML entry points in ``trio_crawl/core/parse.py``.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from trio_crawl.core import parse
 from trio_crawl.core.parse import (
     decode_css,
     extract_css_urls,
@@ -353,10 +354,15 @@ def _assert_canonical(urls: list[str]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(body=_bodies)
+@example(body=b"<a href=</html><a")  # lexbor: one link; libxml2: none (found in CI)
 def test_any_bytes_give_canonical_requisites_and_the_same_links(body: bytes) -> None:
     links, found = extract_links_and_requisites(body, URL, HTML)
     _assert_canonical(found)
-    assert links == extract_links(body, URL, HTML)
+    with pytest.MonkeyPatch.context() as patch:
+        # One libxml2 tree gives both lists; a plain crawl reads links with
+        # lexbor, which differs on broken markup (parse rule 8, test_html_links).
+        patch.setattr(parse, "_LEXBOR_BYTES", 0)
+        assert links == extract_links(body, URL, HTML)
     assert extract_requisites(body, URL, None) == found
 
 
