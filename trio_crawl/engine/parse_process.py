@@ -223,10 +223,9 @@ class ParseProcess:
         self._warned = False
         self._sock: socket.socket | None = None
         self._waiting: dict[int, trio.lowlevel.Task] = {}
-        #: when each page of ``_waiting`` went to the child (``_watch_answers``)
-        self._sent_at: dict[int, float] = {}
-        #: the body size of each page of ``_waiting``, and their sum
-        self._sizes: dict[int, int] = {}
+        #: for each page of ``_waiting``: when it went to the child
+        #: (``_watch_answers``) and its body's size; and the sum of those sizes
+        self._sent: dict[int, tuple[float, int]] = {}
         self._bytes = 0
         self._watching = trio.Event()  # set while a page waits for its answer
         self._next = 1
@@ -296,16 +295,14 @@ class ParseProcess:
         self._next += 1
         self._send(frame((number, url, content_type, body)))
         self._waiting[number] = trio.lowlevel.current_task()
-        self._sent_at[number] = trio.current_time()
-        self._sizes[number] = len(body)
+        self._sent[number] = (trio.current_time(), len(body))
         self._bytes += len(body)
         if not self._watching.is_set():
             self._watching.set()
 
         def abort(_: object) -> trio.lowlevel.Abort:
-            self._sent_at.pop(number, None)
             if self._waiting.pop(number, None) is not None:
-                self._bytes -= self._sizes.pop(number)
+                self._bytes -= self._sent.pop(number)[1]
                 self._give_places()
             return trio.lowlevel.Abort.SUCCEEDED
 
@@ -325,7 +322,7 @@ class ParseProcess:
                 await self._watching.wait()
                 continue
             oldest = next(iter(self._waiting))
-            await trio.sleep_until(self._sent_at[oldest] + self._answer_wait)
+            await trio.sleep_until(self._sent[oldest][0] + self._answer_wait)
             if oldest in self._waiting:
                 self._hung()
                 return
@@ -515,10 +512,9 @@ class ParseProcess:
         elif not isinstance(links, list):
             raise _Broken(f"{type(links).__name__} for links")
         self._changed.set()
-        self._sent_at.pop(number, None)
         task = self._waiting.pop(number, None)
         if task is not None:  # None: that page was cancelled (its place is given)
-            self._bytes -= self._sizes.pop(number)
+            self._bytes -= self._sent.pop(number)[1]
             trio.lowlevel.reschedule(task, outcome.Value(links))
             self._give_places()
 
@@ -537,8 +533,7 @@ class ParseProcess:
         self._ready = False
         self._broken = True
         waiting, self._waiting = self._waiting, {}
-        self._sent_at.clear()
-        self._sizes.clear()
+        self._sent.clear()
         self._bytes = 0
         for task in waiting.values():
             trio.lowlevel.reschedule(task, outcome.Value(None))
