@@ -346,10 +346,42 @@ async def crawl_with_ui(
     return Ending()
 
 
+def seeds_to_hold(args: argparse.Namespace, start_urls: Sequence[str]) -> list[str] | None:
+    """Check the ``--seeds`` file (a warning for skipped lines); its URLs when
+    the crawl keeps them in memory: a file of at most
+    ``options.SEEDS_IN_MEMORY`` URLs, without ``--state`` or ``--max-queue``
+    (they ask for the disk)."""
+    seeds = getattr(args, "seeds", None)
+    if not seeds:
+        return None
+    found = check_seeds(seeds, other_urls=bool(start_urls))
+    if found.warning:
+        say(f"warning: {found.warning}")
+    if getattr(args, "state", None) or getattr(args, "max_queue", None) is not None:
+        return None
+    return found.urls
+
+
+def memory_frontier_of_seeds(config: CrawlConfig, seeds: Sequence[str]) -> FrontierBackend:
+    """The memory frontier for a small seeds file. It could serve handlers and
+    ``--page-requisites``, but ``--seeds`` refuses them whatever the file's
+    size, so that a file growing past ``options.SEEDS_IN_MEMORY`` changes
+    nothing but where the queue waits."""
+    from ..frontiers.memory import MemoryFrontier
+    from ..frontiers.sqlite import SqliteFrontier
+
+    try:
+        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
+    except ConfigError as exc:
+        raise UsageError(in_flags(exc, {SqliteFrontier.chosen_by: "--seeds"})) from None
+    return MemoryFrontier.with_seeds(config, seeds)
+
+
 def prepare_disk_frontier(
     args: argparse.Namespace, config: CrawlConfig, output: str
 ) -> SqliteFrontier | None:
-    """The SQLite frontier for --state, --seeds or --max-queue (else None)."""
+    """The SQLite frontier for --state, --max-queue or a seeds file too large
+    to hold (else None: ``seeds_to_hold`` keeps a small one)."""
     state = getattr(args, "state", None)
     seeds = getattr(args, "seeds", None)
     max_queue = getattr(args, "max_queue", None)
@@ -417,16 +449,13 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     watch = HandlerWatch()
     outputs: Outputs | None = None
     frontier: SqliteFrontier | None = None
+    in_memory: FrontierBackend | None = None  # a small --seeds file's
     crawled: CrawlConfig | None = None
     try:
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
         check_fetcher(config.backend)
-        seeds = getattr(args, "seeds", None)
-        if seeds:
-            warning = check_seeds(seeds, other_urls=bool(start_urls))
-            if warning:
-                say(f"warning: {warning}")
+        held_seeds = seeds_to_hold(args, start_urls)
         if args.output is None and sys.stdout.isatty():
             records = new_default_output()
             say(f"records go to {records.path} (-o FILE to choose, -o - for the terminal)")
@@ -440,7 +469,10 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         updates_path = getattr(args, "depth_updates", None)
         if updates_path:
             outputs.depth_updates = open_output(updates_path)
-        frontier = prepare_disk_frontier(args, config, args.output or "-")
+        if held_seeds is None:
+            frontier = prepare_disk_frontier(args, config, args.output or "-")
+        else:
+            in_memory = memory_frontier_of_seeds(config, held_seeds)
         outputs.append = args.append or (frontier is not None and frontier.resumed)
         if outputs.append and updates_path and updates_path != "-":
             # A resume appends, and cuts a torn last line first, as the output's
@@ -462,7 +494,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             crawl_with_ui,
             show=show,
             quiet=args.quiet,
-            frontier=frontier,
+            frontier=frontier or in_memory,
             output=None if records.is_stdout else records.path,
             warc=check_warc_path(getattr(args, "warc", None)),
             resumable=frontier is not None and frontier.durable,

@@ -386,7 +386,7 @@ def add_state_options(g: argparse._ArgumentGroup, *, with_urls: bool) -> None:
         type=COUNT,
         metavar="N",
         help="queued URLs kept in memory; the rest wait in SQLite (default with "
-        "--state/--seeds: 10000; else all in memory)",
+        "--state, or --seeds of more than 10000 URLs: 10000; else all in memory)",
     )
     if with_urls:
         add_redis_options(g)
@@ -621,9 +621,25 @@ def workers_within_fd_limit(ceiling: int = 512) -> int:
     return ceiling if soft == resource.RLIM_INFINITY else max(16, min(ceiling, soft // 2))
 
 
-def check_seeds(path: str, *, other_urls: bool) -> str | None:
+#: A seeds file of at most this many URLs is crawled in memory, as start URLs
+#: given as arguments are; a larger one (read lazily) in a temporary SQLite
+#: file, which bounds the queue's memory (``--max-queue``'s default window).
+SEEDS_IN_MEMORY = 10_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SeedsFile:
+    """What ``check_seeds`` found: a warning about skipped lines (or None),
+    and the URLs themselves when there are at most ``keep`` of them."""
+
+    warning: str | None
+    urls: list[str] | None
+
+
+def check_seeds(path: str, *, other_urls: bool, keep: int = SEEDS_IN_MEMORY) -> SeedsFile:
     """Read the seeds file once: it must be readable and hold an http(s) URL
-    (unless start URLs are given too). Returns a warning about skipped lines."""
+    (unless start URLs are given too). Keeps at most ``keep`` URLs in memory:
+    a larger file is only counted (``urls`` is None)."""
     bad = 0
     first: list[tuple[int, str]] = []
 
@@ -635,19 +651,28 @@ def check_seeds(path: str, *, other_urls: bool) -> str | None:
 
     from ..frontiers.disk_backlog import seed_lines  # SQLite's module: for --seeds only
 
+    kept: list[str] | None = []
+    good = 0
     try:
-        good = sum(1 for _ in seed_lines(Path(path), canonicalize, on_bad_line=on_bad_line))
+        for url in seed_lines(Path(path), canonicalize, on_bad_line=on_bad_line):
+            good += 1
+            if kept is not None:
+                if good > keep:
+                    kept = None  # too many to hold: the SQLite frontier reads them again
+                else:
+                    kept.append(url)
     except OSError as exc:
         raise UsageError(f"cannot read seeds file {path!r}: {exc.strerror or exc}") from None
     if not good and not other_urls:
         raise UsageError(f"no http(s) URLs in seeds file {path!r}")
     if not bad:
-        return None
+        return SeedsFile(None, kept)
     number, text = first[0]
     lines = "1 line" if bad == 1 else f"{bad:,} lines"
-    return (
+    return SeedsFile(
         f"skipped {lines} of {path} that are not http(s) URLs "
-        f"(first: line {number}: {text[:200]!r})"
+        f"(first: line {number}: {text[:200]!r})",
+        kept,
     )
 
 

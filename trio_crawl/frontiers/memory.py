@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar
 
+from ..core.config import CrawlConfig
 from ..core.frontier import (
     DepthCorrection,
     Entry,
@@ -72,6 +73,24 @@ class MemoryFrontier:
         #: A page's links streamed in (``admit_links``), for ``finish``: the
         #: core keeps them with the page while its depth may still drop.
         self._kept: dict[Entry, list[str]] = {}
+
+    @classmethod
+    def with_seeds(cls, config: CrawlConfig, seeds: Sequence[str]) -> MemoryFrontier:
+        """The crawl of ``config``'s start URLs and of ``seeds`` (canonical
+        URLs from a ``--seeds`` file small enough to hold). Seeds are start
+        URLs to the scope (their hosts are in it), to ``--no-parent`` (their
+        directories are roots), to the budgets (always fetched, and counted)
+        and to depth (0); not to the redirect rule: the URL filters judge
+        where a seed redirects, as with a seeds file on disk (README,
+        "Filters")."""
+        return cls(
+            [*config.start_urls, *seeds],
+            scope=config.scope(seeds, config.url_filter(seeds)),
+            max_depth=config.max_depth,
+            max_pages=config.max_pages,
+            late_starts=config.sitemaps,
+            host_budget=config.host_budget(),
+        )
 
     def attach(
         self,
