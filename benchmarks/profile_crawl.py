@@ -257,9 +257,12 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
             urls = [f"http://{a}:{server.port}/" for a in server.addresses]
             seeds = out / "seeds.txt"
             seeds.write_text("".join(f"{url}\n" for url in urls))
-            # A seeds file means the SQLite frontier (a temporary file): as
-            # arguments, the start URLs are crawled with the memory frontier.
+            # A seeds file of at most 10,000 URLs is crawled in memory, as
+            # start URLs given as arguments are; --seeds-on-disk adds
+            # --max-queue, which keeps it in a temporary SQLite file.
             start = urls if args.seeds_as_args else ["--seeds", str(seeds)]
+            if args.seeds_on_disk:
+                start = [*start, "--max-queue", "10000"]
             yield (
                 f"broad {args.broad}: {server.description}",
                 [*start, "--per-host-concurrency", "8", "-q"],
@@ -313,7 +316,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seeds-as-args",
         action="store_true",
-        help="broad: start URLs as arguments (memory frontier), not a --seeds file",
+        help="broad: start URLs as arguments, not a --seeds file",
+    )
+    parser.add_argument(
+        "--seeds-on-disk",
+        action="store_true",
+        help="broad: --max-queue 10000 too (the SQLite frontier, a temporary file)",
     )
     parser.add_argument(
         "--src",
