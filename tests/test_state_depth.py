@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -468,3 +469,34 @@ async def test_a_row_lowered_on_its_way_to_memory_is_adopted_at_the_lower_depth(
     assert (published[url("c")].depth, published[url("c")].referrer) == (2, url("s"))
     assert published[url("d")].depth == 4
     assert corrections == [] and frontier._in_transit == {}
+
+
+def test_an_undone_offer_leaves_no_depth_behind(tmp_path: Path) -> None:
+    """An offer that lowers c from 3 to 2 and then fails (a trigger refuses
+    to keep s's links) is rolled back whole; the memory of depths goes with
+    it, so the same offer made again still finds c deeper, and lowers it."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("s")], room=9, max_depth=None)
+        fetch(state, url("a"), url("s"))
+        state.offer_links(url("a"), [url("b")], room=9, max_depth=None)
+        fetch(state, url("b"))
+        state.offer_links(url("b"), [url("c")], room=9, max_depth=None)
+        fetch(state, url("c"))
+        conn = state._conn
+        assert conn is not None
+        conn.execute(
+            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON out_links"
+            " BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+        # s (depth 1) keeps its links: a (1) and b (2) are unfinished, so low is 1.
+        with pytest.raises(sqlite3.IntegrityError):
+            state.offer_links(url("s"), [url("c"), url("t")], room=9, max_depth=None)
+        assert depth_of(state, url("c")) == (3, url("b"))
+        conn.execute("DROP TRIGGER refuse")
+        offered = state.offer_links(url("s"), [url("c"), url("t")], room=9, max_depth=None)
+        assert [(x.url, x.depth, x.previous_depth) for x in offered.lowered] == [(url("c"), 2, 3)]
+        assert [(r.url, r.depth) for r in offered.kept] == [(url("t"), 2)]
+        assert depth_of(state, url("c")) == (2, url("s"))

@@ -236,6 +236,10 @@ class RecentDepths:
             self.set(key, depth)
         return depth
 
+    def clear(self) -> None:
+        """Forget every depth (what was written may have been undone)."""
+        self._young, self._old = {}, {}
+
     def set(self, key: str, depth: int) -> None:
         if self.size == 0:
             return

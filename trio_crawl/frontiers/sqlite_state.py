@@ -886,18 +886,20 @@ class CrawlState:
         """A transaction that also writes the host counts it made (rule 8):
         they reach the ledger's memory only if it commits."""
         ledger = self._ledger
-        if ledger is None:
-            with _transaction(conn):
-                yield
-            return
         try:
             with _transaction(conn):
                 yield
-                ledger.write(conn)
+                if ledger is not None:
+                    ledger.write(conn)
         except BaseException:
-            ledger.rollback()
+            # What memory learnt in it may be undone: depths, the deepest row.
+            self._depths.clear()
+            self._deepest = None
+            if ledger is not None:
+                ledger.rollback()
             raise
-        ledger.commit()
+        if ledger is not None:
+            ledger.commit()
 
     @contextlib.contextmanager
     def _guard_only(self) -> Iterator[None]:
