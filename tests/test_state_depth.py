@@ -500,3 +500,25 @@ def test_an_undone_offer_leaves_no_depth_behind(tmp_path: Path) -> None:
         assert [(x.url, x.depth, x.previous_depth) for x in offered.lowered] == [(url("c"), 2, 3)]
         assert [(r.url, r.depth) for r in offered.kept] == [(url("t"), 2)]
         assert depth_of(state, url("c")) == (2, url("s"))
+
+
+def test_links_moved_up_to_the_lowest_unfinished_depth_are_forgotten(tmp_path: Path) -> None:
+    """A redirect that lowers a page whose links are kept moves them up to
+    the lowest unfinished depth (here 1), where no shorter path can reach:
+    the next offer forgets them, though that depth has not changed."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        state.add_seeds([url(0)])
+        state.take_queued(1)
+        fetch(state, url(0))
+        state.offer_links(url(0), [url("a"), url("s"), url("x")], room=9, max_depth=None)
+        fetch(state, url("a"), url("s"), url("x"))
+        state.offer_links(url("a"), [url("b")], room=9, max_depth=None)
+        state.apply([Finish(url(0))])
+        fetch(state, url("b"))
+        state.offer_links(url("b"), [url("c")], room=9, max_depth=None)
+        assert state.stored_out_links() == 1  # b's (2), a's went: 1 is the lowest now
+        offered = state.offer_redirect(url("s"), url("b"), room=9, max_depth=None)
+        assert [(x.url, x.depth) for x in offered.lowered] == [(url("b"), 1), (url("c"), 2)]
+        assert state.stored_out_links() == 1  # b's links, now at 1 (s's redirect is not kept)
+        state.offer_links(url("x"), [url("y")], room=9, max_depth=None)
+        assert state.stored_out_links() == 0  # at 1, where the lowest unfinished is
