@@ -113,3 +113,26 @@ def test_a_held_seeds_file_still_refuses_handlers(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "--seeds" in result.stderr and "handler" in result.stderr
+
+
+def test_a_held_seed_host_is_searched_for_sitemaps_as_on_disk(tmp_path: Path) -> None:
+    """``--sitemaps`` reads the sitemap of a seed's host (it is in scope)
+    and ``--no-parent`` keeps to the seed's directory, held or on disk."""
+    from test_filters import filter_site
+
+    fetched = []
+    for disk in ([], ["--max-queue", "100"]):
+        with serve_site(filter_site()) as seeded, serve_site(filter_site()) as argument:
+            seeds = tmp_path / "seeds.txt"
+            seeds.write_text(seeded.url("/a/b/") + "\n")
+            result = run_cli(
+                argument.url("/a/b/"), "--seeds", str(seeds), "--sitemaps", "--no-parent",
+                "-q", "-o", str(tmp_path / "out.jsonl"), *disk,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            fetched.append((sorted(seeded.targets()), sorted(argument.targets())))
+    held, on_disk = fetched
+    assert held == on_disk
+    assert held[0] == held[1]  # a seed is a start URL to the scope, the sitemap and --no-parent
+    assert "/a/b/listed.html" in held[0] and "/other/listed.html" not in held[0]
+    assert "/a/b/sub/deep.html" in held[0] and "/a/" not in held[0]
