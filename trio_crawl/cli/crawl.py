@@ -374,7 +374,7 @@ def memory_frontier_of_seeds(config: CrawlConfig, seeds: Sequence[str]) -> Front
         refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
     except ConfigError as exc:
         raise UsageError(in_flags(exc, {SqliteFrontier.chosen_by: "--seeds"})) from None
-    return MemoryFrontier.with_seeds(config, seeds)
+    return MemoryFrontier.of(config, config.scope(seeds, config.url_filter(seeds)), seeds)
 
 
 def prepare_disk_frontier(

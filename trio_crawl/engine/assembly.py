@@ -61,14 +61,7 @@ def assemble(
     if frontier is not None:
         refuse_unservable(config, frontier.cannot, frontier.chosen_by)
     scope = config.scope()
-    frontier = frontier or MemoryFrontier(
-        config.start_urls,
-        scope=scope,
-        max_depth=config.max_depth,
-        max_pages=config.max_pages,
-        late_starts=config.sitemaps,
-        host_budget=config.host_budget(),
-    )
+    frontier = frontier or MemoryFrontier.of(config, scope)
     schedule: ScheduleRoom
 
     def work_ceiling() -> float:

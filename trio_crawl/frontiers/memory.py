@@ -75,17 +75,17 @@ class MemoryFrontier:
         self._kept: dict[Entry, list[str]] = {}
 
     @classmethod
-    def with_seeds(cls, config: CrawlConfig, seeds: Sequence[str]) -> MemoryFrontier:
-        """The crawl of ``config``'s start URLs and of ``seeds`` (canonical
-        URLs from a ``--seeds`` file small enough to hold). Seeds are start
-        URLs to the scope (their hosts are in it), to ``--no-parent`` (their
-        directories are roots), to the budgets (always fetched, and counted)
-        and to depth (0); not to the redirect rule: the URL filters judge
-        where a seed redirects, as with a seeds file on disk (README,
-        "Filters")."""
+    def of(cls, config: CrawlConfig, scope: Scope, seeds: Sequence[str] = ()) -> MemoryFrontier:
+        """The frontier of ``config``'s crawl in ``scope``, with ``seeds``
+        (canonical URLs from a ``--seeds`` file small enough to hold) after
+        its start URLs. Seeds are start URLs to the scope (their hosts should
+        be in it) and to ``--no-parent`` (its filter's roots), to the budgets
+        (always fetched, and counted) and to depth (0); not to the redirect
+        rule: the URL filters judge where a seed redirects, as with a seeds
+        file on disk (README, "Filters")."""
         return cls(
             [*config.start_urls, *seeds],
-            scope=config.scope(seeds, config.url_filter(seeds)),
+            scope=scope,
             max_depth=config.max_depth,
             max_pages=config.max_pages,
             late_starts=config.sitemaps,
