@@ -32,14 +32,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.models import CrawlRecord, DepthUpdate
 from ..errors import OutputError
 from .record_line import record_line
-
-if TYPE_CHECKING:
-    import csv
 
 
 class OutputFile:
@@ -162,6 +159,57 @@ class OutputFile:
         self._end += len(data)
         return True
 
+    @property
+    def rewritable(self) -> bool:
+        """``rewrite()`` can replace what was written (a regular file, or held lines)."""
+        return self._held is not None or (self._regular and not self.is_stdout)
+
+    def written_so_far(self) -> bytes:
+        """What this output holds of the crawl's writing (the held lines, or the
+        file up to the last complete line). Only for a ``rewritable`` output."""
+        if self._held is not None:
+            self._held.seek(0)
+            data = self._held.read()
+            self._held.seek(0, os.SEEK_END)
+            return data
+        with open(self.path, "rb") as file:
+            return file.read(self._end)
+
+    def rewrite(self, data: bytes) -> bool:
+        """Replace everything written so far with ``data`` (whole lines).
+
+        A regular file is replaced by a new one renamed over it, and this
+        output's descriptor moves to the new file: a crawl killed meanwhile
+        leaves the old content or the new, never a mix. False (and ``error``)
+        if that fails; only for a ``rewritable`` output."""
+        if self.failed:
+            return False
+        if self._held is not None:
+            self._held.seek(0)
+            self._held.truncate()
+            return self.write(data)
+        directory, name = os.path.split(os.path.abspath(self.path))
+        try:
+            fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+            try:
+                os.fchmod(fd, stat.S_IMODE(os.fstat(self._fd).st_mode))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.replace(temporary, self.path)
+                os.dup2(fd, self._fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.error = OutputError(self.path, exc)
+            return False
+        self._end = os.lseek(self._fd, 0, os.SEEK_END)
+        return True
+
     def _cut_torn_line(self) -> None:
         """After a failed write: drop what reached the file of the failed line."""
         if not self._regular:
@@ -235,28 +283,70 @@ class ItemJsonLinesWriter:
 
 
 class ItemCsvWriter:
-    """Items as CSV. The columns are the keys of the first item; keys that
-    later items add are dropped (CSV cannot grow columns), missing ones are
-    left empty. Use JSON Lines for items of varying shape."""
+    """Items as CSV, every field kept.
+
+    The columns are the items' keys in the order they first appear (with
+    ``--append``, the existing file's header comes first). An item with a
+    key the header lacks widens it: what was written so far is rewritten at
+    once under the wider header, earlier rows with empty cells
+    (``OutputFile.rewrite``, a new file renamed over the old). A pipe or the
+    terminal cannot be rewritten: there such an item fails the output with a
+    one-line error that names the new fields, which stops the crawl (its
+    records, and the rows already written, stay). Items are never cut to fit.
+    """
 
     def __init__(self, output: OutputFile) -> None:
         self.output = output
-        self._buffer = io.StringIO()
-        self._writer: csv.DictWriter[str] | None = None
         self.written = 0
+        self._columns: list[str] | None = None
 
     def write(self, item: object) -> None:
         row = item_as_dict(item)
-        if self._writer is None:
-            import csv  # here: only item output as CSV needs it
-
-            self._writer = csv.DictWriter(
-                self._buffer, fieldnames=list(row), extrasaction="ignore"
-            )
-            self._writer.writeheader()
-        self._writer.writerow(row)
-        data = self._buffer.getvalue().encode("utf-8", "backslashreplace")
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        if self.output.write(data):
+        if self._columns is None:
+            self._columns = self._existing_header() or []
+            if not self._columns:
+                self._columns = list(row)
+                if not self.output.write(_csv_lines([self._columns])):
+                    return
+        new = [key for key in row if key not in self._columns]
+        if new and not self._widen(new):
+            return
+        if self.output.write(_csv_lines([[row.get(key, "") for key in self._columns]])):
             self.written += 1
+
+    def _existing_header(self) -> list[str]:
+        """The header of a file appended to (``--append``), if it has one."""
+        if not self.output.rewritable:
+            return []
+        import csv
+
+        head = self.output.written_so_far().decode("utf-8", "replace").splitlines()[:1]
+        return next(csv.reader(head), [])
+
+    def _widen(self, new: list[str]) -> bool:
+        assert self._columns is not None
+        if not self.output.rewritable:
+            self.output.error = OutputError(
+                self.output.path,
+                f"an item has fields the CSV header lacks ({', '.join(map(str, new))}), "
+                "and CSV on a pipe cannot grow columns: write items to a .csv file, "
+                "or as JSON Lines",
+            )
+            return False
+        import csv
+
+        text = self.output.written_so_far().decode("utf-8", "surrogateescape")
+        old_rows = list(csv.reader(io.StringIO(text, newline="")))[1:]
+        self._columns.extend(new)
+        width = len(self._columns)
+        padded = [row + [""] * (width - len(row)) for row in old_rows]
+        return self.output.rewrite(_csv_lines([self._columns, *padded]))
+
+
+def _csv_lines(rows: list[list[Any]]) -> bytes:
+    """``rows`` as CSV lines (RFC 4180: quoted where needed, CRLF ends)."""
+    import csv  # here: only item output as CSV needs it
+
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue().encode("utf-8", "backslashreplace")
