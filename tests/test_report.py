@@ -457,6 +457,12 @@ def test_cli_reads_stdin_and_writes_stdout(tmp_path: Path) -> None:
         (["{empty}"], r"'.*empty.jsonl' has no records"),
         (["{good}", "-o", "{nodir}"], r"cannot write '.*/no/such/dir/r.html'"),
         (["{good}", "--top", "0"], r"argument --top: must be at least 1 \(got 0\)"),
+        (["{good}", "-o", "{good}"], r"^trio-crawl: error: -o '.*/good.jsonl' is the FILE this "),
+        (
+            ["{missing}", "--depth-updates", "{good}", "-o", "{good}"],
+            r"-o '.*/good.jsonl' is the --depth-updates this command reads: writing it would "
+            r"destroy it; give the output its own file$",
+        ),
         ([], r"the following arguments are required: FILE"),
     ],
 )
@@ -480,6 +486,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     assert lines[0].startswith("trio-crawl: error: ")
     assert re.search(message, lines[0]), lines[0]
     assert "Traceback" not in result.stderr and result.stdout == ""
+    assert paths["good"].read_text() == "".join(json.dumps(r) + "\n" for r in RECORDS)
 
 
 def test_cli_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:

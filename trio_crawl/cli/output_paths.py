@@ -81,3 +81,23 @@ def output_clash(named: Iterable[tuple[str, str | None]]) -> str | None:
 def outputs_of(args: object) -> list[tuple[str, str | None]]:
     """``(flag, path)`` of each output option ``args`` (an argparse namespace) has."""
     return [(flag, getattr(args, dest)) for dest, flag in OUTPUT_OPTIONS if hasattr(args, dest)]
+
+
+def overwrites_input(
+    output: tuple[str, str], inputs: Iterable[tuple[str, str | None]]
+) -> str | None:
+    """A one-line refusal if the ``(flag, path)`` output names the same file
+    as one of the ``inputs`` (compared as ``output_clash`` compares), else
+    None: writing it would destroy what the command reads (``trio-crawl
+    report crawl.jsonl -o crawl.jsonl``)."""
+    flag, path = output
+    key = file_key(path)
+    if key is None:
+        return None
+    for input_flag, input_path in inputs:
+        if input_path and file_key(input_path) == key:
+            return (
+                f"{flag} {path!r} is the {input_flag} this command reads: writing it would "
+                "destroy it; give the output its own file"
+            )
+    return None

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ..errors import ReportInputError
 from ..report.aggregate import aggregate_file
 from .common import UsageError, UsageParser, answer_bytes, fail, say, tell
+from .output_paths import overwrites_input
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -100,6 +101,11 @@ def run_report(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
         if args.input == "-" and args.depth_updates == "-":
             raise UsageError("FILE and --depth-updates cannot both be stdin (-)")
+        clash = overwrites_input(
+            ("-o", args.output), [("FILE", args.input), ("--depth-updates", args.depth_updates)]
+        )
+        if clash is not None:
+            raise UsageError(clash)
     except UsageError as exc:
         return _fail(str(exc))
     try:
