@@ -506,8 +506,7 @@ def test_cli_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == MISSING_EXTRA + "\n"
     assert MISSING_EXTRA == (
-        "trio-crawl report needs the optional plotting dependency: "
-        "pip install 'trio-crawl[report]'"
+        "trio-crawl report needs the optional plotting library matplotlib: pip install matplotlib"
     )
     assert not (tmp_path / "r.html").exists()
 
@@ -533,6 +532,28 @@ def test_summary_mentions_the_report_command(tmp_path: Path) -> None:
     assert len(records) == 4
     ts = [r["t"] for r in records]
     assert all(isinstance(t, float) and 0 <= t < TIMEOUT for t in ts)
+
+
+def test_the_report_hint_is_left_out_where_it_would_lead_nowhere(tmp_path: Path) -> None:
+    out = tmp_path / "crawl.jsonl"
+    # None in sys.modules makes matplotlib look uninstalled (find_spec gives None)
+    hidden = (
+        "import sys; sys.modules['matplotlib'] = None; "
+        "from trio_crawl.cli.main import main; main(sys.argv[1:])"
+    )
+    with serve_site(small_site()) as server:
+        without_extra = subprocess.run(
+            [sys.executable, "-c", hidden, server.base_url + "/", "-o", str(out),
+             "--ignore-robots"],
+            capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    nobody_answered = run_cli("http://127.0.0.1:1/", "-o", str(tmp_path / "none.jsonl"))
+    assert without_extra.returncode == 0, without_extra.stderr
+    assert len(out.read_text().splitlines()) == 4
+    assert "trio-crawl summary" in without_extra.stderr
+    assert "trio-crawl report" not in without_extra.stderr
+    assert "trio-crawl summary" in nobody_answered.stderr
+    assert "trio-crawl report" not in nobody_answered.stderr
 
 
 # -- in a real browser ----------------------------------------------------------

@@ -249,3 +249,21 @@ async def test_run_crawl_takes_max_time(autojump_clock: trio.testing.MockClock) 
     assert fetcher.urls == [f"http://a.test/{i}" for i in range(3)]
     assert len(records) == 3 and summary.stopped
     assert trio.current_time() == pytest.approx(3.0)
+
+
+def test_cli_max_time_note_does_not_advise_a_state_file_the_crawl_cannot_use(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with serve_site(slow_site(30, 0.1)) as server:
+        result = run_cli(
+            server.base_url + "/", "-o", str(out), "-w", "2", "--ignore-robots",
+            "--page-requisites", "--max-time", "0.5s",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (
+        "stopped at --max-time 0.5s: " in result.stderr
+        and "URLs left; a crawl with --page-requisites cannot resume (it cannot use --state)"
+        in result.stderr
+    ), result.stderr
+    assert "add --state" not in result.stderr

@@ -336,7 +336,9 @@ async def crawl_with_ui(
         return Ending(EXIT_OUTPUT, str(failed))
     if signals.code != EXIT_OK:
         return Ending(signals.code)
-    timed_out = time_limit_note(summary, config.max_time, state=resumable)
+    timed_out = time_limit_note(
+        summary, config.max_time, state=resumable, state_refused_by=refuses_state(config)
+    )
     if timed_out is not None and not quiet:
         say(timed_out)
     if unreachable:
@@ -344,6 +346,16 @@ async def crawl_with_ui(
             EXIT_UNREACHABLE, f"could not connect to any start URL ({starts.first_failure})"
         )
     return Ending()
+
+
+def refuses_state(config: CrawlConfig) -> str | None:
+    """The option of this crawl that ``--state`` cannot be combined with, if any
+    (the state file keeps neither requisites nor handlers' Python functions)."""
+    if config.page_requisites:
+        return "--page-requisites"
+    if config.handler is not None:
+        return "--handler"
+    return None
 
 
 def seeds_to_hold(args: argparse.Namespace, start_urls: Sequence[str]) -> list[str] | None:

@@ -203,25 +203,40 @@ def print_summary(
 ) -> None:
     """The summary table on stderr (or ``stream``); with ``output`` (the JSON
     Lines file), how to report on it (with the ``--depth-updates`` file when
-    there is one)."""
+    there is one), unless no server answered (nothing to report on) or the report's
+    plotting library is not installed (the hint would only lead to an error)."""
     console = stderr_console(stream, highlight=False)
     console.print(summary_table(summary, depth_updates_to))
-    if output is not None:
+    if output is not None and sum(summary.statuses.values()) > 0 and report_available():
         updates = depth_updates_to not in (None, "<stdout>")
         with_updates = f" --depth-updates {shlex.quote(str(depth_updates_to))}" if updates else ""
         hint = f"HTML report: trio-crawl report {shlex.quote(output)}{with_updates} -o report.html"
         console.print(hint, markup=False, soft_wrap=True)
 
 
-def time_limit_note(summary: CrawlSummary, max_time: float | None, *, state: bool) -> str | None:
-    """What to say when ``--max-time`` stopped the crawl (None if it did not)."""
+def report_available() -> bool:
+    """``trio-crawl report`` can run here: its plotting library is installed
+    (looked up, not imported: this runs at the end of every crawl)."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def time_limit_note(
+    summary: CrawlSummary, max_time: float | None, *, state: bool, state_refused_by: str | None
+) -> str | None:
+    """What to say when ``--max-time`` stopped the crawl (None if it did not).
+    ``state_refused_by``: the option that cannot be combined with ``--state``
+    (``--page-requisites``, ``--handler``), if the crawl has one: then the
+    note does not advise a ``--state`` the next run would refuse."""
     if max_time is None or not summary.stopped or summary.elapsed < max_time:
         return None
-    then = (
-        "run the same command again to resume"
-        if state
-        else "add --state FILE to make a stopped crawl resumable"
-    )
+    if state:
+        then = "run the same command again to resume"
+    elif state_refused_by is not None:
+        then = f"a crawl with {state_refused_by} cannot resume (it cannot use --state)"
+    else:
+        then = "add --state FILE to make a stopped crawl resumable"
     return f"stopped at --max-time {max_time:g}s: {summary.unfinished:,} URLs left; {then}"
 
 

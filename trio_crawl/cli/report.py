@@ -22,8 +22,10 @@ from .output_paths import overwrites_input
 EXIT_OK = 0
 EXIT_USAGE = 2
 DEFAULT_OUTPUT = "report.html"
+#: Names matplotlib itself: ``pip install 'trio-crawl[report]'`` fails where
+#: trio-crawl was installed from a checkout (pip looks for it on the index).
 MISSING_EXTRA = (
-    "trio-crawl report needs the optional plotting dependency: pip install 'trio-crawl[report]'"
+    "trio-crawl report needs the optional plotting library matplotlib: pip install matplotlib"
 )
 
 
