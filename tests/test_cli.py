@@ -227,3 +227,14 @@ def test_every_option_has_help_text() -> None:
     assert not missing
     fetcher = next(a for a in parser._actions if "--fetcher" in a.option_strings)
     assert fetcher.help is not None and "asks cannot be installed" in fetcher.help
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    from trio_crawl.cli.common import counted
+
+    assert [counted(n, "URL") for n in (0, 1, 2, 1000)] == [
+        "0 URLs",
+        "1 URL",
+        "2 URLs",
+        "1,000 URLs",
+    ]

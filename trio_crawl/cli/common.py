@@ -113,3 +113,8 @@ def stderr_console(stream: TextIO | None = None, **options: Any) -> Console:
     from rich.console import Console  # not for every command: rich takes a while to import
 
     return Console(file=sys.stderr if stream is None else stream, **options)
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` agreeing in number: "1 URL", "2 URLs", "1,000 URLs"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

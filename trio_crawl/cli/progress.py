@@ -16,7 +16,7 @@ import trio
 from ..core.stats import CrawlSummary
 from ..engine.crawler import Crawler
 from ..engine.statistics import EngineStatistics
-from .common import stderr_console
+from .common import counted, stderr_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,14 +134,13 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
     if summary.over_host_budget:
         table.add_row(
             "over host budgets",
-            f"{summary.over_host_budget:,} new "
-            f"link{'' if summary.over_host_budget == 1 else 's'} not followed "
+            f"{counted(summary.over_host_budget, 'new link')} not followed "
             "(--max-pages-per-host, --max-hosts)",
         )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:
-        table.add_row("stopped", f"yes; {summary.unfinished:,} URLs left unfetched")
+        table.add_row("stopped", f"yes; {counted(summary.unfinished, 'URL')} left unfetched")
     return table
 
 
@@ -237,14 +236,16 @@ def time_limit_note(
         then = f"a crawl with {state_refused_by} cannot resume (it cannot use --state)"
     else:
         then = "add --state FILE to make a stopped crawl resumable"
-    return f"stopped at --max-time {max_time:g}s: {summary.unfinished:,} URLs left; {then}"
+    left = counted(summary.unfinished, "URL")
+    return f"stopped at --max-time {max_time:g}s: {left} left; {then}"
 
 
 def complete_note(state: str, done: int, output: str) -> str:
     """What a ``--state`` crawl that has nothing left to fetch says, instead
     of crawling nothing and printing a summary of 0 pages."""
     return (
-        f"the crawl in {state} is complete ({done:,} URLs done, their records in {output}): "
+        f"the crawl in {state} is complete ({counted(done, 'URL')} done, "
+        f"their records in {output}): "
         f"nothing left to fetch. Report on it: trio-crawl report {shlex.quote(output)} "
         "-o report.html; to crawl again, remove or rename the state file"
     )

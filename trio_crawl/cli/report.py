@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ..errors import ReportInputError
 from ..report.aggregate import aggregate_file
-from .common import UsageError, UsageParser, answer_bytes, fail, say, tell
+from .common import UsageError, UsageParser, answer_bytes, counted, fail, say, tell
 from .output_paths import overwrites_input
 
 EXIT_OK = 0
@@ -139,8 +139,7 @@ def run_report(argv: Sequence[str]) -> int:
         return _fail(f"cannot write {args.output!r}: {exc.strerror or exc}")
     if args.output != "-":
         say(
-            f"wrote {args.output} ({data.records:,} "
-            f"record{'' if data.records == 1 else 's'}, {format_size(size)}) "
+            f"wrote {args.output} ({counted(data.records, 'record')}, {format_size(size)}) "
             f"in {time.perf_counter() - started:.1f} s"
         )
     return EXIT_OK
