@@ -24,7 +24,7 @@ def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess
 def records_in(text: str) -> list[dict[str, Any]]:
     """The records of a JSON Lines output (``-o``), which holds records only:
     a later, shorter path's ``depth_update`` lines go to ``--depth-updates``
-    (README, "Output"), never there (issue #25 item 3)."""
+    (docs/manual/output.md), never there (issue #25 item 3)."""
     lines = [json.loads(line) for line in text.splitlines() if line.strip()]
     inline = [line for line in lines if "depth_update" in line]
     assert not inline, f"depth_update lines in the main output: {inline[:3]}"

@@ -140,7 +140,7 @@ def test_signal_stops_gracefully(tmp_path: Path, signum: int, code: int) -> None
 
 
 def test_rate_limit_seen_from_the_server(tmp_path: Path) -> None:
-    """``--rate 5`` spaces request *starts* at least 0.2 s apart (README).
+    """``--rate 5`` spaces request *starts* at least 0.2 s apart (docs/manual/politeness.md).
 
     The starts are checked where they are decided, without a clock race: the
     k-th record (by its time ``t``, counted from the crawl's start) cannot be

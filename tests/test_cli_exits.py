@@ -1,6 +1,6 @@
 """Exit codes and messages of the command line (issue #13, items 3, 4, 5, 7, 10).
 
-Every code in the README's "Exit codes" table has a test here: the failure
+Every code in the "Exit codes" table (docs/manual/command-line.md) has a test here: the failure
 is said in one line on stderr, with no traceback, and exits with its code.
 Every subprocess has a timeout; every site is on 127.0.0.1.
 """

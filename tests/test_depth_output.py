@@ -3,7 +3,8 @@ output holds one line per URL on every backend, and the ``depth_update``
 lines go to ``--depth-updates FILE`` (or nowhere, counted in the summary).
 The site (``late_shortcut.py``) makes the corrections happen without timing:
 a shallow page answers only once the chain below it has been crawled.
-The README's recipes that fold them into the records run as written here.
+The manual's recipes (docs/manual/output.md) that fold them into the
+records run as written here.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from trio_crawl.testing import serve_site
 from cli_helpers import TIMEOUT, fold_depth_updates, records_in, run_cli
 from late_shortcut import late_shortcut_site, shortest_depths
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+#: the manual's page on records and depth (it was the README's until issue #35)
+OUTPUT_PAGE = Path(__file__).resolve().parent.parent / "docs" / "manual" / "output.md"
 BACKENDS = {"memory": [], "state": ["--state", "{tmp}/crawl.db"]}
 
 
@@ -171,24 +173,24 @@ def test_a_resumed_state_crawl_appends_to_its_depth_updates(tmp_path: Path) -> N
     assert len(records_in(out.read_text())) == len(shortest_depths(server.base_url)) + 1
 
 
-# -- the README's recipes, as written -----------------------------------------
+# -- the manual's recipes, as written -----------------------------------------
 
 
-def readme_recipe() -> list[str]:
-    """The commands of the README's fenced block that folds --depth-updates
+def manual_recipe() -> list[str]:
+    """The commands of the manual's fenced block that folds --depth-updates
     into the records (the one that writes ``final.jsonl``)."""
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text(), re.S)
+    blocks = re.findall(r"```console\n(.*?)```", OUTPUT_PAGE.read_text(), re.S)
     (block,) = [b for b in blocks if "final.jsonl" in b]
     return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
 
 
-def test_the_readme_recipe_gives_final_depths(tmp_path: Path) -> None:
-    """Runs the README's block line by line in a shell, in an empty folder;
+def test_the_manual_recipe_gives_final_depths(tmp_path: Path) -> None:
+    """Runs the manual's block line by line in a shell, in an empty folder;
     only the start URL is this test's local server instead of example.org."""
     if shutil.which("jq") is None:
         pytest.skip("jq is not installed (apt-get install jq; .ci/run installs it)")
     pytest.importorskip("matplotlib", reason="the recipe's report needs trio-crawl[report]")
-    commands = readme_recipe()
+    commands = manual_recipe()
     assert any(c.startswith("jq ") for c in commands), commands
     assert any(c.startswith("trio-crawl report ") for c in commands), commands
     with serve_site(late_shortcut_site()) as server:

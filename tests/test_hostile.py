@@ -472,9 +472,10 @@ async def test_a_50_mb_robots_txt_does_not_stop_the_crawl(backend: str) -> None:
 
 @CRAWL_BACKENDS
 async def test_resets_at_64_workers_are_requested_at_most_1_plus_retries(backend: str) -> None:
-    """The README's promise, counted by the server: with 64 workers keeping
-    connections alive, every URL that is reset is requested ``1 + retries``
-    times, never more, and every page that answers is fetched once."""
+    """The manual's promise (docs/manual/politeness.md, "Retries"), counted by
+    the server: with 64 workers keeping connections alive, every URL that is
+    reset is requested ``1 + retries`` times, never more, and every page that
+    answers is fetched once."""
     n = 150
     links = b"".join(b'<a href="/ok/%d">o</a><a href="/r/%d">r</a>' % (i, i) for i in range(n))
     table: dict[str, Answer] = {"/": page_answer(links)}

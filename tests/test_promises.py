@@ -1,4 +1,4 @@
-"""What the README promises about scope, credentials, Crawl-delay and the
+"""What the manual (docs/manual/) promises about scope, credentials, Crawl-delay and the
 output file (issue #18, items 2, 3, 7 and 9), held to real servers on
 127.0.0.1 through the command line. Every subprocess has a timeout.
 """

@@ -225,7 +225,7 @@ def test_the_reference_documents_every_exported_name_once() -> None:
     assert len(documented) == len(set(documented))
 
 
-# -- the layout lists in the README and the face's docstring --------------------
+# -- the layout lists in docs/development.md and the face's docstring ----------
 
 
 def _layout_entries(text: str) -> set[str]:
@@ -239,8 +239,8 @@ def test_the_layout_lists_name_every_part_of_the_package() -> None:
     parts = {f"{p.name}/" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} | {
         p.name for p in PACKAGE.glob("*.py") if p.name not in ("__main__.py", "testing.py")
     }
-    readme = (ROOT / "README.md").read_text()
-    block = readme[readme.index("  trio_crawl/\n") :].split("```", 1)[0]
+    development = (ROOT / "docs" / "development.md").read_text()
+    block = development[development.index("  trio_crawl/\n") :].split("```", 1)[0]
     face = trio_crawl.__doc__ or ""
-    assert sorted(parts - _layout_entries(block)) == []  # the README's list
+    assert sorted(parts - _layout_entries(block)) == []  # docs/development.md's list
     assert sorted(parts - {"__init__.py"} - _layout_entries(face)) == []  # the face's list
