@@ -111,6 +111,37 @@ async def test_render_finds_the_links_scripts_write_and_a_static_crawl_does_not(
     assert server.count("/") == 2
 
 
+def timers_site(pages: int) -> Site:
+    """``pages`` pages, each writing one link from a 300 ms timer set as its
+    script runs and one from a 200 ms timer set at its load event: both fire
+    inside the documented settle time (load plus 500 ms)."""
+    timers = """
+setTimeout(() => { const a = document.createElement('a'); a.href = '/t/N';
+                   document.body.append(a); }, 300);
+addEventListener('load', () => setTimeout(() => {
+  const a = document.createElement('a'); a.href = '/l/N'; document.body.append(a); }, 200));
+"""
+    routes: dict[str, Response] = {"/": page(*[f"/p/{i}" for i in range(pages)])}
+    for i in range(pages):
+        routes[f"/p/{i}"] = html(script(timers.replace("N", str(i))))
+        routes[f"/t/{i}"] = page()
+        routes[f"/l/{i}"] = page()
+    return Site(routes)
+
+
+async def test_timers_inside_the_settle_time_are_waited_for_in_every_busy_tab() -> None:
+    # Issue #36 item 9: with many tabs at once, a 300 ms timer's link was
+    # missed in about half the crawls (quiet counted from the last request,
+    # not the load event; background tabs' timers were throttled).
+    n = 24
+    with serve_site(timers_site(n)) as server:
+        records, summary = await crawl(server.url("/"), workers=16, render_wait=10.0)
+    expected = {"/"} | {f"/{kind}/{i}" for kind in "ptl" for i in range(n)}
+    assert paths(records, server) == expected
+    assert all(r.status == 200 and r.error is None for r in records.values())
+    assert summary.rendered == len(expected)
+
+
 # -- 3: the browser obeys the crawl's rules ---------------------------------------
 
 

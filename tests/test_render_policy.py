@@ -116,12 +116,24 @@ def test_the_page_settles_quiet_seconds_after_load_and_its_last_request() -> Non
     life = PageLife("http://127.0.0.1:8000/", result(), started_at=10.0)
     life.request_started(10.2)
     assert life.settled_at() is None  # not loaded yet
-    life.loaded = True
+    life.load(10.1)
     assert life.settled_at() == 10.2 + QUIET
     life.request_started(11.0)
     life.request_started(10.5)  # late news of an older request moves nothing back
     assert life.settled_at() == 11.0 + QUIET
     assert life.requests == 3
+
+
+def test_a_late_load_event_still_gets_its_quiet_seconds() -> None:
+    # Every request ended long before the load event (a busy browser loads
+    # late): a timer the page set for after load still has QUIET to run.
+    life = PageLife("http://127.0.0.1:8000/", result(), started_at=10.0)
+    life.request_sent("style", 10.1)
+    life.request_ended("style", 10.2)
+    life.load(13.0)
+    assert life.settled_at() == 13.0 + QUIET
+    life.load(14.0)  # told twice: the first load event counts
+    assert life.settled_at() == 13.0 + QUIET
 
 
 def test_fulfilled_headers_drop_what_no_longer_describes_the_body() -> None:
@@ -314,7 +326,7 @@ def test_the_page_is_recognised_as_the_browser_writes_its_url() -> None:
 
 def test_a_request_in_flight_keeps_the_page_unsettled() -> None:
     life = PageLife("http://127.0.0.1:8000/", result(), started_at=0.0)
-    life.loaded = True
+    life.load(0.5)
     life.request_sent("a", 1.0)
     life.request_sent("b", 1.1)
     assert life.settled_at() is None

@@ -71,11 +71,18 @@ def browser_command(
         "--mute-audio",
         "--disable-gpu",
         "--disable-dev-shm-usage",
+        # Every tab renders a page the crawl waits for, visible or not: no
+        # tab's timers may be slowed as a background tab's are (a page's
+        # setTimeout would fire after it was read; issue #36 item 9).
+        "--disable-background-timer-throttling",
+        "--disable-renderer-backgrounding",
+        "--disable-backgrounding-occluded-windows",
         "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
         "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4,"
         "OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,"
         "OptimizationHintsFetching,OptimizationTargetPrediction,"
-        "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable",  # http is fetched as http
+        "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,"  # http is fetched as http
+        "IntensiveWakeUpThrottling",
         "--password-store=basic",
         "--use-mock-keychain",
         *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox

@@ -14,10 +14,14 @@ Rules:
    refresh, a link clicked by a script) is a client-side redirect: the first
    one's URL is kept and the request is failed, so the tab stays on the page;
    the page counts as settled at once (``on_leave``).
-3. The network is quiet after the load event when no request is in flight
-   and none has started or ended for ``QUIET`` seconds (a ``fetch()`` whose
-   answer is slow is waited for); ``settled_at`` says when that will be,
-   given what is known now.
+3. The page settles ``QUIET`` seconds after its load event, and no sooner
+   than ``QUIET`` seconds after its last request started or ended, with
+   none in flight (a ``fetch()`` whose answer is slow is waited for);
+   ``settled_at`` says when that will be, given what is known now. Quiet
+   counts from the load event too, not only from the last request: a page
+   whose requests all ended before its load event (the usual case) still
+   gets its timers' ``QUIET`` seconds after load, however late the load
+   came (a busy browser loads late; issue #36 item 9).
 4. A later main-frame document request the tab's network log never saw
    (no ``networkId``: the download manager's, for an ``<a download>`` the
    page clicked) is a download, not a navigation: it is failed and the page
@@ -72,7 +76,8 @@ class PageLife:
     result: FetchResult
     started_at: float
     document_sent: bool = False
-    loaded: bool = False
+    #: When the load event of this navigation was seen (None: not yet).
+    loaded_at: float | None = None
     crashed: bool = False
     client_redirect: str | None = None
     last_request_at: float = 0.0
@@ -100,6 +105,15 @@ class PageLife:
             self.on_leave()
         return DocumentStep.CLIENT_REDIRECT
 
+    @property
+    def loaded(self) -> bool:
+        return self.loaded_at is not None
+
+    def load(self, now: float) -> None:
+        """The load event of this navigation was seen: quiet counts from now too."""
+        if self.loaded_at is None:
+            self.loaded_at = now
+
     def request_started(self, now: float) -> None:
         """The page asked for something (allowed or not): the network is busy."""
         self.requests += 1
@@ -122,6 +136,6 @@ class PageLife:
         that is leaving is settled."""
         if self.client_redirect is not None:
             return self.started_at
-        if not self.loaded or self.in_flight:
+        if self.loaded_at is None or self.in_flight:
             return None
-        return self.last_request_at + QUIET
+        return max(self.loaded_at, self.last_request_at) + QUIET

@@ -7,8 +7,9 @@ Rules:
    window the page opens is counted as a refused ``popup``, a
    crash ends the render (``RenderFailed``), the ``load`` lifecycle event of
    this navigation (matched by its loader id) starts the quiet wait.
-2. The page settles at load plus ``QUIET`` seconds with no request in
-   flight (the tab's ``Network`` events), or when ``render_wait`` runs out,
+2. The page settles ``QUIET`` seconds after the later of its load event
+   and its last request, with no request in flight (the tab's ``Network``
+   events; ``PageLife`` rule 3), or when ``render_wait`` runs out,
    whichever comes first; the DOM is read then, whatever the page is doing.
 3. The DOM is read by one ``Runtime.evaluate``: the document serialised
    with its open shadow roots (``getHTML``), a ``<base>`` with the
@@ -177,7 +178,7 @@ class Tab:
             loaded.set()
         with trio.move_on_after(render_wait):
             await loaded.wait()
-            life.loaded = True
+            life.load(trio.current_time())
             while True:  # each request seen moves the settling time on
                 at = life.settled_at()
                 if at is not None and trio.current_time() >= at:
