@@ -124,3 +124,17 @@ async def test_items_are_kept_from_the_start_and_records_are_not(
             got = [item async for item in crawl.items()]
     assert late_records == ["http://a.test/slow"]
     assert sorted(i["url"] for i in got) == sorted(pages)  # type: ignore[index]
+
+
+def test_the_tutorial_lists_every_error_kind_and_no_other() -> None:
+    from trio_crawl.core.models import ERROR_KINDS
+
+    text = (ROOT / "docs" / "tutorial" / "first-crawl.md").read_text()
+    listed = text.split("The error kinds are short and stable", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`([a-z_0-9]+)`", listed)) - {"--render"} == ERROR_KINDS
+
+
+def test_the_tutorial_does_not_give_the_old_fixed_worker_default() -> None:
+    for name in ("first-crawl.md", "politeness.md"):
+        text = (ROOT / "docs" / "tutorial" / name).read_text()
+        assert "default 16)" not in text, name
