@@ -174,6 +174,9 @@ def test_demo_runs(tmp_path: Path) -> None:
     records = records_in(out.read_text())
     assert len(records) == len({r["url"] for r in records}) > 40
     assert "trio-crawl summary" in result.stderr
+    # its /flaky page answers 503 once: the summary says it was retried
+    assert [r["attempts"] for r in records if r["url"].endswith("/flaky")] == [2]
+    assert "1 page (1 extra attempt)" in result.stderr
 
 
 HANDLER_MODULE = """

@@ -51,3 +51,23 @@ def test_the_summary_says_how_the_browsers_requests_were_answered() -> None:
     text = " ".join(out.getvalue().split())
     assert "browser's requests" in text
     assert "30 fetched by the crawl, 12 already fetched, 1 failed" in text
+
+
+def test_the_summary_counts_pages_that_needed_retries() -> None:
+    stats = CrawlStats()
+    stats.add(CrawlRecord("http://a.test/", 200, 0))
+    stats.add(dataclasses.replace(CrawlRecord("http://a.test/flaky", 200, 1), attempts=2))
+    stats.add(
+        dataclasses.replace(
+            CrawlRecord("http://a.test/down", 503, 1, ErrorInfo("http_5xx", "HTTP 503")),
+            attempts=3,
+        )
+    )
+    summary = stats.summary(elapsed=1.0, stopped=False, unfinished=0)
+    assert (summary.retried, summary.retries) == (2, 3)
+    out = io.StringIO()
+    print_summary(summary, stream=out)
+    assert "retried" in out.getvalue() and "2 pages (3 extra attempts)" in out.getvalue()
+    quiet = io.StringIO()
+    print_summary(CrawlStats().summary(elapsed=1.0, stopped=False, unfinished=0), stream=quiet)
+    assert "retried" not in quiet.getvalue()

@@ -100,6 +100,11 @@ def summary_table(summary: CrawlSummary, depth_updates_to: str | None = None) ->
     table.add_row("failed", f"{summary.failed:,}")
     for kind, count in summary.failures.items():
         table.add_row(f"  {kind}", f"{count:,}")
+    if summary.retried:
+        table.add_row(
+            "retried",
+            f"{counted(summary.retried, 'page')} ({counted(summary.retries, 'extra attempt')})",
+        )
     if summary.items:
         table.add_row("items", f"{summary.items:,}")
     if summary.depth_updates:

@@ -81,6 +81,10 @@ class CrawlSummary:
     peak_workers: int = 0
     #: Whether the pool sized itself (no ``workers`` given).
     sized: bool = False
+    #: Records that took more than one attempt (a retried 503, a reset...),
+    #: and the extra attempts they took in all.
+    retried: int = 0
+    retries: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -104,6 +108,8 @@ class CrawlStats:
         #: host:port -> the Crawl-delay asked for, where it was capped.
         self.capped_crawl_delays: dict[str, float] = {}
         self.depth_updates = 0
+        self.retried = 0
+        self.retries = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
         self._busy_ms = 0.0
@@ -119,6 +125,9 @@ class CrawlStats:
             self.pages_ok += 1
         if record.size is not None:
             self.bytes += record.size
+        if record.attempts > 1:
+            self.retried += 1
+            self.retries += record.attempts - 1
         if record.elapsed_ms is not None:
             self._latencies_ms.append(record.elapsed_ms)
             self._busy_ms += record.elapsed_ms
@@ -148,6 +157,8 @@ class CrawlStats:
             busy_seconds=self._busy_ms / 1000,
             hosts=len(self._hosts),
             depth_updates=self.depth_updates,
+            retried=self.retried,
+            retries=self.retries,
         )
 
 
