@@ -37,6 +37,7 @@ import json
 import math
 import os
 import pwd
+import resource
 import shlex
 import statistics
 import sys
@@ -52,22 +53,29 @@ from urllib.parse import urldefrag, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bytecode import add_source_start, like_installed
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from exactness import Fetches, Verdict, read_scrapy, read_trio_crawl
 from generate_site import SiteParams, ensure_site, read_expected
-from redis_bench import machine_busy
-from run import (
-    Fetches,
-    Run,
-    Verdict,
+from measure import (
+    alternating,
+    machine_busy_s,
     machine_info,
-    print_failure,
-    read_scrapy,
-    read_trio_crawl,
+    machine_line,
+    output_dir,
+    process_cpu_s,
     run_measured,
-    tool_versions,
-    trio_crawl_command,
+    text_table,
 )
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, _tail, find_nginx
+from run import Run, print_failure, tool_versions
+from servers import (
+    NGINX_HTTP_SETTINGS,
+    _nginx_version,
+    _stop,
+    _tail,
+    find_nginx,
+    free_port,
+    warm_page_cache,
+)
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("trio-crawl", "scrapy")
@@ -204,24 +212,11 @@ class BroadServer:
         with contextlib.suppress(OSError):
             children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children")
             pids += [int(p) for p in children.read_text().split()]
-        total = 0.0
-        for pid in pids:
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return total
+        return sum(process_cpu_s(pid) for pid in pids)
 
 
 def lua_available() -> bool:
     return all(os.path.exists(m) for m in LUA_MODULES)
-
-
-def _free_port(address: str) -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((address, 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_ready(server: BroadServer, proc: Any, error_log: Path) -> None:
@@ -267,7 +262,7 @@ def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[Br
     with tempfile.TemporaryDirectory(prefix="trio-crawl-broad-nginx-") as tmp:
         root = site_dir.resolve()
         user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
-        port = _free_port(addresses[0])
+        port = free_port(addresses[0])
         conf = Path(tmp) / "nginx.conf"
         conf.write_text(
             nginx_config(
@@ -397,7 +392,7 @@ def crawl(
     output = out / f"{stem}.jsonl"
     command = tool_command(tool, seeds, output, args, out)
     sampler = FdSampler()
-    busy, nginx_cpu = machine_busy(), server.cpu_seconds()
+    busy, nginx_cpu = machine_busy_s(), server.cpu_seconds()
     try:
         measured = run_measured(
             command, timeout=args.timeout, log_path=out / f"{stem}.log", on_spawn=sampler.start
@@ -405,7 +400,7 @@ def crawl(
     finally:
         sampler.stop()
     server_cpu = server.cpu_seconds() - nginx_cpu
-    others = machine_busy() - busy - measured.cpu_s - server_cpu
+    others = machine_busy_s() - busy - measured.cpu_s - server_cpu
     reader = read_trio_crawl if tool == "trio-crawl" else read_scrapy
     run = BroadRun(
         config=config,
@@ -425,18 +420,6 @@ def crawl(
 
 
 # --- reporting ------------------------------------------------------------------------
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i in (0, 1, len(cells) - 1) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def result_text(run: BroadRun) -> str:
@@ -475,7 +458,7 @@ def runs_table(runs: list[BroadRun]) -> str:
         ]
         for r in runs
     ]
-    return _table(header, rows)
+    return text_table(header, rows, left=(0, 1, -1))
 
 
 def summarize(runs: list[BroadRun], per_host: dict[str, int | None]) -> list[dict[str, Any]]:
@@ -527,7 +510,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
                 "yes" if s["ok"] else "NO",
             ]
         )
-    return _table(header, body)
+    return text_table(header, body, left=(0, 1, -1))
 
 
 # --- main -----------------------------------------------------------------------------
@@ -592,12 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     machine = machine_info()
     versions = tool_versions(args)
-    load = " ".join(f"{x:.2f}" for x in machine["loadavg"])
-    print(
-        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['mem_gib']} GiB,"
-        f" load {load}, Python {machine['python']}, ulimit -n "
-        f"{__import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)[0]}"
-    )
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"{machine_line(machine)}, ulimit -n {nofile}")
     print(f"tools:   trio-crawl {versions['trio-crawl']}, Scrapy {versions['scrapy']}")
     if find_nginx() is None or (any(c.latency_ms for c in args.configs) and not lua_available()):
         print(
@@ -618,15 +597,9 @@ def main(argv: list[str] | None = None) -> int:
     for pages in sorted({c.pages for c in args.configs}):
         site_dir, _ = ensure_site(SiteParams(pages=pages, seed=args.seed), args.cache_dir)
         sites[pages] = (site_dir, read_expected(site_dir))
-        for path in site_dir.rglob("*.html"):
-            path.read_bytes()  # warm the page cache
+        warm_page_cache(site_dir)
 
-    out_ctx: contextlib.AbstractContextManager[str]
-    if args.keep_output:
-        args.keep_output.mkdir(parents=True, exist_ok=True)
-        out_ctx = contextlib.nullcontext(str(args.keep_output))
-    else:
-        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-broad-out-")
+    out_ctx = output_dir(args.keep_output, "trio-crawl-broad-out-")
     runs: list[BroadRun] = []
     with out_ctx as out_name:
         args.out = Path(out_name)
@@ -638,8 +611,7 @@ def main(argv: list[str] | None = None) -> int:
                 seeds = args.out / f"seeds-{config.name}.txt"
                 seeds.write_text("".join(f"http://{a}:{server.port}/\n" for a in server.addresses))
                 for rnd in range(1, args.rounds + 1):
-                    order = args.tools if rnd % 2 else list(reversed(args.tools))
-                    for tool in order:
+                    for tool in alternating(args.tools, rnd):
                         run = crawl(config, tool, rnd, server, expected, args)
                         runs.append(run)
                         print(

@@ -53,23 +53,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from broad import (
     LUA_MODULES,
     FdSampler,
-    _free_port,
     _wait_ready,
     host_addresses,
     lua_available,
     normalize,
 )
-from bytecode import add_source_start, like_installed
-from run import (
-    Fetches,
-    Measured,
-    Verdict,
-    read_scrapy,
-    read_trio_crawl,
-    run_measured,
-    trio_crawl_command,
-)
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from exactness import Fetches, Verdict, read_scrapy, read_trio_crawl
+from measure import Measured, alternating, run_measured
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port
 
 HERE = Path(__file__).resolve().parent
 FILLER = (
@@ -303,7 +295,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
         os.chmod(tmp, 0o755)
         root = Path(tmp) / "hosts"
         root.mkdir()
-        port = _free_port(world.addresses[0])
+        port = free_port(world.addresses[0])
         write_world(world, root, port)
         served = [a for j, a in enumerate(world.addresses) if j not in world.dead]
         user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
@@ -501,8 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = out / "seeds.txt"
         seeds.write_text("".join(f"{u}\n" for u in server.seeds()))
         for rnd in range(1, args.rounds + 1):
-            order = labels if rnd % 2 else list(reversed(labels))
-            for label, workers in order:
+            for label, workers in alternating(labels, rnd):
                 slug = label.replace(" ", "").replace("-", "")
                 output = out / f"{slug}-r{rnd}.jsonl"
                 if label == "scrapy":

@@ -241,7 +241,7 @@ def profile_once(
 @contextlib.contextmanager
 def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[str]]]:
     """(description, trio-crawl arguments) of a served workload."""
-    from servers import open_server
+    from servers import doc_tree_site, open_server
 
     if args.site == "synthetic":
         site_dir, _ = ensure_site(SiteParams(pages=args.pages), args.cache_dir)
@@ -268,10 +268,8 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
                 [*start, "--per-host-concurrency", "8", "-q"],
             )
     else:
-        from realsite import site_farm
-
         doc_dir = Path(args.site)
-        with site_farm(doc_dir) as site, open_server(site) as server:
+        with doc_tree_site(doc_dir) as site, open_server(site) as server:
             yield f"{doc_dir}", [server.base_url, "-w", "16", "-q"]
 
 

@@ -17,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from exactness import Fetches, read_scrapy, read_trio_crawl, verify
 from generate_site import (
     SiteParams,
     ensure_site,
@@ -24,7 +25,7 @@ from generate_site import (
     read_expected,
     resolve,
 )
-from run import Fetches, read_scrapy, read_trio_crawl, run_measured, verify
+from measure import run_measured
 from servers import open_server
 
 BASE = "http://127.0.0.1:8000/"

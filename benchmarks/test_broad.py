@@ -27,8 +27,8 @@ from broad import (
     parse_configs,
     verify_hosts,
 )
+from exactness import Fetches
 from generate_site import SiteParams, ensure_site
-from run import Fetches
 from servers import find_nginx
 
 
