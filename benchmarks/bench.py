@@ -156,6 +156,7 @@ HELPERS = {
     "measure.py": "a child's wall, CPU and peak RSS; /proc readings; machine line; tables",
     "servers.py": "nginx or Python static server, redis-server, on 127.0.0.1",
     "pyserver.py": "the Python static server servers.py falls back on",
+    "loopback_hosts.py": "thousands of 127.77.x.y hosts behind one nginx, with latency",
     "generate_site.py": "the generated site and its exact URL set (cached)",
     "exactness.py": "what each crawler's output says it fetched; the exact-once verdict",
     "bytecode.py": "how trio-crawl is started: its command, from bytecode",

@@ -6,12 +6,11 @@ Theory of operation:
    127.0.0.0/8 to ``lo``, so 1,000 "hosts" need no DNS and no network. Each host serves
    the same small generated site (generate_site.py, ``P`` pages), whose links stay on
    the host; one seed per host, ``http://127.77.A.B:PORT/``, in a ``--seeds`` file.
-2. One nginx serves them all (``open_broad_nginx``): one ``listen ADDR:PORT`` line per
-   host (never a wildcard address), one worker, keep-alive, and the latency added by
-   ``ngx.sleep`` in an ``access_by_lua_block`` (Debian's ``libnginx-mod-http-lua``):
-   a timer in nginx's event loop, so thousands of responses wait at once while the
-   worker stays idle. robots.txt is answered at once, so the latency applies to pages
-   only and the limit below counts pages only.
+2. One nginx serves them all (``open_broad_nginx``, loopback_hosts.py): one ``listen
+   ADDR:PORT`` line per host, one worker, keep-alive, and the latency added to every
+   page by ``ngx.sleep``, a timer in nginx's event loop, so thousands of responses
+   wait at once while the worker stays idle. robots.txt is answered at once, so the
+   latency applies to pages only and the limit below counts pages only.
 3. A configuration is ``HOSTSxLATENCY_MSxPAGES`` (``--configs``); each runs every tool
    ``--rounds`` times (order alternating), measured as in run.py (the child's own CPU
    time and peak RSS from ``wait4``, wall time from spawn to exit) plus its peak number
@@ -32,60 +31,42 @@ Usage: python benchmarks/broad.py [--configs 1000x100x20,...] [--rounds 2] ...
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import pwd
 import resource
 import shlex
 import statistics
 import sys
-import tempfile
-import threading
-import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bytecode import add_source_start, like_installed, trio_crawl_command
-from exactness import Fetches, Verdict, read_scrapy, read_trio_crawl
+from exactness import read_scrapy, read_trio_crawl, verify_hosts
 from generate_site import SiteParams, ensure_site, read_expected
+from loopback_hosts import BroadServer, lua_available, open_broad_nginx
 from measure import (
+    FdSampler,
     alternating,
     machine_busy_s,
     machine_info,
     machine_line,
     output_dir,
-    process_cpu_s,
     run_measured,
     text_table,
 )
 from run import Run, print_failure, tool_versions
 from servers import (
-    NGINX_HTTP_SETTINGS,
-    _nginx_version,
-    _stop,
-    _tail,
     find_nginx,
-    free_port,
     warm_page_cache,
 )
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("trio-crawl", "scrapy")
 DEFAULT_CONFIGS = "1000x100x20,1000x0x20,100x100x50,100x0x50"
-LUA_MODULES = (
-    "/usr/lib/nginx/modules/ndk_http_module.so",
-    "/usr/lib/nginx/modules/ngx_http_lua_module.so",
-)
-#: The first two octets of every host (one /16 of loopback: 62,500 hosts at most here).
-HOST_PREFIX = "127.77"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +100,6 @@ def parse_configs(text: str) -> list[Config]:
     return configs
 
 
-def host_addresses(count: int) -> list[str]:
-    """``count`` distinct loopback addresses, ``127.77.0.1`` upwards (last octet 1-250)."""
-    return [f"{HOST_PREFIX}.{i // 250}.{i % 250 + 1}" for i in range(count)]
-
-
 def limit_pages_per_s(config: Config, per_host: int | None, cpu_rate: float | None) -> float:
     """min(hosts x per-host concurrency / latency, the zero-latency rate); inf if unknown."""
     latency_bound = math.inf
@@ -132,219 +108,7 @@ def limit_pages_per_s(config: Config, per_host: int | None, cpu_rate: float | No
     return min(latency_bound, cpu_rate if cpu_rate else math.inf)
 
 
-# --- the server -----------------------------------------------------------------------
-
-_CONF = """\
-{modules}{user}worker_processes 1;
-worker_rlimit_nofile {nofile};
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections {connections};
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-    }}
-{http_settings}    server {{
-{listen}
-        server_name _;
-        root {root};
-        location = /robots.txt {{
-        }}
-        location / {{
-{delay}            try_files $uri $uri/index.html =404;
-        }}
-    }}
-}}
-"""
-
-
-def nginx_config(
-    *, tmp: str, root: Path, addresses: Sequence[str], port: int, latency_ms: int, user: str
-) -> str:
-    """The config: one listen line per address, ``ngx.sleep`` before every page.
-
-    ``try_files`` with ``$uri/index.html`` (not ``index``) serves ``/`` without an
-    internal redirect, which would run the access phase, and so the sleep, twice.
-    """
-    if any(not a.startswith("127.") for a in addresses):
-        raise ValueError("broad-crawl hosts must be loopback addresses (127.0.0.0/8)")
-    delay = ""
-    modules = ""
-    if latency_ms > 0:
-        modules = "".join(f"load_module {m};\n" for m in LUA_MODULES)
-        delay = f"            access_by_lua_block {{ ngx.sleep({latency_ms / 1000:.3f}) }}\n"
-    connections = len(addresses) + 8192
-    return _CONF.format(
-        modules=modules,
-        user=f"user {user};\n" if user else "",
-        nofile=connections + 64,
-        connections=connections,
-        tmp=tmp,
-        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
-        root=root,
-        listen="\n".join(f"        listen {a}:{port};" for a in addresses),
-        delay=delay,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class BroadServer:
-    """A running nginx serving every address."""
-
-    addresses: list[str]
-    port: int
-    description: str
-    master_pid: int
-
-    def urls(self, paths: Iterable[str]) -> set[str]:
-        """Every (address, path) as an absolute URL."""
-        paths = list(paths)
-        return {f"http://{a}:{self.port}{p}" for a in self.addresses for p in paths}
-
-    def cpu_seconds(self) -> float:
-        """CPU time of the master and its workers so far (``/proc``; 0 if unreadable)."""
-        pids = [self.master_pid]
-        with contextlib.suppress(OSError):
-            children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children")
-            pids += [int(p) for p in children.read_text().split()]
-        return sum(process_cpu_s(pid) for pid in pids)
-
-
-def lua_available() -> bool:
-    return all(os.path.exists(m) for m in LUA_MODULES)
-
-
-def _wait_ready(server: BroadServer, proc: Any, error_log: Path) -> None:
-    """Until the first and last hosts answer robots.txt (nginx binds all or none)."""
-    import http.client
-
-    deadline = time.monotonic() + 20
-    last = "no attempt"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"nginx exited with {proc.returncode}: {_tail(error_log)}")
-        try:
-            for address in (server.addresses[0], server.addresses[-1]):
-                conn = http.client.HTTPConnection(address, server.port, timeout=2)
-                try:
-                    conn.request("GET", "/robots.txt")
-                    response = conn.getresponse()
-                    response.read()
-                    if response.status != 200:
-                        raise RuntimeError(f"nginx answers {response.status}: {_tail(error_log)}")
-                finally:
-                    conn.close()
-            return
-        except OSError as exc:
-            last = repr(exc)
-            time.sleep(0.05)
-    raise RuntimeError(f"nginx not ready after 20 s ({last}): {_tail(error_log)}")
-
-
-@contextlib.contextmanager
-def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[BroadServer]:
-    """Run nginx on ``hosts`` loopback addresses, one port, ``latency_ms`` per page."""
-    import subprocess
-
-    binary = find_nginx()
-    if binary is None:
-        raise RuntimeError("nginx is not installed (apt-get install -y nginx)")
-    if latency_ms > 0 and not lua_available():
-        raise RuntimeError(
-            "latency needs nginx's Lua module (apt-get install -y libnginx-mod-http-lua)"
-        )
-    addresses = host_addresses(hosts)
-    with tempfile.TemporaryDirectory(prefix="trio-crawl-broad-nginx-") as tmp:
-        root = site_dir.resolve()
-        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
-        port = free_port(addresses[0])
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(
-            nginx_config(
-                tmp=tmp,
-                root=root,
-                addresses=addresses,
-                port=port,
-                latency_ms=latency_ms,
-                user=user,
-            )
-        )
-        error_log = Path(tmp) / "error.log"
-        proc = subprocess.Popen(
-            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            server = BroadServer(
-                addresses=addresses,
-                port=port,
-                description=(
-                    f"nginx {_nginx_version(binary)}, 1 worker, {hosts} addresses "
-                    f"{addresses[0]}..{addresses[-1]}:{port}, "
-                    + (f"ngx.sleep({latency_ms} ms) per page" if latency_ms else "no delay")
-                ),
-                master_pid=proc.pid,
-            )
-            _wait_ready(server, proc, error_log)
-            yield server
-        finally:
-            _stop(proc)
-
-
 # --- one run --------------------------------------------------------------------------
-
-
-class FdSampler:
-    """The peak number of open descriptors of one process, sampled every 20 ms."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, pid: int) -> None:
-        self._thread = threading.Thread(target=self._run, args=(pid,), daemon=True)
-        self._thread.start()
-
-    def _run(self, pid: int) -> None:
-        while not self._stop.is_set():
-            try:
-                self.peak = max(self.peak, len(os.listdir(f"/proc/{pid}/fd")))
-            except OSError:
-                return
-            self._stop.wait(0.02)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-
-
-def normalize(url: str) -> str:
-    parts = urlsplit(urldefrag(url)[0])
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme}://{parts.netloc}{parts.path or '/'}{query}"
-
-
-def verify_hosts(fetches: Fetches, expected: set[str]) -> Verdict:
-    """run.py's exact-once check with absolute URLs (any host)."""
-    counts = Counter(normalize(u) for u in fetches.fetched)
-    return Verdict(
-        fetched=sum(counts.values()),
-        distinct=len(counts),
-        errors=len(fetches.errors),
-        missing=sorted(expected - counts.keys()),
-        duplicates=sorted(u for u, n in counts.items() if n > 1),
-        unexpected=sorted(counts.keys() - expected),
-        error_samples=fetches.errors[:5],
-    )
 
 
 @dataclass(slots=True, kw_only=True)

@@ -50,17 +50,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broad import (
-    LUA_MODULES,
-    FdSampler,
-    _wait_ready,
-    host_addresses,
-    lua_available,
-    normalize,
-)
 from bytecode import add_source_start, like_installed, trio_crawl_command
-from exactness import Fetches, Verdict, read_scrapy, read_trio_crawl
-from measure import Measured, alternating, run_measured
+from exactness import Fetches, Verdict, normalize, read_scrapy, read_trio_crawl
+from loopback_hosts import LUA_MODULES, host_addresses, lua_available, wait_hosts_ready
+from measure import FdSampler, Measured, alternating, run_measured
 from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -339,7 +332,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
                 master_pid=proc.pid,
             )
             probe = _Probe(addresses=[world.addresses[0], world.addresses[1]], port=port)
-            _wait_ready(probe, proc, error_log)  # type: ignore[arg-type]
+            wait_hosts_ready(probe, proc, error_log)  # type: ignore[arg-type]
             yield server
         finally:
             _stop(proc)
@@ -347,7 +340,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
 
 @dataclass(frozen=True, slots=True)
 class _Probe:
-    """What ``broad._wait_ready`` reads of a server: two addresses that answer."""
+    """What ``loopback_hosts.wait_hosts_ready`` reads of a server: two addresses that answer."""
 
     addresses: list[str]
     port: int

@@ -5,7 +5,8 @@ crawlers on a generated site (run.py, broad.py, discovery.py, two_process.py) ch
 each run against the exact URL set the site generator wrote (generate_site.py): the
 tool's output says which URLs got an HTTP answer (``read_trio_crawl``,
 ``read_scrapy``), and ``verify`` maps them to path plus query and counts what is
-missing, repeated or unexpected. Pure: files in, verdicts out.
+missing, repeated or unexpected (``verify_hosts``: the same on many hosts, by
+absolute URL). Pure: files in, verdicts out.
 """
 
 from __future__ import annotations
@@ -106,3 +107,24 @@ def read_scrapy(path: Path) -> Fetches:
         if item.get("error") or (status is not None and status >= 400):
             errors.append(f"{item['url']}: {item.get('error') or status}")
     return Fetches(fetched, errors)
+
+
+def normalize(url: str) -> str:
+    """An absolute URL as the broad checks count it: no fragment, a path of at least ``/``."""
+    parts = urlsplit(urldefrag(url)[0])
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{parts.path or '/'}{query}"
+
+
+def verify_hosts(fetches: Fetches, expected: set[str]) -> Verdict:
+    """``verify`` with absolute URLs, on any host (the broad crawls' many hosts)."""
+    counts = Counter(normalize(u) for u in fetches.fetched)
+    return Verdict(
+        fetched=sum(counts.values()),
+        distinct=len(counts),
+        errors=len(fetches.errors),
+        missing=sorted(expected - counts.keys()),
+        duplicates=sorted(u for u, n in counts.items() if n > 1),
+        unexpected=sorted(counts.keys() - expected),
+        error_samples=fetches.errors[:5],
+    )

@@ -145,6 +145,32 @@ def _killpg(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+class FdSampler:
+    """The peak number of open descriptors of one process, sampled every 20 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, pid: int) -> None:
+        self._thread = threading.Thread(target=self._run, args=(pid,), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, len(os.listdir(f"/proc/{pid}/fd")))
+            except OSError:
+                return
+            self._stop.wait(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1)
+
+
 # --- /proc: what wait4 does not say ----------------------------------------------------
 
 

@@ -250,10 +250,11 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
             yield f"synthetic site, {pages} pages", [server.base_url, "-w", "16", "-q"]
     elif args.site == "broad":
         import broad
+        from loopback_hosts import open_broad_nginx
 
         config = broad.parse_configs(args.broad)[0]
         site_dir, _ = ensure_site(SiteParams(pages=config.pages), args.cache_dir)
-        with broad.open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
+        with open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
             urls = [f"http://{a}:{server.port}/" for a in server.addresses]
             seeds = out / "seeds.txt"
             seeds.write_text("".join(f"{url}\n" for url in urls))

@@ -16,19 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broad import (
-    Config,
-    host_addresses,
-    limit_pages_per_s,
-    lua_available,
-    nginx_config,
-    normalize,
-    open_broad_nginx,
-    parse_configs,
-    verify_hosts,
-)
-from exactness import Fetches
+from broad import Config, limit_pages_per_s, parse_configs
+from exactness import Fetches, normalize, verify_hosts
 from generate_site import SiteParams, ensure_site
+from loopback_hosts import host_addresses, lua_available, nginx_config, open_broad_nginx
 from servers import find_nginx
 
 
