@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from generate_site import SiteParams, ensure_site
-from measure import run_measured
+from measure import alternating, run_measured
 from servers import doc_tree_site, open_server
 
 
@@ -153,8 +153,7 @@ def main() -> None:
         with site as site_dir, open_server(site_dir, args.server) as server:
             print(f"server: {server.description}")
             for rnd in range(args.rounds):
-                tools = args.tools.split(",")
-                order = tools if rnd % 2 == 0 else tools[::-1]
+                order = alternating(args.tools.split(","), rnd + 1)
                 results: dict[str, Result] = {}
                 for tool in order:
                     out = work / f"{tool}-{rnd}"

@@ -20,7 +20,6 @@ import os
 import platform
 import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -264,7 +263,7 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
-# --- tables and rounds ----------------------------------------------------------------
+# --- tables, rounds, outputs ----------------------------------------------------------------
 
 
 def text_table(
@@ -289,14 +288,6 @@ def alternating(names: Sequence[T], round_number: int) -> list[T]:
     """The order of round ``round_number`` (from 1): reversed every other round, so
     that no tool always goes first (a warm cache, a quieter machine)."""
     return list(names) if round_number % 2 else list(reversed(names))
-
-
-def medians(values: Iterable[tuple[str, float]]) -> dict[str, float]:
-    """The median per name of ``(name, value)`` pairs, names in first-seen order."""
-    grouped: dict[str, list[float]] = {}
-    for name, value in values:
-        grouped.setdefault(name, []).append(value)
-    return {name: statistics.median(vs) for name, vs in grouped.items()}
 
 
 def output_dir(keep: Path | None, prefix: str) -> contextlib.AbstractContextManager[str]:

@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 
 from bytecode import add_source_start, like_installed  # noqa: E402
 from generate_site import SiteParams, ensure_site, read_expected  # noqa: E402
+from measure import alternating  # noqa: E402
 
 #: (layer, needles): a frame belongs to the first layer one of whose needles is in
 #: "function (file:line)". Checked from the innermost frame outwards.
@@ -349,8 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workload: {description}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         crawl_args += shlex.split(args.trio_crawl_args)
         for rnd in range(args.rounds):
-            names = list(sources) if rnd % 2 == 0 else list(reversed(sources))
-            for name in names:
+            for name in alternating(list(sources), rnd + 1):
                 run = profile_once(name, Path(sources[name]), crawl_args, Path(tmp), args)
                 profiles[name].append(run)
                 print(
