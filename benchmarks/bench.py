@@ -125,7 +125,9 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
     "memory": (
         Benchmark("memory", "bench_memory.py", "bytes per URL in the frontier, queued and done"),
         Benchmark(
-            "state_rss", "bench_state_rss.py", "peak RSS of a crawl seeded with 1M URLs, --state"
+            "state_rss",
+            "bench_state_rss.py",
+            "peak RSS of a crawl seeded with 100k and 1M URLs, with --state and without",
         ),
         Benchmark(
             "huge_page", "bench_huge_page.py", "peak RSS of a page with 1,000,000 links, by mode"
@@ -182,7 +184,11 @@ def find(name: str) -> Benchmark | None:
 
 def listing() -> str:
     width = max(len(name) for name in BENCHMARKS)
-    lines = ["python benchmarks/bench.py NAME [--help | ARGS ...]", ""]
+    lines = [
+        "python benchmarks/bench.py NAME [--help | ARGS ...]",
+        "(nox -s bench runs run and realsite; nox -s bench_broad runs broad)",
+        "",
+    ]
     for group, benchmarks in GROUPS.items():
         lines.append(f"{group}:")
         for b in benchmarks:
