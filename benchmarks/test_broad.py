@@ -1,7 +1,8 @@
-"""Tests of the broad-crawl harness (broad.py), not of either crawler.
+"""Tests of the broad-crawl harness (broad.py, loopback_hosts.py), not of either crawler.
 
-Run with ``pytest benchmarks/test_broad.py``. The server test needs nginx and its Lua
-module (skipped without them); it binds three 127.77.x.y addresses on a free port.
+Run with ``python benchmarks/bench.py test`` (see test_bench.py). The server test needs
+nginx and its Lua module (skipped without them); it binds three 127.77.x.y addresses on
+a free port.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the exact-once verdict, the expected-set walk and the peak-RSS correction
 (measure.py's ``sample_peak``).
 
-Run with ``pytest benchmarks/test_realsite.py``; no server, no network.
+Run with ``python benchmarks/bench.py test`` (see test_bench.py); no server, no network.
 """
 
 from __future__ import annotations
