@@ -19,31 +19,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from measure import run_measured
 from servers import open_server
 
 MODES = {"memory": [], "max-queue": ["--max-queue", "1000"], "state": ["--state"]}
 
 
-def run(cmd: list[str]) -> tuple[float, float, int, str]:
-    """(wall s, peak RSS MB, exit code, stderr) of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), err
+def run(cmd: list[str], log: Path) -> tuple[float, float, int, str]:
+    """(wall s, peak RSS MB, exit code, output) of one child process."""
+    measured = run_measured(cmd, timeout=None, log_path=log)
+    output = log.read_text(errors="replace")
+    return measured.wall_s, measured.peak_rss_mb, measured.exit_code or 0, output
 
 
 def write_page(path: Path, links: int) -> None:
@@ -79,7 +73,7 @@ def main() -> None:
                 cmd = [*crawl, f"{server.base_url}/", "-o", str(out), "-q", "--ignore-robots"]
                 cmd += ["--max-pages", "2", "--workers", "1", "--max-bytes", str(64 * 1024 * 1024)]
                 cmd += [*MODES[mode], *([str(state)] if mode == "state" else [])]
-                wall, rss, code, err = run(cmd)
+                wall, rss, code, err = run(cmd, work / "crawl.log")
                 records = [json.loads(line) for line in out.open()] if out.exists() else []
                 start = [r for r in records if r["url"] == f"{server.base_url}/"]
                 found = f"{start[0]['links']:,}" if start else "-"

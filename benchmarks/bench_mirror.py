@@ -18,20 +18,19 @@ State the machine's load (``uptime``) next to the figures: the machine is shared
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from generate_site import SiteParams, ensure_site
-from servers import open_server
+from measure import alternating, run_measured
+from servers import doc_tree_site, open_server
 
 
 @dataclass
@@ -43,59 +42,14 @@ class Result:
     files: dict[str, Path]
 
 
-def _vm_hwm_kib(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """(wall s, peak RSS MB, exit code) of one child process.
 
-    The peak is the child's own ``VmHWM``, sampled every 10 ms: its
-    ``ru_maxrss`` would start from this harness's RSS at ``fork`` (Linux
-    carries it over exec), which is more than wget's whole peak (see
-    realsite.py). ``ru_maxrss`` is used if no sample was taken."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    samples: list[int] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.01):
-            hwm = _vm_hwm_kib(proc.pid)
-            if hwm is not None:
-                samples.append(hwm)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    stop.set()
-    sampler.join()
-    peak_kib = max(samples) if samples else usage.ru_maxrss
-    return time.perf_counter() - start, peak_kib / 1024, os.waitstatus_to_exitcode(status)
-
-
-def python_docs_site(doc_dir: Path, root: Path) -> Path:
-    """A directory to serve: robots.txt plus a symlink to each entry of the
-    documentation (as realsite.py serves it)."""
-    root.mkdir()
-    root.chmod(0o755)
-    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
-    for entry in doc_dir.iterdir():
-        if entry.name != "robots.txt":
-            (root / entry.name).symlink_to(entry.resolve())
-    return root
+    The peak is the child's own ``VmHWM`` where its ``ru_maxrss`` would be this
+    harness's (measure.py's ``sample_peak``: Linux carries the parent's RSS at
+    ``fork`` into the child's, more than wget's whole peak)."""
+    measured = run_measured(cmd, timeout=None, env=env, sample_peak=True)
+    return measured.wall_s, measured.peak_rss_mb, measured.exit_code or 0
 
 
 def tree(root: Path) -> dict[str, Path]:
@@ -186,19 +140,20 @@ def main() -> None:
     if shutil.which("wget") is None:
         sys.exit("wget is not installed (apt-get install -y wget)")
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
+    site: contextlib.AbstractContextManager[Path]
     if args.doc_dir:
-        site_dir = python_docs_site(Path(args.doc_dir), work / "served")
+        site = doc_tree_site(Path(args.doc_dir))
         print(f"site: {args.doc_dir} (with its stylesheets, images and scripts)")
     else:
         site_dir, _ = ensure_site(SiteParams(pages=args.pages, page_bytes=args.page_bytes))
+        site = contextlib.nullcontext(site_dir)
         print(f"site: {args.pages} pages of ~{args.page_bytes} B ({site_dir})")
     print("load:", os.getloadavg())
     try:
-        with open_server(site_dir, args.server) as server:
+        with site as site_dir, open_server(site_dir, args.server) as server:
             print(f"server: {server.description}")
             for rnd in range(args.rounds):
-                tools = args.tools.split(",")
-                order = tools if rnd % 2 == 0 else tools[::-1]
+                order = alternating(args.tools.split(","), rnd + 1)
                 results: dict[str, Result] = {}
                 for tool in order:
                     out = work / f"{tool}-{rnd}"

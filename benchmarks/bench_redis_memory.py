@@ -27,7 +27,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redis_bench
+from servers import open_redis, redis_available
 
 from trio_crawl.frontiers.redis import keys_prefix, wire
 from trio_crawl.frontiers.redis import lua as redis_lua
@@ -104,10 +104,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--urls", type=int, default=100_000)
     args = parser.parse_args()
-    why = redis_bench.available()
+    why = redis_available()
     if why:
         sys.exit(why)
-    with redis_bench.open_redis() as server:
+    with open_redis() as server:
         trio.run(measure, server.url, args.urls)
 
 

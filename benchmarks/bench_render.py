@@ -42,6 +42,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from measure import process_cpu_s, process_tree
+
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest
 
@@ -203,24 +207,6 @@ def child_playwright(start: str, tabs: int, browser: str) -> list[str]:
 # -- the parent: serve, run, sample -----------------------------------------------------
 
 
-def tree(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = {pid}, [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 def memory_kb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -236,15 +222,6 @@ def memory_kb(pid: int) -> int:
         return 0
 
 
-def cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 class Sampler:
     """Peak PSS and CPU of a process tree, sampled every 50 ms in a thread."""
 
@@ -258,10 +235,10 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = tree(self.pid)
+            pids = process_tree(self.pid)
             self.peak_kb = max(self.peak_kb, sum(memory_kb(p) for p in pids))
             for p in pids:
-                self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p))
+                self.cpu[p] = max(self.cpu.get(p, 0.0), process_cpu_s(p))
             self._stop.wait(0.05)
 
     def stop(self) -> tuple[float, float]:

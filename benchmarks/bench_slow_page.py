@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from servers import open_redis
 
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
@@ -97,28 +100,12 @@ FRONTIERS: dict[str, list[str]] = {
 
 @contextlib.contextmanager
 def redis_server(url: str | None) -> Iterator[str]:
-    """``url``, or a redis-server of its own on a free port (stopped after)."""
+    """``url``, or a redis-server of its own (servers.py; stopped after)."""
     if url is not None:
         yield url
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            for _ in range(200):
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
-                    break
-                time.sleep(0.05)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            server.terminate()
-            server.wait()
+    with open_redis() as server:
+        yield server.url
 
 
 def crawl(

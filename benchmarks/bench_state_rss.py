@@ -12,26 +12,21 @@ and prints each run's wall time and peak RSS (the child's own ru_maxrss).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from measure import run_measured
 from servers import open_server
 
 
 def run(cmd: list[str]) -> tuple[float, float, int]:
     """(wall s, peak RSS MB, exit code) of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    measured = run_measured(cmd, timeout=None)
+    return measured.wall_s, measured.peak_rss_mb, measured.exit_code or 0
 
 
 def main() -> None:

@@ -6,12 +6,11 @@ Theory of operation:
    127.0.0.0/8 to ``lo``, so 1,000 "hosts" need no DNS and no network. Each host serves
    the same small generated site (generate_site.py, ``P`` pages), whose links stay on
    the host; one seed per host, ``http://127.77.A.B:PORT/``, in a ``--seeds`` file.
-2. One nginx serves them all (``open_broad_nginx``): one ``listen ADDR:PORT`` line per
-   host (never a wildcard address), one worker, keep-alive, and the latency added by
-   ``ngx.sleep`` in an ``access_by_lua_block`` (Debian's ``libnginx-mod-http-lua``):
-   a timer in nginx's event loop, so thousands of responses wait at once while the
-   worker stays idle. robots.txt is answered at once, so the latency applies to pages
-   only and the limit below counts pages only.
+2. One nginx serves them all (``open_broad_nginx``, loopback_hosts.py): one ``listen
+   ADDR:PORT`` line per host, one worker, keep-alive, and the latency added to every
+   page by ``ngx.sleep``, a timer in nginx's event loop, so thousands of responses
+   wait at once while the worker stays idle. robots.txt is answered at once, so the
+   latency applies to pages only and the limit below counts pages only.
 3. A configuration is ``HOSTSxLATENCY_MSxPAGES`` (``--configs``); each runs every tool
    ``--rounds`` times (order alternating), measured as in run.py (the child's own CPU
    time and peak RSS from ``wait4``, wall time from spawn to exit) plus its peak number
@@ -32,52 +31,42 @@ Usage: python benchmarks/broad.py [--configs 1000x100x20,...] [--rounds 2] ...
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import pwd
+import resource
 import shlex
 import statistics
 import sys
-import tempfile
-import threading
-import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bytecode import add_source_start, like_installed
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from exactness import read_scrapy, read_trio_crawl, verify_hosts
 from generate_site import SiteParams, ensure_site, read_expected
-from redis_bench import machine_busy
-from run import (
-    Fetches,
-    Run,
-    Verdict,
+from loopback_hosts import BroadServer, lua_available, open_broad_nginx
+from measure import (
+    FdSampler,
+    alternating,
+    machine_busy_s,
     machine_info,
-    print_failure,
-    read_scrapy,
-    read_trio_crawl,
+    machine_line,
+    output_dir,
     run_measured,
-    tool_versions,
-    trio_crawl_command,
+    text_table,
 )
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, _tail, find_nginx
+from run import Run, print_failure, tool_versions
+from servers import (
+    find_nginx,
+    warm_page_cache,
+)
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("trio-crawl", "scrapy")
 DEFAULT_CONFIGS = "1000x100x20,1000x0x20,100x100x50,100x0x50"
-LUA_MODULES = (
-    "/usr/lib/nginx/modules/ndk_http_module.so",
-    "/usr/lib/nginx/modules/ngx_http_lua_module.so",
-)
-#: The first two octets of every host (one /16 of loopback: 62,500 hosts at most here).
-HOST_PREFIX = "127.77"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +100,6 @@ def parse_configs(text: str) -> list[Config]:
     return configs
 
 
-def host_addresses(count: int) -> list[str]:
-    """``count`` distinct loopback addresses, ``127.77.0.1`` upwards (last octet 1-250)."""
-    return [f"{HOST_PREFIX}.{i // 250}.{i % 250 + 1}" for i in range(count)]
-
-
 def limit_pages_per_s(config: Config, per_host: int | None, cpu_rate: float | None) -> float:
     """min(hosts x per-host concurrency / latency, the zero-latency rate); inf if unknown."""
     latency_bound = math.inf
@@ -124,232 +108,7 @@ def limit_pages_per_s(config: Config, per_host: int | None, cpu_rate: float | No
     return min(latency_bound, cpu_rate if cpu_rate else math.inf)
 
 
-# --- the server -----------------------------------------------------------------------
-
-_CONF = """\
-{modules}{user}worker_processes 1;
-worker_rlimit_nofile {nofile};
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections {connections};
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-    }}
-{http_settings}    server {{
-{listen}
-        server_name _;
-        root {root};
-        location = /robots.txt {{
-        }}
-        location / {{
-{delay}            try_files $uri $uri/index.html =404;
-        }}
-    }}
-}}
-"""
-
-
-def nginx_config(
-    *, tmp: str, root: Path, addresses: Sequence[str], port: int, latency_ms: int, user: str
-) -> str:
-    """The config: one listen line per address, ``ngx.sleep`` before every page.
-
-    ``try_files`` with ``$uri/index.html`` (not ``index``) serves ``/`` without an
-    internal redirect, which would run the access phase, and so the sleep, twice.
-    """
-    if any(not a.startswith("127.") for a in addresses):
-        raise ValueError("broad-crawl hosts must be loopback addresses (127.0.0.0/8)")
-    delay = ""
-    modules = ""
-    if latency_ms > 0:
-        modules = "".join(f"load_module {m};\n" for m in LUA_MODULES)
-        delay = f"            access_by_lua_block {{ ngx.sleep({latency_ms / 1000:.3f}) }}\n"
-    connections = len(addresses) + 8192
-    return _CONF.format(
-        modules=modules,
-        user=f"user {user};\n" if user else "",
-        nofile=connections + 64,
-        connections=connections,
-        tmp=tmp,
-        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
-        root=root,
-        listen="\n".join(f"        listen {a}:{port};" for a in addresses),
-        delay=delay,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class BroadServer:
-    """A running nginx serving every address."""
-
-    addresses: list[str]
-    port: int
-    description: str
-    master_pid: int
-
-    def urls(self, paths: Iterable[str]) -> set[str]:
-        """Every (address, path) as an absolute URL."""
-        paths = list(paths)
-        return {f"http://{a}:{self.port}{p}" for a in self.addresses for p in paths}
-
-    def cpu_seconds(self) -> float:
-        """CPU time of the master and its workers so far (``/proc``; 0 if unreadable)."""
-        pids = [self.master_pid]
-        with contextlib.suppress(OSError):
-            children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children")
-            pids += [int(p) for p in children.read_text().split()]
-        total = 0.0
-        for pid in pids:
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return total
-
-
-def lua_available() -> bool:
-    return all(os.path.exists(m) for m in LUA_MODULES)
-
-
-def _free_port(address: str) -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((address, 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(server: BroadServer, proc: Any, error_log: Path) -> None:
-    """Until the first and last hosts answer robots.txt (nginx binds all or none)."""
-    import http.client
-
-    deadline = time.monotonic() + 20
-    last = "no attempt"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"nginx exited with {proc.returncode}: {_tail(error_log)}")
-        try:
-            for address in (server.addresses[0], server.addresses[-1]):
-                conn = http.client.HTTPConnection(address, server.port, timeout=2)
-                try:
-                    conn.request("GET", "/robots.txt")
-                    response = conn.getresponse()
-                    response.read()
-                    if response.status != 200:
-                        raise RuntimeError(f"nginx answers {response.status}: {_tail(error_log)}")
-                finally:
-                    conn.close()
-            return
-        except OSError as exc:
-            last = repr(exc)
-            time.sleep(0.05)
-    raise RuntimeError(f"nginx not ready after 20 s ({last}): {_tail(error_log)}")
-
-
-@contextlib.contextmanager
-def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[BroadServer]:
-    """Run nginx on ``hosts`` loopback addresses, one port, ``latency_ms`` per page."""
-    import subprocess
-
-    binary = find_nginx()
-    if binary is None:
-        raise RuntimeError("nginx is not installed (apt-get install -y nginx)")
-    if latency_ms > 0 and not lua_available():
-        raise RuntimeError(
-            "latency needs nginx's Lua module (apt-get install -y libnginx-mod-http-lua)"
-        )
-    addresses = host_addresses(hosts)
-    with tempfile.TemporaryDirectory(prefix="trio-crawl-broad-nginx-") as tmp:
-        root = site_dir.resolve()
-        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
-        port = _free_port(addresses[0])
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(
-            nginx_config(
-                tmp=tmp,
-                root=root,
-                addresses=addresses,
-                port=port,
-                latency_ms=latency_ms,
-                user=user,
-            )
-        )
-        error_log = Path(tmp) / "error.log"
-        proc = subprocess.Popen(
-            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            server = BroadServer(
-                addresses=addresses,
-                port=port,
-                description=(
-                    f"nginx {_nginx_version(binary)}, 1 worker, {hosts} addresses "
-                    f"{addresses[0]}..{addresses[-1]}:{port}, "
-                    + (f"ngx.sleep({latency_ms} ms) per page" if latency_ms else "no delay")
-                ),
-                master_pid=proc.pid,
-            )
-            _wait_ready(server, proc, error_log)
-            yield server
-        finally:
-            _stop(proc)
-
-
 # --- one run --------------------------------------------------------------------------
-
-
-class FdSampler:
-    """The peak number of open descriptors of one process, sampled every 20 ms."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, pid: int) -> None:
-        self._thread = threading.Thread(target=self._run, args=(pid,), daemon=True)
-        self._thread.start()
-
-    def _run(self, pid: int) -> None:
-        while not self._stop.is_set():
-            try:
-                self.peak = max(self.peak, len(os.listdir(f"/proc/{pid}/fd")))
-            except OSError:
-                return
-            self._stop.wait(0.02)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-
-
-def normalize(url: str) -> str:
-    parts = urlsplit(urldefrag(url)[0])
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme}://{parts.netloc}{parts.path or '/'}{query}"
-
-
-def verify_hosts(fetches: Fetches, expected: set[str]) -> Verdict:
-    """run.py's exact-once check with absolute URLs (any host)."""
-    counts = Counter(normalize(u) for u in fetches.fetched)
-    return Verdict(
-        fetched=sum(counts.values()),
-        distinct=len(counts),
-        errors=len(fetches.errors),
-        missing=sorted(expected - counts.keys()),
-        duplicates=sorted(u for u, n in counts.items() if n > 1),
-        unexpected=sorted(counts.keys() - expected),
-        error_samples=fetches.errors[:5],
-    )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -397,7 +156,7 @@ def crawl(
     output = out / f"{stem}.jsonl"
     command = tool_command(tool, seeds, output, args, out)
     sampler = FdSampler()
-    busy, nginx_cpu = machine_busy(), server.cpu_seconds()
+    busy, nginx_cpu = machine_busy_s(), server.cpu_seconds()
     try:
         measured = run_measured(
             command, timeout=args.timeout, log_path=out / f"{stem}.log", on_spawn=sampler.start
@@ -405,7 +164,7 @@ def crawl(
     finally:
         sampler.stop()
     server_cpu = server.cpu_seconds() - nginx_cpu
-    others = machine_busy() - busy - measured.cpu_s - server_cpu
+    others = machine_busy_s() - busy - measured.cpu_s - server_cpu
     reader = read_trio_crawl if tool == "trio-crawl" else read_scrapy
     run = BroadRun(
         config=config,
@@ -425,18 +184,6 @@ def crawl(
 
 
 # --- reporting ------------------------------------------------------------------------
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i in (0, 1, len(cells) - 1) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def result_text(run: BroadRun) -> str:
@@ -475,7 +222,7 @@ def runs_table(runs: list[BroadRun]) -> str:
         ]
         for r in runs
     ]
-    return _table(header, rows)
+    return text_table(header, rows, left=(0, 1, -1))
 
 
 def summarize(runs: list[BroadRun], per_host: dict[str, int | None]) -> list[dict[str, Any]]:
@@ -527,7 +274,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
                 "yes" if s["ok"] else "NO",
             ]
         )
-    return _table(header, body)
+    return text_table(header, body, left=(0, 1, -1))
 
 
 # --- main -----------------------------------------------------------------------------
@@ -592,12 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     machine = machine_info()
     versions = tool_versions(args)
-    load = " ".join(f"{x:.2f}" for x in machine["loadavg"])
-    print(
-        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['mem_gib']} GiB,"
-        f" load {load}, Python {machine['python']}, ulimit -n "
-        f"{__import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)[0]}"
-    )
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"{machine_line(machine)}, ulimit -n {nofile}")
     print(f"tools:   trio-crawl {versions['trio-crawl']}, Scrapy {versions['scrapy']}")
     if find_nginx() is None or (any(c.latency_ms for c in args.configs) and not lua_available()):
         print(
@@ -618,15 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     for pages in sorted({c.pages for c in args.configs}):
         site_dir, _ = ensure_site(SiteParams(pages=pages, seed=args.seed), args.cache_dir)
         sites[pages] = (site_dir, read_expected(site_dir))
-        for path in site_dir.rglob("*.html"):
-            path.read_bytes()  # warm the page cache
+        warm_page_cache(site_dir)
 
-    out_ctx: contextlib.AbstractContextManager[str]
-    if args.keep_output:
-        args.keep_output.mkdir(parents=True, exist_ok=True)
-        out_ctx = contextlib.nullcontext(str(args.keep_output))
-    else:
-        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-broad-out-")
+    out_ctx = output_dir(args.keep_output, "trio-crawl-broad-out-")
     runs: list[BroadRun] = []
     with out_ctx as out_name:
         args.out = Path(out_name)
@@ -638,8 +375,7 @@ def main(argv: list[str] | None = None) -> int:
                 seeds = args.out / f"seeds-{config.name}.txt"
                 seeds.write_text("".join(f"http://{a}:{server.port}/\n" for a in server.addresses))
                 for rnd in range(1, args.rounds + 1):
-                    order = args.tools if rnd % 2 else list(reversed(args.tools))
-                    for tool in order:
+                    for tool in alternating(args.tools, rnd):
                         run = crawl(config, tool, rnd, server, expected, args)
                         runs.append(run)
                         print(

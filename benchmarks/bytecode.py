@@ -1,4 +1,8 @@
-"""Start trio-crawl in a benchmark as an installed copy starts: from bytecode.
+"""How a benchmark starts trio-crawl: which command, and from bytecode as an installed
+copy starts.
+
+``trio_crawl_command`` is the command a user would type (the console script), unless
+a benchmark is told another (an older checkout, a wrapper). Then the bytecode:
 
 ``pip install`` writes each module's ``.pyc``; a source checkout run with
 ``PYTHONDONTWRITEBYTECODE=1`` (this machine's environment sets it) has none,
@@ -16,12 +20,28 @@ import argparse
 import compileall
 import importlib.util
 import os
+import shlex
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 CACHE = Path(tempfile.gettempdir()) / "trio-crawl-bench-pycache"
+
+
+def trio_crawl_command(override: str | None) -> list[str]:
+    """How to start trio-crawl: ``--trio-crawl-cmd``, else the console script installed
+    beside this interpreter, else on PATH, else ``python -m trio_crawl``."""
+    if override:
+        return shlex.split(override)
+    beside = Path(sys.executable).parent / "trio-crawl"
+    if beside.exists():
+        return [str(beside)]
+    on_path = shutil.which("trio-crawl")
+    if on_path:
+        return [on_path]
+    return [sys.executable, "-m", "trio_crawl"]
 
 
 def trees(commands: Iterable[str | Iterable[str]], extra: Iterable[str] = ()) -> set[Path]:

@@ -50,26 +50,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broad import (
-    LUA_MODULES,
-    FdSampler,
-    _free_port,
-    _wait_ready,
-    host_addresses,
-    lua_available,
-    normalize,
-)
-from bytecode import add_source_start, like_installed
-from run import (
-    Fetches,
-    Measured,
-    Verdict,
-    read_scrapy,
-    read_trio_crawl,
-    run_measured,
-    trio_crawl_command,
-)
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from exactness import Fetches, Verdict, normalize, read_scrapy, read_trio_crawl
+from loopback_hosts import LUA_MODULES, host_addresses, lua_available, wait_hosts_ready
+from measure import FdSampler, Measured, alternating, run_measured
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port
 
 HERE = Path(__file__).resolve().parent
 FILLER = (
@@ -303,7 +288,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
         os.chmod(tmp, 0o755)
         root = Path(tmp) / "hosts"
         root.mkdir()
-        port = _free_port(world.addresses[0])
+        port = free_port(world.addresses[0])
         write_world(world, root, port)
         served = [a for j, a in enumerate(world.addresses) if j not in world.dead]
         user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
@@ -347,7 +332,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
                 master_pid=proc.pid,
             )
             probe = _Probe(addresses=[world.addresses[0], world.addresses[1]], port=port)
-            _wait_ready(probe, proc, error_log)  # type: ignore[arg-type]
+            wait_hosts_ready(probe, proc, error_log)  # type: ignore[arg-type]
             yield server
         finally:
             _stop(proc)
@@ -355,7 +340,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
 
 @dataclass(frozen=True, slots=True)
 class _Probe:
-    """What ``broad._wait_ready`` reads of a server: two addresses that answer."""
+    """What ``loopback_hosts.wait_hosts_ready`` reads of a server: two addresses that answer."""
 
     addresses: list[str]
     port: int
@@ -501,8 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = out / "seeds.txt"
         seeds.write_text("".join(f"{u}\n" for u in server.seeds()))
         for rnd in range(1, args.rounds + 1):
-            order = labels if rnd % 2 else list(reversed(labels))
-            for label, workers in order:
+            for label, workers in alternating(labels, rnd):
                 slug = label.replace(" ", "").replace("-", "")
                 output = out / f"{slug}-r{rnd}.jsonl"
                 if label == "scrapy":

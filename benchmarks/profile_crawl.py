@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 
 from bytecode import add_source_start, like_installed  # noqa: E402
 from generate_site import SiteParams, ensure_site, read_expected  # noqa: E402
+from measure import alternating  # noqa: E402
 
 #: (layer, needles): a frame belongs to the first layer one of whose needles is in
 #: "function (file:line)". Checked from the innermost frame outwards.
@@ -241,7 +242,7 @@ def profile_once(
 @contextlib.contextmanager
 def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[str]]]:
     """(description, trio-crawl arguments) of a served workload."""
-    from servers import open_server
+    from servers import doc_tree_site, open_server
 
     if args.site == "synthetic":
         site_dir, _ = ensure_site(SiteParams(pages=args.pages), args.cache_dir)
@@ -250,10 +251,11 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
             yield f"synthetic site, {pages} pages", [server.base_url, "-w", "16", "-q"]
     elif args.site == "broad":
         import broad
+        from loopback_hosts import open_broad_nginx
 
         config = broad.parse_configs(args.broad)[0]
         site_dir, _ = ensure_site(SiteParams(pages=config.pages), args.cache_dir)
-        with broad.open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
+        with open_broad_nginx(site_dir, config.hosts, config.latency_ms) as server:
             urls = [f"http://{a}:{server.port}/" for a in server.addresses]
             seeds = out / "seeds.txt"
             seeds.write_text("".join(f"{url}\n" for url in urls))
@@ -268,10 +270,8 @@ def workload(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, list[st
                 [*start, "--per-host-concurrency", "8", "-q"],
             )
     else:
-        from realsite import site_farm
-
         doc_dir = Path(args.site)
-        with site_farm(doc_dir) as site, open_server(site) as server:
+        with doc_tree_site(doc_dir) as site, open_server(site) as server:
             yield f"{doc_dir}", [server.base_url, "-w", "16", "-q"]
 
 
@@ -350,8 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workload: {description}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         crawl_args += shlex.split(args.trio_crawl_args)
         for rnd in range(args.rounds):
-            names = list(sources) if rnd % 2 == 0 else list(reversed(sources))
-            for name in names:
+            for name in alternating(list(sources), rnd + 1):
                 run = profile_once(name, Path(sources[name]), crawl_args, Path(tmp), args)
                 profiles[name].append(run)
                 print(

@@ -22,14 +22,15 @@ Theory of operation:
    (``core.url.canonicalize``), so ``%7E`` and ``~`` are one URL for every tool. The
    walk takes ~20 s (``html.parser`` over 50 MB), so its result is cached under
    ``$TMPDIR/trio-crawl-bench/`` by the tree's file names, sizes and times.
-4. Run each tool once, as a child process measured by run.py's ``run_measured``
+4. Run each tool once, as a child process measured by measure.py's ``run_measured``
    (wall time from spawn to exit, its own CPU time and peak RSS from ``os.wait4``),
    with one correction: Linux carries the parent's RSS at ``fork`` into the child's
    ``ru_maxrss`` (exec keeps the high-water mark of the forked copy), so a child
    smaller than this Python process (wget) would report the harness's RSS. A thread
    therefore also samples the child's own ``VmHWM`` (/proc/PID/status, every 10 ms;
    exec starts a new address space, so it is the child's own peak), and the table
-   shows that when ``ru_maxrss`` is no more than the harness's own peak RSS:
+   shows that when ``ru_maxrss`` is no more than the harness's own peak RSS
+   (``sample_peak=True``):
 
    - trio-crawl: ``trio-crawl URL -w 16 -o OUT -q`` (as run.py runs it);
    - wget: ``wget -r -l inf --no-parent --follow-tags=a,area -e robots=on -nv
@@ -62,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -74,10 +74,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -86,10 +84,17 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as _run
-from bytecode import add_source_start, like_installed
-from run import Measured, machine_info, run_measured, trio_crawl_command
-from servers import Server, open_server
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from measure import (
+    Measured,
+    alternating,
+    machine_info,
+    machine_line,
+    output_dir,
+    run_measured,
+    text_table,
+)
+from servers import Server, doc_tree_site, open_server, warm_page_cache
 
 from trio_crawl.core.url import canonicalize
 
@@ -137,20 +142,6 @@ def ensure_docs(doc_dir: Path) -> bool:
             return True
     loud(f"SKIPPED the real-site benchmark: apt-get install {DOC_PACKAGE} failed: {error!r}")
     return False
-
-
-@contextlib.contextmanager
-def site_farm(doc_dir: Path) -> Iterator[Path]:
-    """A directory to serve: ``robots.txt`` plus a symlink to each entry of ``doc_dir``."""
-    with tempfile.TemporaryDirectory(prefix="trio-crawl-realsite-") as tmp:
-        root = Path(tmp) / "site"
-        root.mkdir()
-        root.chmod(0o755)
-        (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
-        for entry in doc_dir.iterdir():
-            if entry.name != "robots.txt":
-                (root / entry.name).symlink_to(entry.resolve())
-        yield root
 
 
 # --- 3. the expected URL set ---------------------------------------------------------
@@ -339,46 +330,6 @@ class Run:
         return exit_ok and self.verdict.exact
 
 
-def _status_kib(pid: int | str, field: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def run_sampled(command: list[str], *, timeout: float, log_path: Path) -> Measured:
-    """``run.run_measured``, with the child's peak RSS corrected as the module
-    docstring says (step 4)."""
-    parent_kib = _status_kib("self", "VmHWM") or 0
-    samples: list[int] = []
-    real_popen = subprocess.Popen
-    stop = threading.Event()
-
-    def sample(pid: int) -> None:
-        while not stop.wait(0.01):
-            hwm = _status_kib(pid, "VmHWM")
-            if hwm is not None and _status_kib(pid, "Tgid") == pid:
-                samples.append(hwm)
-
-    class SampledPopen(real_popen):  # type: ignore[misc,valid-type]
-        def __init__(self, *a: Any, **k: Any) -> None:
-            super().__init__(*a, **k)
-            threading.Thread(target=sample, args=(self.pid,), daemon=True).start()
-
-    _run.subprocess.Popen = SampledPopen  # type: ignore[misc]
-    try:
-        measured = run_measured(command, timeout=timeout, log_path=log_path)
-    finally:
-        _run.subprocess.Popen = real_popen  # type: ignore[misc]
-        stop.set()
-    if measured.peak_rss_mb * 1024 <= parent_kib and samples:
-        measured = dataclasses.replace(measured, peak_rss_mb=max(samples) / 1024)
-    return measured
-
-
 def tool_available(tool: str, args: Any) -> str | None:
     """Why ``tool`` cannot run here, or None."""
     if tool == BASE_TOOL and not args.base_cmd:
@@ -544,17 +495,9 @@ def format_table(runs: list[Run], expected: dict[str, int]) -> str:
                 result + (f" ({', '.join(why)})" if why else ""),
             ]
         )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i in (0, len(cells) - 1) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
     broken = sum(1 for s in expected.values() if s == 404)
     note = f"(expected URLs: {len(expected)}, of which {broken} broken links answering 404)"
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), note])
+    return text_table(header, rows) + "\n" + note
 
 
 def medians_table(runs: list[Run]) -> str:
@@ -573,26 +516,16 @@ def main(argv: list[str] | None = None) -> int:
     if not ensure_docs(args.doc_dir):
         return 0
     machine = machine_info()
-    print(
-        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['mem_gib']} GiB, "
-        f"load {' '.join(f'{x:.2f}' for x in machine['loadavg'])}, Python {machine['python']}"
-    )
+    print(machine_line(machine))
     html = list(args.doc_dir.rglob("*.html"))
     size = sum(p.stat().st_size for p in html)
-    for path in args.doc_dir.rglob("*"):  # warm the page cache: no tool pays for the disk
-        if path.is_file():
-            path.read_bytes()
+    warm_page_cache(args.doc_dir, "*")
     print(f"site:    {args.doc_dir}: {len(html)} HTML files, {size / 1e6:.1f} MB")
     runs: list[Run] = []
-    out_ctx: contextlib.AbstractContextManager[str]
-    if args.keep_output:
-        args.keep_output.mkdir(parents=True, exist_ok=True)
-        out_ctx = contextlib.nullcontext(str(args.keep_output))
-    else:
-        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-realsite-out-")
+    out_ctx = output_dir(args.keep_output, "trio-crawl-realsite-out-")
     with (
         out_ctx as out_name,
-        site_farm(args.doc_dir) as site,
+        doc_tree_site(args.doc_dir) as site,
         open_server(site, args.server) as server,
     ):
         out = Path(out_name)
@@ -614,10 +547,12 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 tools.append(tool)
         for rnd in range(args.rounds):
-            for tool in tools if rnd % 2 == 0 else reversed(tools):
+            for tool in alternating(tools, rnd + 1):
                 command = command_for(tool, args, server, out)
                 print(f"  {tool} ...", end=" ", flush=True)
-                measured = run_sampled(command, timeout=args.timeout, log_path=out / f"{tool}.log")
+                measured = run_measured(
+                    command, timeout=args.timeout, log_path=out / f"{tool}.log", sample_peak=True
+                )
                 run = Run(tool, command, measured, verify(answers_of(tool, out), expected, origin))
                 runs.append(run)
                 print(

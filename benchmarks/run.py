@@ -30,31 +30,39 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
-import resource
 import shlex
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redis_bench
-from bytecode import add_source_start, like_installed
+from bytecode import add_source_start, like_installed, trio_crawl_command
+from exactness import Fetches, Verdict, read_scrapy, read_trio_crawl, verify
 from generate_site import SiteParams, ensure_site, read_expected
-from servers import Server, open_server
+from measure import (
+    Measured,
+    alternating,
+    machine_busy_s,
+    machine_info,
+    machine_line,
+    output_dir,
+    run_measured,
+    text_table,
+)
+from servers import (
+    BenchRedis,
+    Server,
+    open_redis,
+    open_server,
+    redis_available,
+    warm_page_cache,
+)
 
 #: ``trio-crawl+warc`` is trio-crawl with ``--warc`` (issue #11: the archive may cost at
 #: most 15% of pages/s), measured in the same run as plain trio-crawl.
@@ -64,198 +72,7 @@ REDIS_TOOLS = ("redis:1", "redis:2", "redis:4")
 HERE = Path(__file__).resolve().parent
 
 
-# --- measuring one child process -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """How one child process ran: its own rusage, not the runner's nor a sibling's."""
-
-    exit_code: int | None  # None when it was killed for the timeout
-    wall_s: float
-    cpu_s: float  # user + system
-    peak_rss_mb: float
-    timed_out: bool
-
-
-def run_measured(
-    command: Sequence[str],
-    *,
-    timeout: float,
-    log_path: Path,
-    on_spawn: Callable[[int], None] | None = None,
-) -> Measured:
-    """Run ``command`` with stdout/stderr to ``log_path``; measure it; kill it on timeout.
-
-    ``on_spawn(pid)`` is called once the child exists (broad.py starts a sampler of its
-    descriptors there).
-
-    A thread blocks in ``os.wait4`` so the wall time stops at the exit, not at a polling
-    tick. On timeout the whole process group gets SIGTERM, then SIGKILL 5 s later (the
-    leader is not reaped yet, so the group id is still the child's).
-    """
-    reaped: dict[str, Any] = {}
-    with log_path.open("wb") as log:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        if on_spawn is not None:
-            on_spawn(proc.pid)
-
-        done = threading.Event()
-
-        def reap() -> None:
-            _pid, status, usage = os.wait4(proc.pid, 0)
-            reaped["wall"] = time.perf_counter() - start
-            reaped["status"] = status
-            reaped["usage"] = usage
-            done.set()
-
-        # An Event, not Thread.join: an interrupted join can mark a running thread as
-        # stopped (CPython 3.11), and then Ctrl-C would leave the child running.
-        threading.Thread(target=reap, daemon=True).start()
-        try:
-            timed_out = not done.wait(timeout)
-        except BaseException:  # Ctrl-C: the child is in its own session, stop it too
-            if not done.is_set():
-                _killpg(proc.pid, signal.SIGKILL)
-            raise
-        if timed_out:
-            _killpg(proc.pid, signal.SIGTERM)
-            if not done.wait(5):
-                _killpg(proc.pid, signal.SIGKILL)
-                done.wait()
-        # No group kill after a normal exit: once the leader is reaped its group id could
-        # belong to someone else. Neither crawler starts child processes.
-    exit_code = os.waitstatus_to_exitcode(reaped["status"])
-    proc.returncode = exit_code  # reaped by hand: tell Popen so it never waits again
-    usage: resource.struct_rusage = reaped["usage"]
-    return Measured(
-        exit_code=None if timed_out else exit_code,
-        wall_s=reaped["wall"],
-        cpu_s=usage.ru_utime + usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # Linux: KiB
-        timed_out=timed_out,
-    )
-
-
-def _killpg(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-# --- exactness ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Fetches:
-    """What a tool's output says it did: URLs with an HTTP answer, and error records."""
-
-    fetched: list[str]  # as written by the tool, one per HTTP answer
-    errors: list[str]  # one short description per error record
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The exact-once check of one run against the expected URL set."""
-
-    fetched: int
-    distinct: int
-    errors: int
-    missing: list[str]
-    duplicates: list[str]
-    unexpected: list[str]
-    error_samples: list[str] = field(default_factory=list)
-
-    @property
-    def exact(self) -> bool:
-        return not (self.missing or self.duplicates or self.unexpected or self.errors)
-
-
-def verify(fetches: Fetches, expected: Iterable[str], base_url: str) -> Verdict:
-    """Compare fetched URLs (mapped to path plus query) with ``expected``.
-
-    A fetched URL on another scheme, host or port is unexpected whatever its path.
-    """
-    base = urlsplit(base_url)
-    targets: list[str] = []
-    for url in fetches.fetched:
-        parts = urlsplit(urldefrag(url)[0])
-        if (parts.scheme, parts.netloc) != (base.scheme, base.netloc):
-            targets.append(f"<other host> {url}")
-            continue
-        targets.append((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
-    counts = Counter(targets)
-    expected_set = set(expected)
-    return Verdict(
-        fetched=len(targets),
-        distinct=len(counts),
-        errors=len(fetches.errors),
-        missing=sorted(expected_set - counts.keys()),
-        duplicates=sorted(u for u, n in counts.items() if n > 1),
-        unexpected=sorted(counts.keys() - expected_set),
-        error_samples=fetches.errors[:5],
-    )
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    records = []
-    with path.open() as fh:
-        for line in fh:
-            if line.strip():
-                records.append(json.loads(line))
-    return records
-
-
-def read_trio_crawl(path: Path) -> Fetches:
-    """trio-crawl's records: a record with a ``status`` is a fetch; ``error`` or a status
-    of 400 or more is an error. robots.txt is never a record."""
-    fetched, errors = [], []
-    for record in _read_jsonl(path):
-        if record.get("status") is not None:
-            fetched.append(record["url"])
-        error = record.get("error")
-        status = record.get("status")
-        if error or (status is not None and status >= 400):
-            kind = error.get("kind") if isinstance(error, dict) else error
-            errors.append(f"{record['url']}: {kind or status}")
-    return Fetches(fetched, errors)
-
-
-def read_scrapy(path: Path) -> Fetches:
-    """scrapy_crawl.py's items: same rules (an item with a status is a fetch)."""
-    fetched, errors = [], []
-    for item in _read_jsonl(path):
-        status = item.get("status")
-        if status is not None:
-            fetched.append(item["url"])
-        if item.get("error") or (status is not None and status >= 400):
-            errors.append(f"{item['url']}: {item.get('error') or status}")
-    return Fetches(fetched, errors)
-
-
 # --- the crawlers ---------------------------------------------------------------------
-
-
-def trio_crawl_command(override: str | None) -> list[str]:
-    """How to start trio-crawl: ``--trio-crawl-cmd``, else the console script installed
-    beside this interpreter, else on PATH, else ``python -m trio_crawl``."""
-    if override:
-        return shlex.split(override)
-    beside = Path(sys.executable).parent / "trio-crawl"
-    if beside.exists():
-        return [str(beside)]
-    on_path = shutil.which("trio-crawl")
-    if on_path:
-        return [on_path]
-    return [sys.executable, "-m", "trio_crawl"]
 
 
 @dataclass(slots=True)
@@ -359,30 +176,6 @@ def crawl_redis(
 # --- reporting ------------------------------------------------------------------------
 
 
-def machine_info() -> dict[str, Any]:
-    """nproc, CPU model, memory, load: the context every figure needs."""
-    model = "?"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem_gib = "?"
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = f"{int(line.split()[1]) / 1024 / 1024:.1f}"
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": model,
-        "mem_gib": mem_gib,
-        "loadavg": os.getloadavg(),
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-    }
-
-
 def tool_versions(args: Any) -> dict[str, str]:
     versions = {}
     probe = "import importlib.metadata as m; print(m.version('{}'))"
@@ -395,13 +188,6 @@ def tool_versions(args: Any) -> dict[str, str]:
         except (OSError, subprocess.TimeoutExpired):
             versions[name] = "?"
     return versions
-
-
-def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    return "  ".join(
-        c.ljust(w) if i == 0 or i == len(cells) - 1 else c.rjust(w)
-        for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-    ).rstrip()
 
 
 def format_table(runs: list[Run], expected_count: int) -> str:
@@ -449,11 +235,8 @@ def format_table(runs: list[Run], expected_count: int) -> str:
                 result,
             ]
         )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [_row(header, widths), _row(["-" * w for w in widths], widths)]
-    lines += [_row(r, widths) for r in rows]
-    lines.append(f"(expected URLs: {expected_count}; pages/s = fetched / wall s)")
-    return "\n".join(lines)
+    note = f"(expected URLs: {expected_count}; pages/s = fetched / wall s)"
+    return text_table(header, rows) + "\n" + note
 
 
 def summary(runs: list[Run]) -> dict[str, dict[str, float | bool]]:
@@ -523,20 +306,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _warm_page_cache(site_dir: Path) -> None:
-    """Read every file once so neither tool pays for cold disk reads the other doesn't."""
-    for path in site_dir.rglob("*.html"):
-        path.read_bytes()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     machine = machine_info()
     versions = tool_versions(args)
-    print(
-        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['mem_gib']} GiB, "
-        f"load {' '.join(f'{x:.2f}' for x in machine['loadavg'])}, Python {machine['python']}"
-    )
+    print(machine_line(machine))
     print(f"tools:   trio-crawl {versions['trio-crawl']}, Scrapy {versions['scrapy']}")
 
     params = SiteParams(pages=args.pages, seed=args.seed)
@@ -550,21 +324,16 @@ def main(argv: list[str] | None = None) -> int:
         f" {params.links} links each, {len(expected)} expected URLs "
         f"({manifest['query_variants']} query variants), max depth {manifest['max_depth']}"
     )
-    _warm_page_cache(site_dir)
+    warm_page_cache(site_dir)
 
-    out_ctx: contextlib.AbstractContextManager[str]
-    if args.keep_output:
-        args.keep_output.mkdir(parents=True, exist_ok=True)
-        out_ctx = contextlib.nullcontext(str(args.keep_output))
-    else:
-        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-bench-out-")
+    out_ctx = output_dir(args.keep_output, "trio-crawl-bench-out-")
     runs: list[Run] = []
-    redis_ctx: contextlib.AbstractContextManager[redis_bench.BenchRedis | None]
+    redis_ctx: contextlib.AbstractContextManager[BenchRedis | None]
     redis_ctx = contextlib.nullcontext()
     if any(redis_bench.parse_tool(t) is not None for t in args.tools):
-        why = redis_bench.available()
+        why = redis_available()
         if why is None:
-            redis_ctx = redis_bench.open_redis()
+            redis_ctx = open_redis()
         else:
             print(f"note:    no redis:N rows: {why}")
             args.tools = [t for t in args.tools if redis_bench.parse_tool(t) is None]
@@ -578,15 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         if server.kind != "nginx":
             print("WARNING: fallback Python server: slower than nginx; figures understate both")
         for rnd in range(1, args.rounds + 1):
-            # Alternate the order between rounds so neither tool always goes first.
-            order = args.tools if rnd % 2 else list(reversed(args.tools))
-            for tool in order:
+            for tool in alternating(args.tools, rnd):
                 print(f"  {tool} (round {rnd}) ...", end=" ", flush=True)
-                busy_before = redis_bench.machine_busy()
+                busy_before = machine_busy_s()
                 run = crawl(tool, rnd, server, expected, args, out)
                 run.notes.append(
                     f"other programs (nginx included) used "
-                    f"{redis_bench.machine_busy() - busy_before - run.measured.cpu_s:.1f} CPU s"
+                    f"{machine_busy_s() - busy_before - run.measured.cpu_s:.1f} CPU s"
                 )
                 runs.append(run)
                 print(

@@ -1,6 +1,8 @@
-"""The web server the crawlers are benchmarked against: nginx when installed, else Python.
+"""The local servers the benchmarks run against, on loopback only: the web server (nginx
+when installed, else Python) and a redis-server. One copy here, so that every benchmark
+serves its site, and starts its Redis, the same way.
 
-Both servers bind 127.0.0.1 only, on a free ephemeral port, serve the generated site
+Both web servers bind 127.0.0.1 only, on a free ephemeral port, serve the generated site
 directory as static files (``/`` is ``index.html``; a query string is ignored when
 mapping to a file, so ``/p/7.html?x=1`` serves ``p/7.html``), keep connections alive, log
 nothing per request, and run as a child process in its own process group that
@@ -15,6 +17,13 @@ The fallback (``pyserver.py``: ``http.server`` with a thread per connection) is 
 times slower per request and competes with the crawler for the machine's cores; figures
 taken with it compare the crawlers to each other but understate both, and a fast
 crawler is capped by the server (trio-crawl: ~340 pages/s against ~2,000 with nginx).
+
+``doc_tree_site`` serves a documentation tree on disk as it is (realsite.py,
+bench_mirror.py, profile_crawl.py); ``warm_page_cache`` reads a site once first.
+
+``open_redis``: a redis-server on a free 127.0.0.1 port, persistence off, in a
+temporary directory, killed on exit; a crawl in Redis (run.py's ``redis:N`` rows,
+bench_redis_memory.py, bench_slow_page.py ``--redis``) gets a fresh one per benchmark run.
 """
 
 from __future__ import annotations
@@ -98,10 +107,10 @@ class Server:
     description: str
 
 
-def free_port() -> int:
-    """A port that was free on 127.0.0.1 a moment ago (the server binds it next)."""
+def free_port(address: str = HOST) -> int:
+    """A port that was free on ``address`` a moment ago (the server binds it next)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
+        sock.bind((address, 0))
         return int(sock.getsockname()[1])
 
 
@@ -257,3 +266,116 @@ def _tail(path: Path, lines: int = 5) -> str:
         return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no error log)"
+
+
+@contextlib.contextmanager
+def doc_tree_site(doc_dir: Path) -> Iterator[Path]:
+    """A directory to serve a documentation tree from: ``robots.txt`` (allowing all)
+    plus a symlink to each entry of ``doc_dir``, so the tree itself is never written."""
+    with tempfile.TemporaryDirectory(prefix="trio-crawl-doc-site-") as tmp:
+        root = Path(tmp) / "site"
+        root.mkdir()
+        root.chmod(0o755)
+        (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+        for entry in doc_dir.iterdir():
+            if entry.name != "robots.txt":
+                (root / entry.name).symlink_to(entry.resolve())
+        yield root
+
+
+def warm_page_cache(directory: Path, pattern: str = "*.html") -> None:
+    """Read every file once, so that no tool pays for cold disk reads another does not."""
+    for path in directory.rglob(pattern):
+        if path.is_file():
+            path.read_bytes()
+
+
+# --- redis-server ---------------------------------------------------------------------
+
+
+def redis_available() -> str | None:
+    """Why a crawl in Redis cannot run here (None: it can)."""
+    if shutil.which("redis-server") is None:
+        return "redis-server is not installed (apt-get install redis-server)"
+    try:
+        import coredis  # noqa: F401
+    except ImportError:
+        return "coredis is not installed (pip install 'trio-crawl[redis]')"
+    return None
+
+
+@dataclass
+class BenchRedis:
+    """A running redis-server: its URL, and the few commands a benchmark reads it with
+    (raw RESP over a socket, so that no Redis client is needed for them)."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self, *args: str) -> bytes:
+        parts = [a.encode() for a in args]
+        wire = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as conn:
+            conn.sendall(wire)
+            chunks = []
+            conn.settimeout(0.5)
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    if chunk.endswith(b"\r\n") and len(chunk) < 65536:
+                        break
+        return b"".join(chunks)
+
+    def cpu_seconds(self) -> float:
+        """The server's user + system CPU so far (``INFO cpu``)."""
+        info = self.command("INFO", "cpu").decode(errors="replace")
+        total = 0.0
+        for line in info.splitlines():
+            name, _, value = line.partition(":")
+            if name in ("used_cpu_sys", "used_cpu_user"):
+                total += float(value)
+        return total
+
+    def used_memory(self) -> int:
+        info = self.command("INFO", "memory").decode(errors="replace")
+        for line in info.splitlines():
+            if line.startswith("used_memory:"):
+                return int(line.split(":")[1])
+        return 0
+
+
+@contextlib.contextmanager
+def open_redis() -> Iterator[BenchRedis]:
+    """A redis-server of our own (see the module docstring); ``redis_available`` first."""
+    binary = shutil.which("redis-server")
+    assert binary is not None
+    with tempfile.TemporaryDirectory(prefix="trio-crawl-bench-redis-") as tmp:
+        port = free_port()
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", tmp, "--logfile", str(Path(tmp) / "redis.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        server = BenchRedis(port, process)
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    if server.command("PING").startswith(b"+PONG"):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            yield server
+        finally:
+            process.kill()
+            process.wait()

@@ -1,8 +1,9 @@
 """Tests of the benchmark harness itself (not of either crawler).
 
-Run with ``pytest benchmarks/test_bench.py`` (not under ``tests/``: the project's suite
-does not depend on the benchmark). Sites are tiny; the server test binds 127.0.0.1 only,
-on a free port, and every subprocess is time-limited.
+Run with ``python benchmarks/bench.py test`` (all three harness test files); the
+project's suite runs them too, in a child pytest (``tests/test_benchmarks.py``), so that
+the folder's module names stay out of its path. Sites are tiny; the server test binds
+127.0.0.1 only, on a free port, and every subprocess is time-limited.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from exactness import Fetches, read_scrapy, read_trio_crawl, verify
 from generate_site import (
     SiteParams,
     ensure_site,
@@ -24,7 +26,7 @@ from generate_site import (
     read_expected,
     resolve,
 )
-from run import Fetches, read_scrapy, read_trio_crawl, run_measured, verify
+from measure import run_measured
 from servers import open_server
 
 BASE = "http://127.0.0.1:8000/"

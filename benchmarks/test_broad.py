@@ -1,7 +1,8 @@
-"""Tests of the broad-crawl harness (broad.py), not of either crawler.
+"""Tests of the broad-crawl harness (broad.py, loopback_hosts.py), not of either crawler.
 
-Run with ``pytest benchmarks/test_broad.py``. The server test needs nginx and its Lua
-module (skipped without them); it binds three 127.77.x.y addresses on a free port.
+Run with ``python benchmarks/bench.py test`` (see test_bench.py). The server test needs
+nginx and its Lua module (skipped without them); it binds three 127.77.x.y addresses on
+a free port.
 """
 
 from __future__ import annotations
@@ -16,19 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broad import (
-    Config,
-    host_addresses,
-    limit_pages_per_s,
-    lua_available,
-    nginx_config,
-    normalize,
-    open_broad_nginx,
-    parse_configs,
-    verify_hosts,
-)
+from broad import Config, limit_pages_per_s, parse_configs
+from exactness import Fetches, normalize, verify_hosts
 from generate_site import SiteParams, ensure_site
-from run import Fetches
+from loopback_hosts import host_addresses, lua_available, nginx_config, open_broad_nginx
 from servers import find_nginx
 
 

@@ -1,7 +1,8 @@
 """Tests of realsite.py's helpers (not of any crawler): the wget log reader, URL keys,
-the exact-once verdict, the expected-set walk and the peak-RSS correction.
+the exact-once verdict, the expected-set walk and the peak-RSS correction
+(measure.py's ``sample_peak``).
 
-Run with ``pytest benchmarks/test_realsite.py``; no server, no network.
+Run with ``python benchmarks/bench.py test`` (see test_bench.py); no server, no network.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realsite import _walk, key, read_wget, run_sampled, verify
+from measure import run_measured
+from realsite import _walk, key, read_wget, verify
 
 ORIGIN = "http://127.0.0.1:8000"
 
@@ -69,18 +71,20 @@ def test_walk(tmp_path: Path) -> None:
     }
 
 
-def test_run_sampled_reports_the_childs_own_peak(tmp_path: Path) -> None:
+def test_sample_peak_reports_the_childs_own_peak(tmp_path: Path) -> None:
     ballast = bytearray(150 * 1024 * 1024)  # the harness is now bigger than its child
     ballast[::4096] = b"x" * len(ballast[::4096])
-    small = run_sampled(
+    small = run_measured(
         [sys.executable, "-c", "import time; time.sleep(0.3)"],
         timeout=30,
         log_path=tmp_path / "small.log",
+        sample_peak=True,
     )
-    big = run_sampled(
+    big = run_measured(
         [sys.executable, "-c", "import time; b = b'x' * (200 << 20); time.sleep(0.3)"],
         timeout=30,
         log_path=tmp_path / "big.log",
+        sample_peak=True,
     )
     del ballast
     assert small.exit_code == 0 and big.exit_code == 0

@@ -89,7 +89,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Sequence
@@ -101,18 +100,20 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bytecode import trio_crawl_command
+from exactness import Fetches, Verdict, read_trio_crawl, verify
 from generate_site import SiteParams, ensure_site, read_expected
-from run import (
-    Fetches,
+from measure import (
     Measured,
-    Verdict,
+    alternating,
+    machine_busy_s,
     machine_info,
-    read_trio_crawl,
+    machine_line,
+    output_dir,
     run_measured,
-    trio_crawl_command,
-    verify,
+    text_table,
 )
-from servers import Server, find_nginx, open_nginx
+from servers import Server, find_nginx, open_nginx, warm_page_cache
 
 from trio_crawl.core.frontier import Entry, Frontier
 from trio_crawl.core.http import FetchConfig
@@ -871,20 +872,6 @@ def nginx_cpu_s() -> float:
     return sum(cpu for pid, (ppid, _, cpu) in procs.items() if pid in masters or ppid in masters)
 
 
-def machine_busy_s() -> float:
-    """CPU seconds all CPUs have spent busy since boot (``/proc/stat``; 0.0 without it).
-
-    Its change over a run, minus our crawler's, coordinator's and nginx's CPU, is what
-    other programs took from the two cores meanwhile (the machine is shared)."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-    except OSError:
-        return 0.0
-    # cpu user nice system idle iowait irq softirq steal ...
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
 def settle(limit_s: float, window_s: float = 0.5) -> float:
     """Wait (at most ``limit_s``) until other programs use at most ``QUIET`` core over a
     ``window_s`` window; return the cores they used in the last window."""
@@ -1067,18 +1054,7 @@ def format_rows(rows: Sequence[Row]) -> str:
                 " / ".join(f"{x:.0f}" for x in r.rss_mb),
             ]
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = []
-    for k, row in enumerate(table):
-        lines.append(
-            "  ".join(
-                c.ljust(w) if i in (0, 3) else c.rjust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
-            ).rstrip()
-        )
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(header, table[1:], left=(0, 3))
 
 
 def median_row(rows: Sequence[Row], label: str) -> Row:
@@ -1146,27 +1122,18 @@ def main(argv: list[str] | None = None) -> int:
         print("nginx is required (apt-get install -y nginx)", file=sys.stderr)
         return 2
     machine = machine_info()
-    print(
-        f"machine: {machine['nproc']} CPUs ({machine['cpu_model']}), load "
-        f"{' '.join(f'{x:.2f}' for x in machine['loadavg'])}, Python {machine['python']}"
-    )
+    print(machine_line(machine))
     site_dir, _ = ensure_site(SiteParams(pages=args.pages))
     expected = read_expected(site_dir)
-    for path in site_dir.rglob("*.html"):  # warm the page cache
-        path.read_bytes()
+    warm_page_cache(site_dir)
     print(f"site:    {site_dir}: {len(expected)} expected URLs")
-    out_ctx: contextlib.AbstractContextManager[str]
-    if args.keep_output:
-        args.keep_output.mkdir(parents=True, exist_ok=True)
-        out_ctx = contextlib.nullcontext(str(args.keep_output))
-    else:
-        out_ctx = tempfile.TemporaryDirectory(prefix="trio-crawl-two-process-")
+    out_ctx = output_dir(args.keep_output, "trio-crawl-two-process-")
     rows: list[Row] = []
     with out_ctx as out_name, open_nginx(site_dir, binary) as server:
         out = Path(out_name)
         print(f"server:  {server.description} at {server.base_url}")
         for rnd in range(1, args.rounds + 1):
-            order = args.config_list if rnd % 2 else list(reversed(args.config_list))
+            order = alternating(args.config_list, rnd)
             for spec in order:
                 load = os.getloadavg()[0]
                 settle(args.settle)

@@ -9,7 +9,7 @@ builder, as browsers do.
 Why lexbor there: on a documentation site the parse is most of a page's
 CPU time, and lexbor parses about twice as fast as libxml2 (PostgreSQL's
 docs: 60 us against 124 us a page; with the links read, 90 us against
-124 us; ``benchmarks/bench_extractors.py``). Its answers are libxml2's
+124 us; bench_extractors in ``benchmarks/README.md``). Its answers are libxml2's
 on every real page tried: 129,481 HTML files under 1 MiB (Debian, Python,
 Rust and libstdc++ documentation and the benchmark sites; 6,691 more have
 a template or a frameset, rule 5) gave the same base and hrefs, in order

@@ -78,7 +78,7 @@ Rules:
    first use: a crawl whose pages all go to lexbor never loads them (~5 ms
    of its start-up).
 
-Speed, before rule 8 (``benchmarks/bench_links.py``, 15 KB page, 30 links): the libxml2
+Speed, before rule 8 (bench_links, 15 KB page, 30 links; ``benchmarks/README.md``): libxml2's
 parse is ~70% of ``extract_links``. ``extract_links`` builds no tree: libxml2
 hands each start tag to a parser target (``_LinkTarget``), the one link loop
 (``_read_elements``) written as a callback, so no node is allocated and none
@@ -95,7 +95,7 @@ the iteration cost), an XPath union with smart strings to spot ``<base>``
 (slower than ``iter`` with a tag check), ``iterparse`` (no faster than
 building the tree), ``iterlinks`` (4x slower, and it returns every kind of
 link), parsing ``str`` (fails on XML declarations). selectolax/lexbor
-(``benchmarks/bench_extractors.py``) parses 2-3x faster, but reading nodes
+(bench_extractors, ``benchmarks/README.md``) parses 2-3x faster, but reading nodes
 from Python costs it more: end to end ~25 % faster on the synthetic page and
 ~30 % on the Python and PostgreSQL docs, with the same links: rule 8, for
 the pages it suits (``html_links`` says which, and why).
