@@ -30,14 +30,10 @@ from ..core.distinct import DistinctCounter
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
-from ..core.parse import (
-    extract_links,
-    extract_links_and_requisites,
-    iter_link_chunks,
-    stylesheet_urls,
-)
+from ..core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
 from ..core.requisites import REQUISITE
 from ..core.scrape import Handler, Page, Request
+from ..core.stylesheet import stylesheet_urls
 from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
