@@ -566,7 +566,7 @@ async def test_the_crawl_is_idle_when_its_tasks_wait_on_the_child_and_no_answer_
     # The idle signal, from the crawl's own state: every crawl task with a
     # page has it in the child (or queued for it), and the child has written
     # nothing the reader has not taken (an answer would free a place first).
-    exchange = PageExchange(lambda: None)
+    exchange = PageExchange()
     places = ChildPlaces(exchange, max_in_flight=1)
     ours, theirs = socket.socketpair()
     with ours, theirs:

@@ -38,11 +38,12 @@ class PageExchange:
 
     ``ready``: the child has said so (pages may go); ``broken``: it is gone,
     hung or talks nonsense (no page goes any more). ``freed`` is called each
-    time an answer, or a cancelled page, frees a place in the child's queue.
+    time an answer, or a cancelled page, frees a place in the child's queue
+    (``ChildPlaces.freed``, set once both exist).
     """
 
-    def __init__(self, freed: Callable[[], None]) -> None:
-        self._freed = freed
+    def __init__(self) -> None:
+        self.freed: Callable[[], None] = _nothing
         self.ready = False
         self.broken = False
         self.sock: socket.socket | None = None
@@ -72,7 +73,7 @@ class PageExchange:
         def abort(_: object) -> trio.lowlevel.Abort:
             if self.waiting.pop(number, None) is not None:
                 self.bytes -= self.sent.pop(number)[1]
-                self._freed()
+                self.freed()
             return trio.lowlevel.Abort.SUCCEEDED
 
         links: list[str] | None = await trio.lowlevel.wait_task_rescheduled(abort)
@@ -169,7 +170,7 @@ class PageExchange:
         if task is not None:  # None: that page was cancelled (its place is given)
             self.bytes -= self.sent.pop(number)[1]
             trio.lowlevel.reschedule(task, outcome.Value(links))
-        self._freed()
+        self.freed()
 
     def wake_all(self) -> None:
         """Every waiting page parses itself: the child is gone."""
@@ -180,6 +181,10 @@ class PageExchange:
         self.bytes = 0
         for task in waiting.values():
             trio.lowlevel.reschedule(task, outcome.Value(None))
+
+
+def _nothing() -> None:
+    pass
 
 
 class AnswerWatch:

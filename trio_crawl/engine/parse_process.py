@@ -214,8 +214,9 @@ class ParseProcess:
         self._asked = 0
         self._wanted = trio.Event()
         self._warned = False
-        self._exchange = exchange = PageExchange(self._freed)
+        self._exchange = exchange = PageExchange()
         self._places = ChildPlaces(exchange, max_in_flight)
+        exchange.freed = self._places.freed
         self.pages = 0
         self.pid: int | None = None
 
@@ -282,9 +283,6 @@ class ParseProcess:
         if links is not None:
             self.pages += 1
         return links
-
-    def _freed(self) -> None:
-        self._places.freed()
 
     async def serve(self) -> None:
         """Start the child (at once, or when ``start_after`` pages have asked),
