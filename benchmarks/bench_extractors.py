@@ -48,8 +48,6 @@ from bench_links import CONTENT_TYPE, make_page
 from lxml import etree
 
 from trio_crawl.core import parse as _parse
-from trio_crawl.core.libxml2_links import reopen_html_end
-from trio_crawl.core.page_encoding import utf8
 from trio_crawl.core.parse import extract_links
 from trio_crawl.core.url import resolve_many
 
@@ -72,7 +70,7 @@ def _finish(pairs: list[tuple[str, str]], url: str) -> list[str]:
 
 
 def _prepare(body: bytes) -> bytes:
-    return reopen_html_end(utf8(body, CONTENT_TYPE))
+    return _parse._reopen_html_end(_parse._utf8(body, CONTENT_TYPE))
 
 
 def lxml_parse(body: bytes) -> object:
@@ -101,7 +99,7 @@ def make_extractors() -> dict[str, tuple[Callable[[bytes, str], list[str]], Call
     else:
 
         def sl_parse(body: bytes) -> Any:
-            return LexborHTMLParser(utf8(body, CONTENT_TYPE))
+            return LexborHTMLParser(_parse._utf8(body, CONTENT_TYPE))
 
         def sl_extract(body: bytes, url: str) -> list[str]:
             tree = sl_parse(body)
