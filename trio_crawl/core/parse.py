@@ -149,7 +149,7 @@ def _cut_fragment(href: str) -> str:
     """Rule 1: ``href`` without its fragment, when that cannot change what it
     resolves to: not when C0 controls or spaces precede the ``#`` (``"a #"``
     is ``a%20``, but ``"a "`` would lose the space to stripping). Inlined in
-    the link loops (``read_elements``, ``_LinkTarget``, ``html_links``: it
+    the link loops (``read_elements``, ``libxml2_links._LinkTarget``, ``html_links``: it
     runs for every link)."""
     cut = href.find("#")
     if cut == 0:
