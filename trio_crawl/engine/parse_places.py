@@ -17,7 +17,11 @@ need the core soon. Then the page that waited longest is handed back to its
 task, which parses it in the crawl's process. The check runs when something
 changes it (a page queued, an answer read), never on a timer, and it looks
 at no task but the crawl's (a program's own tasks beside the crawl neither
-hold nor hurry it). Without ``crawl_tasks``, the pages that wait on the
+hold nor hurry it). The scheduler's own test, "every task blocked"
+(``wait_all_tasks_blocked``), was the signal before: it is public only in
+``trio.testing`` (which may import pytest), watches every task of the run,
+a library user's too, and is woken where a MockClock's autojump would be.
+Without ``crawl_tasks``, the pages that wait on the
 child are taken for all the crawl's work. Either way one page is handed
 back per change at most: its task has the core's work until it asks again.
 """
