@@ -30,8 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trio_crawl.core import parse
+from trio_crawl.core import page_encoding
 from trio_crawl.core.html_links import html_links
+from trio_crawl.core.libxml2_links import parse_links, reopen_html_end, tokenize_links
 
 MAX_BYTES = 1024 * 1024
 TOKENS = [
@@ -48,9 +49,9 @@ TOKENS = [
 
 def libxml2_links(data: bytes) -> tuple[str | None, list[str]]:
     """(base, hrefs) as ``extract_links`` read every small page before rule 8."""
-    data = parse._reopen_html_end(data)
-    found = parse._parse_links(data)
-    return parse._tokenize_links(data) if found is None else found
+    data = reopen_html_end(data)
+    found = parse_links(data)
+    return tokenize_links(data) if found is None else found
 
 
 def pages(roots: list[Path], limit: int | None, rng: random.Random) -> list[Path]:
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         body = path.read_bytes()
         if not body:
             continue
-        data = parse._utf8(body, "text/html")
+        data = page_encoding.utf8(body, "text/html")
         found = html_links(data)
         if found is None:
             real["left to libxml2"] += 1
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             real["same" if found == libxml2_links(data) else "different"] += 1
         token = rng.choice(TOKENS)
         at = rng.randrange(len(body) + 1)
-        data = parse._utf8(body[:at] + token + body[at:], "text/html")
+        data = page_encoding.utf8(body[:at] + token + body[at:], "text/html")
         found = html_links(data)
         if found is None:
             broken["left to libxml2"] += 1

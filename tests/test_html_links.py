@@ -12,6 +12,7 @@ from test_requisites import EVERY_KIND
 
 from trio_crawl.core import parse
 from trio_crawl.core.html_links import html_links
+from trio_crawl.core.libxml2_links import parse_links, reopen_html_end, tokenize_links
 from trio_crawl.core.parse import extract_links
 
 URL = "http://example.com/dir/page.html"
@@ -20,9 +21,9 @@ HTML = "text/html; charset=utf-8"
 
 def libxml2_links(data: bytes) -> tuple[str | None, list[str]]:
     """(base, hrefs) as ``extract_links`` read every page before rule 8."""
-    data = parse._reopen_html_end(data)
-    found = parse._parse_links(data)
-    return parse._tokenize_links(data) if found is None else found
+    data = reopen_html_end(data)
+    found = parse_links(data)
+    return tokenize_links(data) if found is None else found
 
 
 def links_with_libxml2(body: bytes, monkeypatch: pytest.MonkeyPatch) -> list[str]:

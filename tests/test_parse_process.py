@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,13 +27,13 @@ import trio.testing
 from processes import alive, wait_gone
 
 import trio_crawl
+from trio_crawl.engine.parse_exchange import PageExchange
 from trio_crawl.engine.parse_fork import can_fork
+from trio_crawl.engine.parse_places import BYTES_PER_PLACE, WORKERS_PER_PLACE, ChildPlaces
 from trio_crawl.engine.parse_process import (
-    BYTES_PER_PLACE,
     EARLY_START_PAGES,
     EXIT_WAIT,
     START_AFTER,
-    WORKERS_PER_PLACE,
     ParseProcess,
     parse_process_for,
     parse_process_wanted,
@@ -487,10 +488,11 @@ async def test_a_page_that_finds_the_queue_full_waits_for_the_child_while_the_cr
         if done is not None:
             done.set()
 
-    async def busy() -> None:  # the crawl's process always has something to run
+    async def busy() -> None:  # the crawl's third task, working on its page
         while not second_done.is_set():
             await trio.lowlevel.checkpoint()
 
+    process.crawl_tasks = lambda: 3  # first, second and busy
     async with serving(process, release) as nursery:
         nursery.start_soon(ask, "first")
         await until(lambda: process.in_flight == 1)
@@ -530,6 +532,59 @@ async def test_a_waiting_page_is_parsed_by_the_crawl_when_it_has_nothing_else_to
     assert process.pages == 1 and process.queued == 0
 
 
+async def test_a_programs_own_busy_task_does_not_keep_a_waiting_page_from_the_idle_crawl(
+    tmp_path: Path,
+) -> None:
+    # Idle is the crawl's own state (its tasks with a page all wait on the
+    # child), not the scheduler's: a task of the program beside the crawl,
+    # always runnable, neither holds the page back nor is waited for.
+    process, release = await held_child(tmp_path)
+    process.crawl_tasks = lambda: 2
+    got: dict[str, list[str] | None] = {}
+    ask, both = asker(process, got, 2)
+    second_back = trio.Event()
+
+    async def programs_task() -> None:
+        while not second_back.is_set():
+            await trio.lowlevel.checkpoint()
+
+    async with serving(process, release) as nursery:
+        nursery.start_soon(programs_task)
+        nursery.start_soon(ask, "first")
+        await until(lambda: process.in_flight == 1)
+        nursery.start_soon(ask, "second")
+        await until(lambda: "second" in got)
+        second_back.set()
+        assert got == {"second": None} and process.in_flight == 1
+        os.write(release, b"1")
+        await both.wait()
+    assert got == {"second": None, "first": ["http://h.test/first#child"]}
+    assert process.pages == 1 and process.queued == 0
+
+
+async def test_the_crawl_is_idle_when_its_tasks_wait_on_the_child_and_no_answer_waits() -> None:
+    # The idle signal, from the crawl's own state: every crawl task with a
+    # page has it in the child (or queued for it), and the child has written
+    # nothing the reader has not taken (an answer would free a place first).
+    exchange = PageExchange()
+    places = ChildPlaces(exchange, max_in_flight=1)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.setblocking(False)
+        exchange.sock = ours
+        assert places.idle()  # no count of the crawl's tasks: the child's are all
+        places.crawl_tasks = lambda: 1  # one task holds a page, not on the child
+        assert not places.idle()
+        exchange.waiting[1] = trio.lowlevel.current_task()  # stands for a page sent
+        assert places.idle()  # now it is
+        theirs.send(b"answer")
+        assert not places.idle()  # the reader has an answer to take first
+        ours.recv(100)
+        assert places.idle()
+        theirs.close()
+        assert not places.idle()  # end-of-file: the reader gives the child up first
+
+
 async def test_a_waiting_page_stays_for_the_child_while_another_crawl_task_waits_on_a_server(
     tmp_path: Path,
 ) -> None:
@@ -567,10 +622,11 @@ async def test_pages_waiting_for_a_place_are_parsed_by_the_crawl_when_the_child_
         async with both:
             got[name] = await process.links(b"<a href=x>", f"http://h.test/{name}", "text/html")
 
-    async def busy() -> None:
+    async def busy() -> None:  # the crawl's third task, working on its page
         while len(got) < 2:
             await trio.lowlevel.checkpoint()
 
+    process.crawl_tasks = lambda: 3  # first, second and busy
     with caplog.at_level(logging.WARNING, logger="trio_crawl.parse_process"):
         async with serving(process, release) as nursery:
             nursery.start_soon(ask, "first")

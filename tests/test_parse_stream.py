@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_requisites import EVERY_KIND, EVERY_KIND_EXPECTED
 
-from trio_crawl.core import parse
+from trio_crawl.core import parse, push_parse
 from trio_crawl.core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
 
 URL = "http://example.com/dir/page.html"
@@ -44,7 +44,7 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
         tree = (extract_links(body, URL, HTML), extract_links_and_requisites(body, URL, HTML))
     with monkeypatch.context() as patch:
         patch.setattr(parse, "_STREAM_BYTES", 0)
-        patch.setattr(parse, "_STREAM_CHUNK", chunk)
+        patch.setattr(push_parse, "STREAM_CHUNK", chunk)
         streamed = (extract_links(body, URL, HTML), extract_links_and_requisites(body, URL, HTML))
         chunks = list(iter_link_chunks(body, URL, HTML, size=2))
     assert streamed == tree

@@ -11,15 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl.core import parse
-from trio_crawl.core.parse import (
-    decode_css,
-    extract_css_urls,
-    extract_links,
-    extract_links_and_requisites,
-    extract_requisites,
-    stylesheet_urls,
-)
-from trio_crawl.core.requisites import css_refs, parse_srcset
+from trio_crawl.core.parse import extract_links, extract_links_and_requisites, extract_requisites
+from trio_crawl.core.requisites import css_refs, extract_css_urls, parse_srcset
+from trio_crawl.core.stylesheet import decode_css, stylesheet_urls
 from trio_crawl.core.url import canonicalize
 
 URL = "http://example.com/dir/page.html"

@@ -387,6 +387,31 @@ async def test_worker_tasks_exist_only_for_work(autojump_clock: object) -> None:
     assert trio.current_time() == 4
 
 
+async def test_tasks_counts_busy_workers_and_those_about_to_take_an_item(
+    autojump_clock: object,
+) -> None:
+    """``tasks``: every worker task alive is busy or about to take an item, so
+    a helper reading the crawl's idleness (the parse co-process) counts work
+    that has been published and not yet begun as well as work in hand."""
+    pool = WorkPool[int](workers=4)
+    seen: list[tuple[int, int]] = []
+
+    async def handle(n: int) -> None:
+        if n == 0:
+            pool.publish(1)
+            pool.publish(2)
+            seen.append((pool.busy, pool.tasks))  # two started, not yet run
+            await trio.sleep(0.5)
+            seen.append((pool.busy, pool.tasks))  # all three busy
+        else:
+            await trio.sleep(1)
+
+    pool.publish(0)
+    await pool.run(handle)
+    assert seen == [(1, 3), (3, 3)]
+    assert pool.tasks == 0
+
+
 async def test_a_grown_pool_starts_tasks_for_queued_work_at_once(autojump_clock: object) -> None:
     pool = WorkPool[int](workers=1)
     started: list[float] = []

@@ -245,6 +245,12 @@ class WorkPool(Generic[T]):
         """Items being handled now (tokens borrowed)."""
         return int(self._limiter.borrowed_tokens)
 
+    @property
+    def tasks(self) -> int:
+        """Worker tasks alive: the busy ones, and those started and not yet
+        run, about to take an item (every other worker task has ended)."""
+        return self._tasks
+
     def resize(self, workers: int) -> None:
         """Set the token count to ``workers`` (at least 1). Not a checkpoint.
 

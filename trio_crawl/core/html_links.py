@@ -2,7 +2,7 @@
 
 ``html_links(data)`` is ``parse.extract_links``' reader for a page under
 1 MiB without a template or a frameset: the (base, hrefs) pair that libxml2's
-target parser gives ``parse._parse_links``, from lexbor (through
+target parser gives ``libxml2_links.parse_links``, from lexbor (through
 selectolax), which implements the HTML Standard's tokenizer and tree
 builder, as browsers do.
 
@@ -29,7 +29,7 @@ and lexbor has no incremental mode here.
 
 Rules:
 
-1. ``data`` is valid UTF-8 (``parse._utf8`` made it so); selectolax is
+1. ``data`` is valid UTF-8 (``page_encoding.utf8`` made it so); selectolax is
    asked to read it as UTF-8 and nothing else (no ``<meta charset>``
    sniffing, which ``parse`` rule 4 already did).
 2. Scripting is off, so a ``<noscript>``'s markup is read, as libxml2 reads

@@ -4,7 +4,7 @@ that a page needs, ``srcset`` parsing, and URLs in CSS. No I/O, no trio.
 The HTML side (one parse shared with ``extract_links``) is in ``parse.py``:
 ``extract_requisites`` and ``extract_links_and_requisites`` walk the tree and
 call ``element_refs`` here for each element. Stylesheets fetched as requisites
-go through ``parse.stylesheet_urls`` (bytes: it decodes them) or
+go through ``stylesheet.stylesheet_urls`` (bytes: it decodes them) or
 ``extract_css_urls`` here (text).
 
 Rules:

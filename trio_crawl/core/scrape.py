@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .http import is_html_content_type
 from .models import FetchResult
-from .parse import decode_text, extract_links, parse_html
+from .page_encoding import decode_text
+from .parse import extract_links, parse_html
 from .url import resolve
 
 if TYPE_CHECKING:

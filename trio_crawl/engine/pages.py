@@ -30,14 +30,10 @@ from ..core.distinct import DistinctCounter
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
-from ..core.parse import (
-    extract_links,
-    extract_links_and_requisites,
-    iter_link_chunks,
-    stylesheet_urls,
-)
+from ..core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
 from ..core.requisites import REQUISITE
 from ..core.scrape import Handler, Page, Request
+from ..core.stylesheet import stylesheet_urls
 from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
@@ -87,11 +83,13 @@ class PageReader:
     def use_process(self, *, auto: bool, pool: WorkPool[Entry] | None = None) -> None:
         """Give the crawl a parse co-process if its config (or, unset and
         ``auto``, the machine and the crawl) wants one (``parse_process.py``);
-        ``pool``: the crawl's workers, whose busy count and size the child's
-        queue follows (``ParseProcess.crawl_tasks``, ``crawl_workers``)."""
+        ``pool``: the crawl's workers, whose tasks and size the child's
+        queue follows (``ParseProcess.crawl_tasks``, ``crawl_workers``): a
+        page waiting for the child is parsed here only when every worker
+        task with a page waits on the child (``parse_places.py``)."""
         self.process = parse_process_for(self._config, auto=auto)
         if self.process is not None and pool is not None:
-            self.process.crawl_tasks = lambda: pool.busy
+            self.process.crawl_tasks = lambda: pool.tasks
             self.process.crawl_workers = lambda: pool.workers
 
     def helpers(self) -> list[Callable[[], Awaitable[None]]]:

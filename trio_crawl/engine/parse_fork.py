@@ -15,9 +15,17 @@ Only on Linux (``pidfd_open``: the child is waited for and signalled
 through a descriptor, never a PID that could be reused), and only while
 the crawl's process runs no other Python thread (``threading.active_count``):
 a thread could hold a lock (libxml2's, logging's) at the fork, which the
-child would then wait for for ever. The crawl starts the child as it begins,
-before any parse thread exists, so a crawl from the command line forks; a
-program that crawls beside threads of its own gets the new interpreter.
+child would then wait for for ever. ``can_fork`` is asked twice
+(``engine/parse_process.py``, "Lifetime"): as the crawl begins, to choose
+between waiting for ``START_AFTER`` pages (a fork is ready at once) and
+starting a new interpreter at once; and when the ``START_AFTER``-th page
+asks, to fork. A crawl from the command line with the default fetcher
+(curl resolves names without a thread) and no file opened in a thread
+forks; one that has used a worker thread by then (trio keeps it ~10 s: a big
+page's parse, ``--state``'s or ``--warc``'s opening, httpx's name lookups),
+or a program that crawls beside threads of its own, gets the new
+interpreter: at once if the thread was there as the crawl began, else when
+the ``START_AFTER``-th page asks.
 
 The child
 ---------
