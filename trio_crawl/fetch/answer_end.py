@@ -73,8 +73,13 @@ class AnswerEnd:
         return _DONE
 
     def _read_head(self, data: bytes, at: int) -> int:
+        if not self._line:  # the usual case: the whole head is in this read
+            found = _BLANK_LINE.search(data, at)
+            if found is not None:
+                self._state = self._after_head(data[at : found.end()])
+                return found.end()
         start = max(0, len(self._line) - 2)  # a blank line may straddle two reads
-        self._line += data[at:] if at else data
+        self._line += data[at:]
         found = _BLANK_LINE.search(self._line, start)
         if found is None:
             if len(self._line) > _MAX_LINE:
