@@ -16,11 +16,14 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import trio
 from test_cli import run_cli
 from test_engine import crawl, url
 
+from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.core.models import HOST_FAILURE_KINDS
 
 from fakes import FakeFetcher, FakePage
@@ -98,3 +101,22 @@ def test_https_sent_to_an_http_port_is_tls_at_once_and_exit_4(fetcher: str, robo
     assert record["error"]["kind"] == "tls", record
     assert record["error"]["message"].startswith("robots.txt: ") == robots, record
     assert record["attempts"] == 1 and record["t"] < 5, record
+
+
+@pytest.mark.parametrize("backend", ["curl", "httpx"])
+async def test_a_certificate_not_trusted_is_tls_at_once(backend: str, tmp_path: Path) -> None:
+    """The issue's first case: a site whose certificate no CA we trust signed."""
+    trustme = pytest.importorskip("trustme")
+    from test_tls import serve_https, server_cert
+
+    cert = server_cert(trustme.CA(), tmp_path, "127.0.0.1")
+    records: list[CrawlRecord] = []
+    with trio.fail_after(30):
+        async with serve_https(cert) as base:
+            start = trio.current_time()
+            await run_crawl([base + "/"], on_record=records.append, backend=backend)
+            took = trio.current_time() - start
+    [record] = records
+    assert record.error is not None and record.error.kind == "tls", record
+    assert record.error.message.startswith("robots.txt: ") and record.attempts == 1, record
+    assert took < 5, took
