@@ -55,8 +55,4 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "h11's 'peer unexpectedly closed connection' after part of a head is read as the peer "
         "hanging up (reset), as it is for a head cut short"
     ),
-    ("httpx", "test_a_short_content_length_does_not_poison_the_connection"): (
-        "httpcore2 leaves the bytes past a short Content-Length in h11's buffer and reads "
-        "them as the next answer on that pooled connection (a protocol error there)"
-    ),
 }

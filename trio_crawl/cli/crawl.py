@@ -65,9 +65,13 @@ if TYPE_CHECKING:
 
     from ..frontiers.sqlite import SqliteFrontier
 
-#: Error kinds of a start URL that mean "could not connect" (DNS failures,
-#: refused and unreachable hosts are all ``connect``).
-UNREACHABLE_KINDS = frozenset({"connect"})
+#: Error kinds of a start URL that mean "could not connect" (exit 4): DNS
+#: failures, refused and unreachable hosts (``connect``), a TLS handshake that
+#: failed (a certificate not trusted, https sent to an http port: no secure
+#: connection, so nothing was asked), and no answer before the timeout. A
+#: server that answered something (``protocol``, ``reset`` mid-answer) was
+#: connected to: exit 0, its record says what went wrong.
+UNREACHABLE_KINDS = frozenset({"connect", "tls", "timeout"})
 
 
 def open_output(path: str) -> OutputFile:
@@ -120,7 +124,11 @@ class StartWatch:
         if record.error is not None and record.error.kind in UNREACHABLE_KINDS:
             self.unreachable += 1
             if self.first_failure is None:
-                self.first_failure = f"{host_port(record.url)}: {record.error.message}"
+                error = record.error
+                why = error.message
+                if error.kind != "connect":  # a refused connection says it itself
+                    why = f"{error.kind}: {why}"
+                self.first_failure = f"{host_port(record.url)}: {why}"
             return True
         return False
 

@@ -35,6 +35,15 @@ ERROR_KINDS: frozenset[str] = frozenset(
     }
 )
 
+#: Failure kinds that mean the host cannot be talked to at all. When the
+#: robots.txt request of a host fails with one of them, every page of the host
+#: is recorded with that kind at once, never requested: its own request would
+#: meet the same wall (a certificate not trusted, a port that speaks another
+#: protocol, a refused connection), and waiting to re-fetch robots.txt would
+#: only make the crawl longer. Such a record counts ``attempts: 1``: the
+#: robots.txt request, made on the page's behalf (``make_record``).
+HOST_FAILURE_KINDS: frozenset[str] = frozenset({"connect", "timeout", "tls", "reset", "protocol"})
+
 
 @dataclass(frozen=True, slots=True)
 class FetchResult:
@@ -98,6 +107,18 @@ class CrawlRecord:
     non-HTML body). ``protocol`` is the ``FetchResult.http_version`` of the
     answer; the JSON leaves it out when unknown (no answer, or a fetcher that
     cannot tell).
+
+    ``attempts`` counts the requests made for the URL, retries included, with
+    one rule for a URL that made none: 0 when nothing was asked on its behalf
+    (robots.txt disallows it), 1 when its host's robots.txt request failed in
+    a way that means the host cannot be talked to (``connect``, ``timeout``,
+    ``tls``, ``reset``, ``protocol``). Such a page is recorded with the
+    failure's kind at once, never requested, and that one robots.txt request,
+    made on its behalf, is its attempt; the message starts with
+    ``robots.txt:``, except a refused connection's, which is the host's
+    whichever URL asked. A robots.txt that answers (a 5xx, say) is no such
+    failure: the page waits for one re-fetch, and robots.txt's verdict then
+    gives ``robots`` with 0 attempts.
     """
 
     url: str

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import FetchError
 from .frontier import Entry
-from .models import CrawlRecord, ErrorInfo, FetchResult
+from .models import HOST_FAILURE_KINDS, CrawlRecord, ErrorInfo, FetchResult
 from .retry import RetryPolicy
 from .url import mask_credentials
 
@@ -119,9 +119,11 @@ def make_record(
     error ``(kind, message)`` (if any), what was followed from it, and ``t``,
     when it was written (seconds since the crawl started). A URL's userinfo
     in the error message (a raw ``Location``, say) is masked. ``attempts``
-    is the entry's count of its requests, except for a ``connect`` record of
-    a URL that made none: its host refused the robots.txt request the URL
-    waited for, and that one connection attempt, made on its behalf, counts."""
+    is the entry's count of its requests, with one rule for a URL that made
+    none: a record whose kind is one of ``HOST_FAILURE_KINDS`` comes from the
+    robots.txt request the URL waited for (its host could not be talked to),
+    and that one request, made on its behalf, counts; any other such record
+    (``robots``, a budget) says 0."""
     extra = {"rendered": True} if result is not None and result.rendered else {}
     return CrawlRecord(
         extra=extra,
@@ -134,7 +136,7 @@ def make_record(
         content_type=None if result is None else result.content_type,
         elapsed_ms=elapsed_ms,
         links=links,
-        attempts=entry.attempts or int(error is not None and error[0] == "connect"),
+        attempts=entry.attempts or int(error is not None and error[0] in HOST_FAILURE_KINDS),
         t=t,
         protocol=None if result is None else result.http_version,
         size=None if result is None or result.body_skipped else _size(result),

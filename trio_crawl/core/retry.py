@@ -39,6 +39,9 @@ RETRY_ERROR_KINDS: frozenset[str] = frozenset(
 )
 
 _DELTA_SECONDS = re.compile(r"[0-9]+")
+#: The most seconds a delta-seconds ``Retry-After`` means (rule 4's cap is far lower).
+_MAX_DELTA = 1e9
+_MAX_DELTA_DIGITS = 10  # fewer digits than this are below _MAX_DELTA or equal to it
 # 2.0 ** 1023 is the largest power of two a float holds; beyond it the cap applies anyway.
 _MAX_EXPONENT = 1023
 
@@ -63,7 +66,12 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
         return None
     value = value.strip()
     if _DELTA_SECONDS.fullmatch(value):
-        return float(min(int(value), 10**9))  # any cap applied later is far lower
+        # Any cap applied later is far lower than 10**9 s. Capped by its digit
+        # count before int() sees it: a header of 4,301 digits is Python's
+        # "Exceeds the limit for integer string conversion" ValueError, and a
+        # header value must never stop a crawl.
+        digits = value.lstrip("0")
+        return float(int(digits or "0")) if len(digits) < _MAX_DELTA_DIGITS else _MAX_DELTA
     # Here, not at the top: email.utils and datetime cost every crawl ~2 ms of
     # start-up, and most never see a Retry-After date.
     from datetime import UTC

@@ -179,13 +179,13 @@ class Crawler:
         if self._pool.stopping:
             return self._drop(entry, host)
         if entry.attempts == 0:
-            verdict, reason = await self._gate.check(entry, host)
+            verdict, error = await self._gate.check(entry, host)
             if verdict is Verdict.WAIT:
                 self.schedule.unreserve(entry, host)
                 return self.schedule.defer(entry, host, ROBOTS_RETRY_PERIOD)
             if verdict is not Verdict.ALLOW:
                 self.schedule.unreserve(entry, host)
-                record = make_record(entry, (verdict.value, reason), t=self._clock.t())
+                record = make_record(entry, error, t=self._clock.t())
                 return await self._recorder.finish(entry, record)
             if self._pool.stopping or self.frontier.budget_spent:
                 return self._drop(entry, host)

@@ -12,14 +12,15 @@ one verdict:
   is disallowed for a while: the URL waits (parked, still unfinished) for one
   re-fetch of robots.txt, ``ROBOTS_RETRY_PERIOD`` later, then is judged again;
 * DISALLOW: recorded with kind ``robots``, never requested;
-* UNREACHABLE: the host refused or dropped the connection for robots.txt:
-  its pages are recorded with kind ``connect`` at once (a dead or mistyped
-  host is not a robots.txt refusal);
-* NO_ANSWER: the host accepted the connection and sent nothing before the
-  timeout (a black hole): its pages are recorded with kind ``timeout`` at
-  once, never requested (robots.txt unreachable means "disallow all", and
-  waiting ``ROBOTS_RETRY_PERIOD`` for a second timeout only made the crawl
-  longer).
+* UNREACHABLE: the robots.txt request failed in a way that means the host
+  cannot be talked to (``HOST_FAILURE_KINDS``: refused, unreachable, silent
+  until the timeout, a TLS handshake that failed, a reset, an answer that is
+  not HTTP): its pages are recorded with that kind at once, never requested
+  (a dead host, a bad certificate or https sent to an http port is not a
+  robots.txt refusal, and waiting ``ROBOTS_RETRY_PERIOD`` for the same
+  failure again only made the crawl longer). The message is the failure's;
+  it starts with ``robots.txt:`` except for ``connect`` (a refused
+  connection is the host's, whichever URL asked).
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ class Verdict(enum.Enum):
     ALLOW = "allow"
     WAIT = "wait"
     DISALLOW = "robots"
-    UNREACHABLE = "connect"
-    NO_ANSWER = "timeout"
+    UNREACHABLE = "unreachable"
 
 
 class HostGate:
@@ -69,12 +69,13 @@ class HostGate:
         self._delays_seen: set[str] = set()
         self._waited: set[Entry] = set()
 
-    async def check(self, entry: Entry, host: str) -> tuple[Verdict, str]:
-        """The verdict for ``entry`` and, unless ALLOW, the reason to record.
-        A checkpoint when robots.txt must be fetched or sitemaps read."""
+    async def check(self, entry: Entry, host: str) -> tuple[Verdict, tuple[str, str] | None]:
+        """The verdict for ``entry`` and, for DISALLOW and UNREACHABLE, the
+        error ``(kind, message)`` to record. A checkpoint when robots.txt must
+        be fetched or sitemaps read."""
         robots = self._robots
         if robots is None:
-            return Verdict.ALLOW, ""
+            return Verdict.ALLOW, None
         policy = robots.policy_nowait(entry.url)
         if policy is None:
             policy = await robots.policy_for(entry.url)
@@ -84,18 +85,19 @@ class HostGate:
             if self._seed_sitemaps is not None:
                 await self._seed_sitemaps(entry.url, policy.sitemaps)
         if policy.allows(entry.url):
-            return Verdict.ALLOW, ""
+            return Verdict.ALLOW, None
         if policy.temporary:
-            failure = robots.connect_failure(entry.url)
+            failure = robots.host_failure(entry.url)
             if failure is not None:
-                if failure.kind == "timeout":
-                    return Verdict.NO_ANSWER, f"robots.txt: {failure.message}"
-                return Verdict.UNREACHABLE, failure.message
+                message = failure.message
+                if failure.kind != "connect":
+                    message = f"robots.txt: {message}"
+                return Verdict.UNREACHABLE, (failure.kind, message)
             if entry not in self._waited:
                 self._waited.add(entry)
-                return Verdict.WAIT, ""
+                return Verdict.WAIT, None
         self._waited.discard(entry)
-        return Verdict.DISALLOW, f"disallowed ({policy.reason})"
+        return Verdict.DISALLOW, ("robots", f"disallowed ({policy.reason})")
 
     def crawl_delay_seen(self, host: str, delay: float | None) -> None:
         """``host``'s robots.txt was read for a request that is no URL of the

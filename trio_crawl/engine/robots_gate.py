@@ -18,9 +18,11 @@ the waiters, nothing is stored, and the first waiter to run becomes the next
 fetcher: nobody hangs on an event that will never be set.
 
 ``FetchError`` counts as "unreachable" (disallow all, refetch after
-``retry_period``). Every other exception from the fetcher is a bug and
-propagates, as does a fetcher that skipped the robots.txt body although it
-was asked for ``any_body=True`` (robots.txt is ``text/plain``).
+``retry_period``); one of ``HOST_FAILURE_KINDS`` is also kept as the host's
+failure (``host_failure``), so that its pages fail with it at once. Every
+other exception from the fetcher is a bug and propagates, as does a fetcher
+that skipped the robots.txt body although it was asked for ``any_body=True``
+(robots.txt is ``text/plain``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 import trio
 
+from ..core.models import HOST_FAILURE_KINDS
 from ..core.robots import (
     DEFAULT_MAX_AGE,
     DEFAULT_RETRY_PERIOD,
@@ -43,11 +46,6 @@ from ..core.robots import (
 )
 from ..errors import FetchError
 from ..fetch.base import Fetcher
-
-#: Failures that mean the host did not answer at all: its pages fail at once
-#: with the same kind, instead of waiting for a re-fetch of robots.txt (a host
-#: that accepts and never answers cost two timeouts and a wait before).
-NO_ANSWER_KINDS = frozenset({"connect", "timeout"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +113,7 @@ class RobotsCache:
         self._inflight: dict[str, trio.Event] = {}
         self._requests = 0
         self._unreachable = 0
-        self._connect_failures: dict[str, FetchError] = {}
+        self._host_failures: dict[str, FetchError] = {}
 
     def policy_nowait(self, url: str) -> RobotsPolicy | None:
         """The fresh cached policy for ``url``'s origin, or None if a fetch is needed.
@@ -154,12 +152,13 @@ class RobotsCache:
                 del self._inflight[key]
                 event.set()
 
-    def connect_failure(self, url: str) -> FetchError | None:
-        """The error of the last robots.txt fetch of ``url``'s origin if the
-        host gave no answer at all (``NO_ANSWER_KINDS``: refused, or accepted
-        and then silent until the timeout): not a robots.txt problem, its
+    def host_failure(self, url: str) -> FetchError | None:
+        """The error of the last robots.txt fetch of ``url``'s origin if it
+        means the host cannot be talked to (``HOST_FAILURE_KINDS``: refused,
+        silent until the timeout, a TLS handshake that failed, a connection
+        reset, an answer that is not HTTP): not a robots.txt problem, its
         pages would fail the same way. Not a checkpoint."""
-        return self._connect_failures.get(robots_url(url))
+        return self._host_failures.get(robots_url(url))
 
     def statistics(self) -> RobotsCacheStatistics:
         return RobotsCacheStatistics(
@@ -217,10 +216,10 @@ class RobotsCache:
                 url = decision.url
                 hops += 1
                 continue
-            if failure is not None and failure.kind in NO_ANSWER_KINDS:
-                self._connect_failures[key] = failure
+            if failure is not None and failure.kind in HOST_FAILURE_KINDS:
+                self._host_failures[key] = failure
             else:
-                self._connect_failures.pop(key, None)
+                self._host_failures.pop(key, None)
             if decision.policy.temporary:
                 self._unreachable += 1
                 if failure is not None:  # say why: "connect: Connection refused"

@@ -4,6 +4,11 @@ The decisions are the same whatever the HTTP library, so they live here once:
 
 1. Headers: names lower-cased, repeated fields joined with ``", "`` in
    arrival order (``join_header``), as ``FetchResult.headers`` promises.
+   Except ``Location``, a single URI (RFC 9110, 10.2.2), whose joined
+   values would name a URL no header named: a repeat of the same value is
+   one field, two different values are ``protocol`` (Chromium's
+   ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION, Firefox's rule for duplicate
+   Location, curl's "Multiple Location headers": none follows either one).
 2. Skip: with ``html_only`` (and not ``any_body``), a response whose content
    type is not HTML-ish is not downloaded (``skips_body``): the result says
    ``body_skipped``.
@@ -52,10 +57,17 @@ _NO_BODY = frozenset({204, 304})  # answers whose Content-Length announces no bo
 
 
 def join_header(headers: dict[str, str], name: str, value: str) -> str:
-    """Add one field to ``headers`` (rule 1); returns the lower-cased name."""
+    """Add one field to ``headers`` (rule 1); returns the lower-cased name.
+    Raises ``FetchError("protocol")`` for a second, different ``Location``."""
     key = name.lower()
     old = headers.get(key)
-    headers[key] = value if old is None else f"{old}, {value}"
+    if old is None:
+        headers[key] = value
+    elif key != "location":
+        headers[key] = f"{old}, {value}"
+    elif value != old:
+        shown = f"{old[:100]!r} and {value[:100]!r}"
+        raise FetchError("protocol", f"two different Location headers: {shown}")
     return key
 
 

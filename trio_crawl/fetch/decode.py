@@ -18,6 +18,11 @@ Rules:
    its trailer, a deflate or brotli stream without its last block) is
    corrupt too, raised by ``finish``: a truncated page is never a complete
    one. An empty body (a 304, a HEAD answer) is not a stream and passes.
+5. Nothing is cut silently at the end of a stream either. A gzip body may
+   hold several members, one after the other (RFC 1952, 2.2): every one is
+   read, as gzip(1) and Python's ``gzip`` do (zlib alone stops after the
+   first, and the links of the rest were lost). Bytes after the end that do
+   not begin a member, or after the end of a deflate stream, are corrupt.
 
 Pure: no trio, no HTTP client.
 """
@@ -60,7 +65,8 @@ class _Zlib:
     input until it has two."""
 
     def __init__(self, coding: str) -> None:
-        self._d: Any = zlib.decompressobj(zlib.MAX_WBITS | 16) if coding == "gzip" else None
+        self._gzip = coding == "gzip"
+        self._d: Any = zlib.decompressobj(zlib.MAX_WBITS | 16) if self._gzip else None
         self._pending = b""
         self._fed = False  # any input at all (rule 4)
 
@@ -78,10 +84,25 @@ class _Zlib:
             if len(self._pending) < 2:
                 return
             data = self._choose()
-        out = self._d.decompress(data, STEP)
-        while out:
-            yield out
-            out = self._d.decompress(self._d.unconsumed_tail, STEP)
+        while data:
+            out = self._d.decompress(data, STEP)
+            while out:
+                yield out
+                if self._d.eof:  # what is left is in unused_data (unconsumed_tail too)
+                    break
+                out = self._d.decompress(self._d.unconsumed_tail, STEP)
+            data = self._after_end()
+
+    def _after_end(self) -> bytes:
+        """What follows the end of the stream in what was fed (rule 5): a
+        gzip stream starts its next member on it; b"" when nothing does."""
+        if not self._d.eof or not self._d.unused_data:
+            return b""
+        if not self._gzip:
+            raise zlib.error("data after the end of the deflate stream")
+        data: bytes = self._d.unused_data
+        self._d = zlib.decompressobj(zlib.MAX_WBITS | 16)  # the next member
+        return data  # not a member: zlib says "incorrect header check"
 
     def finish(self) -> Iterator[bytes]:
         if self._d is None:

@@ -15,7 +15,12 @@ curl's alone:
    that follows an answer (an authentication challenge that libcurl answers
    itself) is not a resend and goes.
 2. A status line whose code is not three digits is ``protocol`` (libcurl
-   accepts ``HTTP/1.1 2000``).
+   accepts ``HTTP/1.1 2000``), and so is a head that does not begin with
+   ``HTTP/`` (libcurl accepts ``http/1.1 200 OK``, the case-sensitive
+   HTTP-name of RFC 9112 does not), checked once per head, at its end. A
+   transfer libcurl ends without error before the end of the head
+   (``HTTP/1.1 200 OK``, then the close) is ``reset``, as in every fetcher:
+   it is no answer, not an empty 200.
 3. Bodies arrive undecoded (libcurl's decoders accept a gzip stream cut
    short) and are decoded here in bounded steps, like every fetcher: a
    compressed body that ends before its stream does is ``decode``.
@@ -135,8 +140,15 @@ class Collector:
         if line.strip():
             self._fields.append(line)
             return True
-        self._read_fields()
+        if self.http_version is None:  # rule 2: no status line began this head
+            first = self._fields[0].rstrip(b"\r\n")[:100] if self._fields else b""
+            return self._fail(FetchError("protocol", f"bad status line: {_decode(first)!r}"))
+        try:
+            self._read_fields()
+        except FetchError as exc:  # two different Locations (``body.join_header``)
+            return self._fail(exc)
         if 100 <= self.status < 200:
+            self.http_version = None  # the real head must begin with its own status line
             return True  # an interim head ends; the real one follows
         return self._end_of_head()
 
@@ -149,7 +161,7 @@ class Collector:
         set_cookies: list[str] = []
         last: str | None = None  # the last name, for obs-fold lines
         for line in self._fields:
-            text = _decode_header(line).rstrip("\r\n")
+            text = _decode(line).rstrip("\r\n")
             if text[:1] in (" ", "\t"):
                 if last is not None:
                     headers[last] += " " + text.strip()
@@ -251,6 +263,8 @@ class Collector:
             return self.failure
         if code:
             return CurlError(code, message, sent=self.requests > 0)
+        if not self.head_done:  # rule 2: closed before the end of the head
+            return FetchError("reset", "the connection closed before the end of the head")
         failure = self._finish_decoding()
         if failure is not None:
             return failure
@@ -258,7 +272,7 @@ class Collector:
         return FetchResult(url, self.status, self.headers, body, elapsed, False, self.http_version)
 
 
-def _decode_header(line: bytes) -> str:
+def _decode(line: bytes) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError:

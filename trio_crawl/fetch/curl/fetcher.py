@@ -88,6 +88,10 @@ __all__ = ["CurlFetcher", "CurlFetcherStatistics", "WatcherName", "open_curl_fet
 WatcherName = Literal["auto", "epoll", "tasks"]
 
 _IN, _OUT = CSELECT_IN, CSELECT_OUT
+#: libcurl checks an idle connection's life once a second at most: a dead
+#: one is pruned by then (``CurlFetcher._bury``).
+_DEAD_SECONDS = 5.0
+_DEAD_KEPT = 64  # entries kept before the old ones are swept
 _POLL_REMOVE: int = pycurl.POLL_REMOVE
 _SOCKET_TIMEOUT: int = pycurl.SOCKET_TIMEOUT
 
@@ -134,6 +138,8 @@ class CurlFetcher:
         self._free: list[Slot] = []
         self._pool = trio.Semaphore(config.max_connections)
         self._running: dict[Any, Slot] = {}  # easy handle -> its slot, while in the multi
+        #: dead connections libcurl keeps, by local (address, port): ``_bury``
+        self._dead: dict[tuple[str, int], float] = {}
         self._callback_bugs: list[BaseException] = []
         self._timer_at = math.inf
         self._timer_scope: trio.CancelScope | None = None
@@ -212,13 +218,16 @@ class CurlFetcher:
         try:
             self._check_usable()
             if not self._free:  # the semaphore counts the handles not yet made
-                self._slots.append(Slot(self.config, self._ca))
+                self._slots.append(Slot(self.config, self._ca, self._dead))
                 self._free.append(self._slots[-1])
                 self._multi.setopt(pycurl.M_MAXCONNECTS, len(self._slots))
             slot = self._free.pop()
             try:
                 self._start(slot, url, headers, any_body, deadline)
                 await slot.done.wait()
+                if slot.refused_dead:  # nothing was sent: again, on another connection
+                    self._start(slot, url, headers, any_body, deadline)
+                    await slot.done.wait()
                 outcome = slot.outcome()
                 if isinstance(outcome, FetchResult):
                     self._identity.received(url, slot.collector.set_cookies)
@@ -230,6 +239,19 @@ class CurlFetcher:
                 self._free.append(slot)
         finally:
             self._pool.release()
+
+    def _bury(self, local: tuple[str, int] | None, now: float) -> None:
+        """The connection at ``local`` closed mid-head, and libcurl, which saw
+        the transfer end without error, keeps it for reuse: the next request
+        sent on it would be lost (handle rule 4). Forgotten after
+        ``_DEAD_SECONDS``, by when libcurl has pruned it itself."""
+        if local is None:
+            return
+        if len(self._dead) >= _DEAD_KEPT:
+            for key, when in list(self._dead.items()):
+                if now - when > _DEAD_SECONDS:
+                    del self._dead[key]
+        self._dead[local] = now
 
     async def aclose(self) -> None:
         """Stop the driver, close every handle and the multi. Idempotent.
@@ -368,6 +390,8 @@ class CurlFetcher:
     def _finish(self, curl: Any, code: int, message: str, now: float) -> None:
         slot = self._running.pop(curl)
         self._multi.remove_handle(curl)
+        if not code and not slot.collector.head_done:  # here, before any other transfer starts
+            self._bury(slot.local, now)
         slot.finish(code, message, now)
 
     # -- closing -----------------------------------------------------------------

@@ -19,7 +19,13 @@ Rules:
    multiplex transfers to one host over one connection. Plain http stays
    HTTP/1.1 either way (no h2c).
 4. One request per transfer: the pre-request callback lets the ``Collector``
-   refuse libcurl's silent resend after a reused connection died.
+   refuse libcurl's silent resend after a reused connection died. It also
+   refuses, before a byte is sent, a connection known to be dead (``dead``,
+   by local address and port): libcurl keeps a connection closed mid-head
+   for reuse (it checks an idle connection's life only once a second), and
+   the next request on it would fail; refused, libcurl closes it, and the
+   fetcher starts the transfer again (``refused_dead``): no request was
+   sent, so this is no resend.
 5. libcurl callbacks never raise into libcurl. An exception inside one is our
    bug: the slot keeps it and ``outcome`` re-raises it, loudly.
 6. Through an http proxy, https goes in a CONNECT tunnel, and libcurl hands
@@ -65,15 +71,28 @@ class Slot:
         "collector",
         "config",
         "curl",
+        "dead",
         "done",
         "elapsed",
+        "local",
         "message",
+        "refused_dead",
         "started",
         "url",
     )
 
-    def __init__(self, config: FetchConfig, ca: tuple[str | None, str | None]) -> None:
+    def __init__(
+        self,
+        config: FetchConfig,
+        ca: tuple[str | None, str | None],
+        dead: dict[tuple[str, int], float] | None = None,
+    ) -> None:
         self.config = config
+        #: connections that must not carry another request, by local (address,
+        #: port), shared by every slot of a fetcher (rule 4)
+        self.dead: dict[tuple[str, int], float] = {} if dead is None else dead
+        self.local: tuple[str, int] | None = None  # the last request's connection
+        self.refused_dead = False
         self.ca = ca  # (CAINFO, CAPATH); both None: libcurl's own default
         self.curl: Any = pycurl.Curl()
         self.collector = Collector(max_bytes=config.max_bytes, html_only=config.html_only)
@@ -144,6 +163,8 @@ class Slot:
         self.message = ""
         self.bug = None
         self.closed = False
+        self.local = None
+        self.refused_dead = False
 
     def reset(self) -> None:
         """Forget every option and state (after a cancelled transfer)."""
@@ -169,6 +190,10 @@ class Slot:
         self, primary_ip: str, local_ip: str, primary_port: int, local_port: int
     ) -> int:
         try:
+            self.local = local = (local_ip, local_port)
+            if self.dead and self.dead.pop(local, None) is not None:  # rule 4
+                self.refused_dead = True
+                return _PREREQ_ABORT
             return _PREREQ_OK if self.collector.request_sent() else _PREREQ_ABORT
         except BaseException as exc:
             self.bug = exc
