@@ -258,7 +258,14 @@ class BrowserSession:
                 step = life.document_request(url, navigation="networkId" in params)
                 if step is DocumentStep.FULFILL:
                     return self._fulfill(request_id, life.result)
-                return self._fail(request_id, "client_redirect", life)  # or a download
+                if step is DocumentStep.CLIENT_REDIRECT:
+                    # 204 to a navigation: the tab stays on the page, whose DOM
+                    # is still read (its links count if the target is a download).
+                    return self._fire(
+                        "Fetch.fulfillRequest",
+                        {"requestId": request_id, "responseCode": 204, "responseHeaders": []},
+                    )
+                return self._fail(request_id, "client_redirect", life)  # a download
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
             return self._send(request_id, params, life)

@@ -37,7 +37,12 @@ __all__ = ["READ_DOM", "RenderFailed", "Tab"]
 
 
 class RenderFailed(Exception):
-    """A render gave nothing usable (crash, navigation refused, no DOM)."""
+    """A render gave nothing usable; ``kind`` as ``RenderFailure`` names it
+    (``crash``, ``no_dom``)."""
+
+    def __init__(self, message: str, kind: str = "no_dom") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 #: Serialise the rendered document (rule 3); ``(URL)`` is the URL navigated to.
@@ -150,11 +155,11 @@ class Tab:
         finally:
             self.session.page_ended(self.target)
         if life.crashed:
-            raise RenderFailed("the tab crashed")
+            raise RenderFailed("the tab crashed", "crash")
         if failure is not None:
             raise failure
         if html is None:
-            raise RenderFailed("the render was cut short")
+            raise RenderFailed("the render was cut short", "crash")
         return html
 
     async def _steps(
