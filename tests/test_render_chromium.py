@@ -271,7 +271,7 @@ async def test_hostile_pages_each_get_a_record_within_their_limits() -> None:
     assert loop.status == 200 and loop.error is None and loop.attempts == 1
     assert "rendered" not in loop.extra
     render_error = loop.extra["render_error"]
-    assert render_error["kind"] == "timeout" and 1 <= render_error["seconds"] <= 4
+    assert render_error["kind"] == "timeout" and 1 <= render_error["seconds"] < 5  # --timeout 4
     assert server.count("/loop") == 1
     for path in ("/busy", "/stuck"):
         record = records[server.url(path)]

@@ -394,3 +394,11 @@ def test_a_failed_render_keeps_the_page_and_only_a_crash_is_tried_again(retry: b
     assert line["status"] == 200 and line["error"] is None and line["links"] == 1
     assert line["render_error"] == {"kind": failure.kind, "message": "gone", "seconds": 2.5}
     assert "rendered" not in line
+
+
+def test_a_scroll_gives_the_page_quiet_seconds_again() -> None:
+    life = PageLife("http://h/", FetchResult("http://h/", 200, {}, b"", 0.0), 0.0)
+    life.load(1.0)
+    assert life.settled_at() == 1.0 + QUIET
+    life.moved(3.0)
+    assert life.settled_at() == 3.0 + QUIET

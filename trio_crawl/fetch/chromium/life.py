@@ -148,6 +148,10 @@ class PageLife:
         if self.loaded_at is None:
             self.loaded_at = now
 
+    def moved(self, now: float) -> None:
+        """The page was scrolled: what it does about it gets ``QUIET`` seconds."""
+        self.last_request_at = max(self.last_request_at, now)
+
     def request_started(self, now: float) -> None:
         """The page asked for something (allowed or not): the network is busy."""
         self.requests += 1

@@ -56,6 +56,11 @@ __all__ = ["BrowserSession", "RobotsLookup"]
 #: Closed popups remembered: their late requests are failed (rule 2).
 POPUPS_KEPT = 1024
 
+#: Each tab in a window of its own: a background tab in a shared window is
+#: hidden, and a hidden page gets no rendering steps (no animation frames, no
+#: ``IntersectionObserver`` callbacks: a lazy list would never load).
+NEW_TAB = {"url": "about:blank", "newWindow": True}
+
 #: ``FetchError`` kinds as the browser's network error reasons.
 _ERROR_REASONS = {
     "timeout": "TimedOut",
@@ -153,7 +158,7 @@ class BrowserSession:
 
     async def new_tab(self) -> tuple[str, str]:
         """A new blank tab: ``(target id, session id)``, resumed. Checkpoint."""
-        target = (await self.cdp.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        target = (await self.cdp.send("Target.createTarget", NEW_TAB))["targetId"]
         self._own.add(target)
         if target not in self._attached:
             event = self._attach_events.setdefault(target, trio.Event())
