@@ -402,3 +402,29 @@ def test_a_scroll_gives_the_page_quiet_seconds_again() -> None:
     assert life.settled_at() == 1.0 + QUIET
     life.moved(3.0)
     assert life.settled_at() == 3.0 + QUIET
+
+
+def test_a_pages_cookies_go_to_the_jar_only_for_its_host_and_in_scope() -> None:
+    from http.cookiejar import CookieJar
+
+    from trio_crawl.fetch.chromium.jar import keep_page_cookies
+
+    def raw(name: str, domain: str, **more: object) -> dict[str, object]:
+        return {"name": name, "value": "v", "domain": domain, "path": "/", "expires": -1, **more}
+
+    cookies = [
+        raw("mine", "www.example.com"),
+        raw("parent", ".example.com", expires=4102444800, secure=True),
+        raw("other", "other.org"),  # not the page's: never planted
+        {"domain": "www.example.com"},  # no name: not a cookie
+    ]
+    in_scope = Scope(["http://www.example.com/"]).allows
+    jar = CookieJar()
+    assert keep_page_cookies(jar, cookies, "http://www.example.com/a", in_scope) == 2
+    kept = {c.name: c for c in jar}
+    assert set(kept) == {"mine", "parent"}
+    assert kept["mine"].discard and kept["mine"].expires is None
+    assert kept["parent"].secure and kept["parent"].expires == 4102444800
+    assert kept["parent"].domain_initial_dot
+    assert keep_page_cookies(jar, cookies, "http://elsewhere.net/", lambda url: False) == 0
+    assert keep_page_cookies(None, cookies, "http://www.example.com/", in_scope) == 0

@@ -49,6 +49,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from urllib.parse import urlsplit
 
 import trio
@@ -56,18 +57,20 @@ import trio
 from ...core.http import is_html_content_type
 from ...core.models import FetchResult, RenderFailure
 from ...core.parse import extract_links
+from ...core.retry import RetryPolicy
 from ...core.url import resolve
 from ...errors import FetchError
 from ..base import Fetcher
 from .auto import PatternReport, RenderPlanner
 from .browser import open_browser
 from .cdp import BrowserClosed, CdpError
+from .jar import keep_page_cookies
 from .life import PageLife, is_download
 from .policy import RequestPolicy, Verdict
 from .proxy import browser_proxy
 from .session import BrowserSession, RobotsLookup
 from .store import ResponseStore
-from .subrequests import BrowserRequests, NoTurn, Politeness
+from .subrequests import Archive, BrowserRequests, NoTurn, Politeness
 from .tab import RenderFailed, Tab
 
 __all__ = ["ChromiumFetcher", "ChromiumStatistics", "RenderSettings", "open_chromium_fetcher"]
@@ -90,7 +93,9 @@ class RenderSettings:
     ``proxy``: the crawl's (``""``: none; None: the environment's): the
     browser's own requests use it too, its login included (``proxy``);
     ``keep_requisites``: keep what the crawler fetches with ``any_body``
-    (requisites) for the browser (``--page-requisites``).
+    (requisites) for the browser (``--page-requisites``); ``retries``: the
+    crawl's, for the browser's requests too; ``cookies``: the crawl's jar
+    (None: no cookies), which gets the cookies a page's scripts set.
     """
 
     executable: str
@@ -101,6 +106,8 @@ class RenderSettings:
     auto: bool = False
     proxy: str | None = None
     keep_requisites: bool = False
+    retries: int = 0
+    cookies: CookieJar | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +182,19 @@ class ChromiumFetcher:
         self._planner = RenderPlanner() if settings.auto else None
         self._proxy = browser_proxy(settings.proxy, os.environ)
         self.requests = BrowserRequests(
-            inner, ResponseStore(), keep_crawler=settings.keep_requisites
+            inner,
+            ResponseStore(),
+            keep_crawler=settings.keep_requisites,
+            retry=RetryPolicy(retries=settings.retries),
         )
 
     def attach(self, politeness: Politeness) -> None:
         """Put the browser's requests under a crawl's politeness (rule 5)."""
         self.requests.politeness = politeness
+
+    def archive_to(self, archive: Archive) -> None:
+        """Archive the browser's requests (``--warc``; ``subrequests`` rule 7)."""
+        self.requests.archive = archive
 
     def statistics(self) -> ChromiumStatistics:
         blocked = Counter(self._blocked)
@@ -193,6 +207,7 @@ class ChromiumFetcher:
             "reused": requests.reused,
             "sent": requests.sent,
             "failed": requests.failed,
+            "retried": requests.retried,
         }
         return ChromiumStatistics(
             self._rendered, self._failed, self._browsers, dict(blocked), auto, counts
@@ -261,7 +276,7 @@ class ChromiumFetcher:
             if not robots.allows(absolute):
                 return False
         try:
-            answer = await self.requests.for_browser(absolute, {})
+            answer = await self.requests.for_browser(absolute, {}, url)
         except (FetchError, NoTurn):
             return False
         if is_download(answer):
@@ -300,8 +315,10 @@ class ChromiumFetcher:
         ok = False
         try:
             life = PageLife(url, result, trio.current_time())
-            html = await tab.render(life, self.settings.render_wait)
+            jar = self.settings.cookies
+            html = await tab.render(life, self.settings.render_wait, cookies=jar is not None)
             ok = True
+            keep_page_cookies(jar, life.cookies, url, self._policy.in_scope)
         except RenderFailed as exc:
             raise _Failed(exc.kind, str(exc), retry=exc.kind == "crash") from None
         except BrowserClosed as exc:
@@ -355,6 +372,7 @@ class ChromiumFetcher:
                 self.requests,
                 request_limit=self.settings.timeout,
                 proxy=self._proxy,
+                cookies=self.settings.cookies,
             )
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)

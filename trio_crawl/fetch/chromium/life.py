@@ -40,6 +40,7 @@ import enum
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.models import FetchResult
 from ...core.url import canonicalize
@@ -119,6 +120,9 @@ class PageLife:
     #: Requests of the page sent and not yet finished or failed (by id).
     in_flight: set[str] = field(default_factory=set)
     blocked: Counter[str] = field(default_factory=Counter)
+    #: The page's cookies when it was read (DevTools ``Network.Cookie``s),
+    #: if the tab was asked for them (``jar``).
+    cookies: list[dict[str, Any]] = field(default_factory=list)
     #: Called when the page starts leaving (a client redirect): the tab
     #: stops waiting for it to settle.
     on_leave: Callable[[], None] = field(default=lambda: None, repr=False)

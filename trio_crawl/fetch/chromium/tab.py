@@ -165,7 +165,7 @@ class Tab:
     async def _send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self.session.cdp.send(method, params, self.session_id)
 
-    async def render(self, life: PageLife, render_wait: float) -> str:
+    async def render(self, life: PageLife, render_wait: float, cookies: bool = False) -> str:
         """The page's rendered DOM (rules 1-3). Checkpoint; the caller owns
         the overall deadline. Raises ``RenderFailed``, ``BrowserClosed``."""
         self.renders += 1
@@ -216,7 +216,7 @@ class Tab:
 
                 nursery.start_soon(watch)
                 try:
-                    html = await self._steps(life, render_wait, loaded, loader, loads)
+                    html = await self._steps(life, render_wait, loaded, loader, loads, cookies)
                 except (RenderFailed, BrowserClosed, CdpError) as exc:
                     failure = exc  # raised bare below, not in the nursery's group
                 nursery.cancel_scope.cancel()
@@ -237,8 +237,10 @@ class Tab:
         loaded: trio.Event,
         loader: list[str],
         loads: set[str],
+        cookies: bool,
     ) -> str:
-        """Navigate, wait for the page to settle, read its DOM (rules 1-3)."""
+        """Navigate, wait for the page to settle, read its DOM (rules 1-3)
+        and, if asked, its cookies (``life.cookies``)."""
         answer = await self._send("Page.navigate", {"url": life.url})
         error = answer.get("errorText")
         if error and life.client_redirect is None:
@@ -254,6 +256,9 @@ class Tab:
             life.load(trio.current_time())
             await self._settle(life)
             await self._scroll(life)
+        if cookies:
+            answer = await self._send("Network.getCookies", {"urls": [life.url]})
+            life.cookies = list(answer.get("cookies", []))
         return await self._read_dom(life.url)
 
     async def _settle(self, life: PageLife) -> None:
