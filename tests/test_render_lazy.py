@@ -1,7 +1,9 @@
 """Lazy lists, endless feeds and galleries under ``--render``, against the
 real Chromium (skipped, with the reason, where there is none): a tab is a
 visible, focused desktop window, and a page is scrolled to its end, a
-window at a time, until it stops growing (bounded: an endless feed ends).
+window at a time, until it stops growing (bounded: an endless feed ends);
+and a page with nothing left to do is read without waiting out the fixed
+quiet period.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import trio_crawl
 from trio_crawl.core.browser import find_browser
 from trio_crawl.core.models import CrawlRecord
 from trio_crawl.errors import ConfigError
+from trio_crawl.fetch.chromium.life import QUIET
+from trio_crawl.fetch.chromium.quiet import STILL, is_still
 from trio_crawl.fetch.chromium.tab import SCROLL_STEPS, VIEWPORT
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
@@ -133,3 +137,36 @@ async def test_an_endless_feed_ends_at_the_render_wait() -> None:
     feed = records[server.url("/feed")]
     assert feed.error is None and feed.extra["rendered"] is True and feed.links >= 10
     assert took < LIMIT / 2
+
+
+# -- settling early ----------------------------------------------------------------
+
+
+def test_the_watcher_says_still_only_with_nothing_pending() -> None:
+    assert is_still({"pending": 0, "still": STILL})
+    assert not is_still({"pending": 1, "still": 10.0})  # a short timer or a frame to come
+    assert not is_still({"pending": 0, "still": STILL / 2})  # the DOM just changed
+    assert not is_still(None) and not is_still({"pending": "0", "still": 1.0})
+
+
+async def test_a_page_with_nothing_left_to_do_does_not_wait_out_the_quiet_period() -> None:
+    """The same page three times with nothing pending, three times with a
+    short interval running (never still: the fixed period); one tab, one
+    page at a time, so the only difference is the wait."""
+    interval = "<script>setInterval(() => {}, 100)</script>"
+    site = Site(
+        {
+            "/": page(*(f"/still/{i}" for i in range(3)), *(f"/busy/{i}" for i in range(3))),
+            **{f"/still/{i}": html("<p>done</p>") for i in range(3)},
+            **{f"/busy/{i}": html("<p>busy</p>" + interval) for i in range(3)},
+        }
+    )
+    with serve_site(site) as server:
+        records = await crawl(server.url("/"), workers=1, render_wait=5.0)
+
+    def median_ms(kind: str) -> float:
+        return sorted(records[server.url(f"/{kind}/{i}")].elapsed_ms or 0 for i in range(3))[1]
+
+    assert all(r.extra.get("rendered") for r in records.values())
+    # The busy pages wait QUIET (500 ms) after their load; the still ones, STILL.
+    assert median_ms("busy") - median_ms("still") > 1000 * (QUIET - STILL) / 2

@@ -9,7 +9,9 @@ Rules:
    this navigation (matched by its loader id) starts the quiet wait.
 2. The page settles ``QUIET`` seconds after the later of its load event,
    its last scroll and its last request, with no request in flight (the
-   tab's ``Network`` events; ``PageLife`` rule 3), or when ``render_wait`` runs out,
+   tab's ``Network`` events; ``PageLife`` rule 3), or as soon as it is
+   still (``quiet``: nothing in flight, no short timer or animation frame
+   pending, the DOM unchanged), or when ``render_wait`` runs out,
    whichever comes first; the DOM is read then, whatever the page is doing.
 3. The DOM is read by one ``Runtime.evaluate``: the document serialised
    with its open shadow roots (``getHTML``), a ``<base>`` with the
@@ -40,6 +42,7 @@ import trio
 
 from .cdp import BrowserClosed, CdpError, CdpEvent
 from .life import PageLife
+from .quiet import PROBE, STILL, WATCH, is_still
 from .session import BrowserSession
 
 __all__ = ["READ_DOM", "RenderFailed", "Tab"]
@@ -156,6 +159,7 @@ class Tab:
             ("Network.enable", {"maxPostDataSize": 0}),
             ("Network.setBlockedURLs", {"urls": ["ws://*", "wss://*"]}),
             *VISIBLE,
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH}),
             ("Runtime.runIfWaitingForDebugger", {}),
         )
         for method, params in setup:
@@ -262,14 +266,33 @@ class Tab:
         return await self._read_dom(life.url)
 
     async def _settle(self, life: PageLife) -> None:
-        """Wait until the page counts as settled (rule 2)."""
+        """Wait until the page counts as settled (rule 2), or is still
+        sooner (``quiet``: nothing in flight or pending, the DOM unchanged)."""
         while True:  # each request seen moves the settling time on
             at = life.settled_at()
-            if at is not None and trio.current_time() >= at:
+            now = trio.current_time()
+            if at is not None and now >= at:
                 return
+            wake = math.inf if at is None else at
+            if at is not None:  # loaded, nothing in flight
+                quiet_from = life.last_request_at + STILL
+                if now >= quiet_from:
+                    if await self._still():
+                        return
+                    quiet_from = trio.current_time() + STILL
+                wake = min(wake, quiet_from)
             self._changed = trio.Event()  # set by the next network event
-            with trio.move_on_at(math.inf if at is None else at):
+            with trio.move_on_at(wake):
                 await self._changed.wait()
+
+    async def _still(self) -> bool:
+        """Whether the page's watcher says nothing is left to do (``quiet``)."""
+        try:
+            probe = {"expression": PROBE, "returnByValue": True}
+            answer = await self._send("Runtime.evaluate", probe)
+        except CdpError:
+            return False
+        return is_still(answer.get("result", {}).get("value"))
 
     async def _scroll(self, life: PageLife) -> None:
         """Scroll to the end of the page, a window at a time, until it stops
