@@ -115,6 +115,7 @@ def test_render_with_state_survives_sigkill_and_resumes(tmp_path: Path) -> None:
 def test_render_with_redis_workers_finds_every_script_link(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
+    pytest.importorskip("coredis", reason="coredis is not installed (trio-crawl[redis])")
     with serve_site(SITE) as server:
         url = server.url("/")
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
