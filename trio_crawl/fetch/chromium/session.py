@@ -376,7 +376,7 @@ class BrowserSession:
         if self._synced.get(host) == sent:
             return
         self._synced[host] = sent
-        with contextlib.suppress(CdpError):
+        with contextlib.suppress(CdpError, BrowserClosed):  # then: the jar as it is
             answer = await self.cdp.send("Storage.getCookies", {})
             keep_page_cookies(self._jar, answer.get("cookies", []), url, self._policy.in_scope)
 

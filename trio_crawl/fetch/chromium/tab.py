@@ -261,8 +261,9 @@ class Tab:
             await self._settle(life)
             await self._scroll(life)
         if cookies:
-            answer = await self._send("Network.getCookies", {"urls": [life.url]})
-            life.cookies = list(answer.get("cookies", []))
+            with contextlib.suppress(CdpError):  # then: none read, the jar as it is
+                answer = await self._send("Network.getCookies", {"urls": [life.url]})
+                life.cookies = list(answer.get("cookies", []))
         return await self._read_dom(life.url)
 
     async def _settle(self, life: PageLife) -> None:
@@ -298,7 +299,12 @@ class Tab:
         """Scroll to the end of the page, a window at a time, until it stops
         growing (rule 5); bounded by ``SCROLL_STEPS`` windows and by the
         caller's ``render_wait``. A page that fits in its window, or that
-        is leaving, is not scrolled."""
+        is leaving, is not scrolled; one whose scripts broke the scrolling
+        (an error answer) is read as it is."""
+        with contextlib.suppress(CdpError):
+            await self._scroll_steps(life)
+
+    async def _scroll_steps(self, life: PageLife) -> None:
         steps = SCROLL_STEPS
         while steps > 0 and life.client_redirect is None:
             answer = await self._send(
