@@ -31,7 +31,10 @@ ERROR_KINDS: frozenset[str] = frozenset(
         "bad_redirect",  # 3xx without a usable Location
         "handler",  # a user handler raised
         "internal",  # an unexpected exception while processing this page
-        "render",  # --render: the browser gave nothing usable (crash, hang, no DOM)
+        # --render: the retry class of a render that failed (a crash is tried
+        # again); no record has it since a failed render keeps the page as
+        # served (``RenderFailure``, the record's ``render_error``).
+        "render",
     }
 )
 
