@@ -1,6 +1,7 @@
 """Rendering speed and memory: trio-crawl ``--render`` against Playwright.
 
     python benchmarks/bench_render.py [--pages 500] [--tabs 1 4 8 16] [--rounds 1]
+        [--playwright-python /path/to/venv/bin/python]
 
 Serves a ``--pages``-page site on 127.0.0.1 whose links exist only after its
 scripts ran (half written on ``DOMContentLoaded``, half from a ``fetch()`` of
@@ -27,7 +28,10 @@ shared page split between its sharers; RSS where PSS is unreadable), CPU the
 sum of the tree's user+system time last seen for each process. Each run's
 URL set is checked against the site's exact set of pages. Needs Chromium
 (``--browser``, default ``chromium`` on PATH) and ``pip install playwright``
-(its browser download is not needed: ``playwright install`` is never run).
+(its browser download is not needed: ``playwright install`` is never run),
+best in a venv of its own: ``--playwright-python`` (or
+``$PLAYWRIGHT_PYTHON``) names that venv's interpreter, which runs the
+Playwright child (it needs nothing of trio-crawl's).
 """
 
 from __future__ import annotations
@@ -44,10 +48,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import process_cpu_s, process_tree
+from measure import process_cpu_s, process_tree  # the standard library only
 
-from trio_crawl.sites.server import serve_site
-from trio_crawl.sites.site import Response, Site, SiteRequest
+try:
+    from trio_crawl.sites.server import serve_site
+    from trio_crawl.sites.site import Response, Site, SiteRequest
+except ImportError:  # the Playwright child, in a venv of its own: it serves nothing
+    pass
 
 FAN_OUT = 4
 
@@ -248,11 +255,11 @@ class Sampler:
 
 
 def run_child(
-    name: str, start: str, tabs: int, browser: str
+    name: str, start: str, tabs: int, browser: str, python: str = sys.executable
 ) -> tuple[float, float, float, list[str]]:
-    """(crawl seconds, peak MB, CPU s, URLs fetched ok) of one child."""
+    """(crawl seconds, peak MB, CPU s, URLs fetched ok) of one child, run by ``python``."""
     with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
-        cmd = [sys.executable, __file__, "--child", name, "--start", start, "--tabs", str(tabs),
+        cmd = [python, __file__, "--child", name, "--start", start, "--tabs", str(tabs),
                "--browser", browser, "--out", out.name]  # fmt: skip
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         sampler = Sampler(child.pid)
@@ -275,6 +282,11 @@ def main() -> None:
         "--mixed",
         action="store_true",
         help="--render against --render auto on a site where one page in ten is scripted",
+    )
+    parser.add_argument(
+        "--playwright-python",
+        default=os.environ.get("PLAYWRIGHT_PYTHON", sys.executable),
+        help="the interpreter of a venv with playwright installed (default: this one)",
     )
     parser.add_argument("--child")
     parser.add_argument("--start")
@@ -308,7 +320,8 @@ def main() -> None:
                         prefix = "/s/" if name == "static" else "/p/"
                         expected = {server.url(f"{prefix}{i}") for i in range(args.pages)}
                         start = server.url(f"{prefix}0")
-                    wall, peak, cpu, found = run_child(name, start, tabs, args.browser)
+                    python = args.playwright_python if name == "playwright" else sys.executable
+                    wall, peak, cpu, found = run_child(name, start, tabs, args.browser, python)
                     exact = set(found) == expected and len(found) == len(expected)
                     n = len(found)
                     print(

@@ -3,6 +3,7 @@ browser lookup, the pipe framing and the DOM's encoding. No browser here."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 from trio_crawl.cli.main import main
 from trio_crawl.cli.options import build_parser
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
-from trio_crawl.core.models import FetchResult
+from trio_crawl.core.frontier import Entry
+from trio_crawl.core.models import FetchResult, RenderFailure
+from trio_crawl.core.outcome import Step, decide, make_record
+from trio_crawl.core.retry import RetryPolicy
 from trio_crawl.core.url import Scope
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
@@ -23,7 +27,13 @@ from trio_crawl.fetch.chromium.browser import (
 )
 from trio_crawl.fetch.chromium.cdp import split_frames
 from trio_crawl.fetch.chromium.fetcher import encode_dom
-from trio_crawl.fetch.chromium.life import QUIET, DocumentStep, PageLife, fulfilled_headers
+from trio_crawl.fetch.chromium.life import (
+    QUIET,
+    DocumentStep,
+    PageLife,
+    fulfilled_headers,
+    is_download,
+)
 from trio_crawl.fetch.chromium.policy import RequestPolicy, Verdict
 
 SCOPE = Scope(["http://127.0.0.1:8000/"])
@@ -336,3 +346,85 @@ def test_a_request_in_flight_keeps_the_page_unsettled() -> None:
     assert life.settled_at() == 4.0 + QUIET
     life.request_ended("b", 9.0)  # told twice: nothing moves
     assert life.settled_at() == 4.0 + QUIET
+
+
+@pytest.mark.parametrize(
+    ("headers", "download"),
+    [
+        ({"content-type": "application/zip"}, True),
+        ({"content-type": "application/octet-stream"}, True),
+        ({"content-type": "text/html", "content-disposition": "attachment; filename=a"}, True),
+        ({"content-type": "text/html; charset=utf-8"}, False),
+        ({"content-type": "image/png"}, False),
+        ({"content-type": "application/atom+xml"}, False),
+        ({"content-disposition": "inline"}, False),
+        ({}, False),  # sniffed by the browser: shown
+    ],
+)
+def test_a_navigation_target_is_a_download_when_the_browser_would_save_it(
+    headers: dict[str, str], download: bool
+) -> None:
+    result = FetchResult("http://h/f", 200, headers, b"x", 0.0)
+    assert is_download(result) is download
+
+
+def _served(failure: RenderFailure) -> FetchResult:
+    return FetchResult(
+        "http://h/", 200, {"content-type": "text/html"}, b"<a href=/a>", 0.1,
+        render_failure=failure,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("retry", [True, False])
+def test_a_failed_render_keeps_the_page_and_only_a_crash_is_tried_again(retry: bool) -> None:
+    failure = RenderFailure("crash" if retry else "timeout", "gone", 2.5, retry=retry)
+    result = _served(failure)
+    first = decide(
+        attempts=1, result=result, failure=None, policy=RetryPolicy(retries=1),
+        stopping=False, rng=random.Random(0), now_epoch=0.0,
+    )  # fmt: skip
+    assert first.step is (Step.RETRY if retry else Step.PAGE)
+    last = decide(
+        attempts=2, result=result, failure=None, policy=RetryPolicy(retries=1),
+        stopping=False, rng=random.Random(0), now_epoch=0.0,
+    )  # fmt: skip
+    assert last.step is Step.PAGE
+    record = make_record(Entry("http://h/", 0, None), None, result, 2600.0, links=1)
+    line = record.to_json()
+    assert line["status"] == 200 and line["error"] is None and line["links"] == 1
+    assert line["render_error"] == {"kind": failure.kind, "message": "gone", "seconds": 2.5}
+    assert "rendered" not in line
+
+
+def test_a_scroll_gives_the_page_quiet_seconds_again() -> None:
+    life = PageLife("http://h/", FetchResult("http://h/", 200, {}, b"", 0.0), 0.0)
+    life.load(1.0)
+    assert life.settled_at() == 1.0 + QUIET
+    life.moved(3.0)
+    assert life.settled_at() == 3.0 + QUIET
+
+
+def test_a_pages_cookies_go_to_the_jar_only_for_its_host_and_in_scope() -> None:
+    from http.cookiejar import CookieJar
+
+    from trio_crawl.fetch.chromium.jar import keep_page_cookies
+
+    def raw(name: str, domain: str, **more: object) -> dict[str, object]:
+        return {"name": name, "value": "v", "domain": domain, "path": "/", "expires": -1, **more}
+
+    cookies = [
+        raw("mine", "www.example.com"),
+        raw("parent", ".example.com", expires=4102444800, secure=True),
+        raw("other", "other.org"),  # not the page's: never planted
+        {"domain": "www.example.com"},  # no name: not a cookie
+    ]
+    in_scope = Scope(["http://www.example.com/"]).allows
+    jar = CookieJar()
+    assert keep_page_cookies(jar, cookies, "http://www.example.com/a", in_scope) == 2
+    kept = {c.name: c for c in jar}
+    assert set(kept) == {"mine", "parent"}
+    assert kept["mine"].discard and kept["mine"].expires is None
+    assert kept["parent"].secure and kept["parent"].expires == 4102444800
+    assert kept["parent"].domain_initial_dot
+    assert keep_page_cookies(jar, cookies, "http://elsewhere.net/", lambda url: False) == 0
+    assert keep_page_cookies(None, cookies, "http://www.example.com/", in_scope) == 0

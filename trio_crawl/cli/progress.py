@@ -167,6 +167,7 @@ def browser_requests(counts: dict[str, int]) -> str:
         "reused": "already fetched",
         "sent": "sent in turn",
         "failed": "failed",
+        "retried": "tried again",
     }
     return ", ".join(f"{counts[key]:,} {text}" for key, text in words.items() if counts.get(key))
 

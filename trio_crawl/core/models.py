@@ -31,7 +31,10 @@ ERROR_KINDS: frozenset[str] = frozenset(
         "bad_redirect",  # 3xx without a usable Location
         "handler",  # a user handler raised
         "internal",  # an unexpected exception while processing this page
-        "render",  # --render: the browser gave nothing usable (crash, hang, no DOM)
+        # --render: the retry class of a render that failed (a crash is tried
+        # again); no record has it since a failed render keeps the page as
+        # served (``RenderFailure``, the record's ``render_error``).
+        "render",
     }
 )
 
@@ -43,6 +46,29 @@ ERROR_KINDS: frozenset[str] = frozenset(
 #: only make the crawl longer. Such a record counts ``attempts: 1``: the
 #: robots.txt request, made on the page's behalf (``make_record``).
 HOST_FAILURE_KINDS: frozenset[str] = frozenset({"connect", "timeout", "tls", "reset", "protocol"})
+
+
+@dataclass(frozen=True, slots=True)
+class RenderFailure:
+    """Why a page's render (``--render``) gave no DOM, and after how long.
+
+    The page is kept as the server sent it (status, headers, the links in
+    its bytes): a browser's trouble is no failure of the HTTP exchange, so
+    it is said here, not by the record's ``status`` or ``error``. ``kind``:
+    ``timeout`` (the page gave no DOM within its budget: a script that never
+    yields), ``crash`` (the tab or the browser died), ``browser`` (no tab
+    could be had), ``no_dom`` (the document could not be read). ``retry``:
+    whether another attempt may do better (a crash may; a script that loops
+    will loop again).
+    """
+
+    kind: str
+    message: str
+    seconds: float
+    retry: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "seconds": round(self.seconds, 3)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +85,8 @@ class FetchResult:
     A rendered page (``--render``) has ``rendered=True``, the rendered DOM as
     ``body`` and what came over the network as ``network_body`` (a WARC
     keeps that); ``client_redirect`` is where its scripts or a meta refresh
-    sent the tab (recorded as a redirect).
+    sent the tab (recorded as a redirect). ``render_failure`` says why a page
+    meant to be rendered was not: the result is then the page as served.
     """
 
     url: str
@@ -72,6 +99,7 @@ class FetchResult:
     rendered: bool = False
     network_body: bytes | None = field(default=None, repr=False)
     client_redirect: str | None = None
+    render_failure: RenderFailure | None = None
 
     @property
     def content_type(self) -> str | None:

@@ -7,6 +7,7 @@ in), so every branch is tested directly.
 
     failure, retryable, attempts left  -> RETRY (after ``delay``)
     status 429/502/503/504, attempts left -> RETRY
+    a render that may do better, attempts left -> RETRY (the page as served otherwise)
     failure                            -> RECORD with the failure's kind
     status 301/302/303/307/308         -> REDIRECT
     status 429 / 5xx / 4xx             -> RECORD with http_429 / http_5xx / http_4xx
@@ -21,6 +22,7 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import FetchError
 from .frontier import Entry
@@ -82,7 +84,7 @@ def decide(
             retry = policy.should_retry_error(failure.kind)
         else:
             assert result is not None
-            retry = policy.should_retry_status(result.status)
+            retry = policy.should_retry_status(result.status) or _render_again(result, policy)
         if retry:
             retry_after = result.headers.get("retry-after") if result is not None else None
             return Outcome(Step.RETRY, delay=policy.delay(attempts, rng, retry_after, now_epoch))
@@ -97,6 +99,13 @@ def decide(
     if result.client_redirect is not None:  # --render: location.replace, meta refresh
         return Outcome(Step.REDIRECT)
     return Outcome(Step.PAGE)
+
+
+def _render_again(result: FetchResult, policy: RetryPolicy) -> bool:
+    """A render that failed for a reason another attempt may not meet (a
+    crashed tab) is tried again, as a network error would be."""
+    failure = result.render_failure
+    return failure is not None and failure.retry and policy.should_retry_error("render")
 
 
 def _size(result: FetchResult) -> int:
@@ -124,7 +133,11 @@ def make_record(
     robots.txt request the URL waited for (its host could not be talked to),
     and that one request, made on its behalf, counts; any other such record
     (``robots``, a budget) says 0."""
-    extra = {"rendered": True} if result is not None and result.rendered else {}
+    extra: dict[str, Any] = {}
+    if result is not None and result.rendered:
+        extra["rendered"] = True
+    if result is not None and result.render_failure is not None:
+        extra["render_error"] = result.render_failure.to_json()
     return CrawlRecord(
         extra=extra,
         url=entry.url,

@@ -33,6 +33,7 @@ from ..frontiers.base import FrontierBackend, refuse_unservable
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 from .fetchers import open_fetcher
+from .statistics import is_rendering
 
 if TYPE_CHECKING:
     from ..frontiers.sqlite import SqliteFrontier
@@ -130,6 +131,12 @@ class BuiltCrawl:
     def _to_archive(self, url: str, result: FetchResult) -> Awaitable[None] | None:
         return None if self.archive is None else self.archive.submit(url, result)
 
+    def _to_browser_archive(self, url: str, result: FetchResult, via: str | None) -> None:
+        # Not awaited: no record waits for a subrequest (the page's own
+        # exchange is what its record waits for).
+        if self.archive is not None:
+            self.archive.submit(url, result, via)
+
     def _mirror_failed(self, error: OSError) -> None:
         # As for the archive: a page whose body is not on disk gets no record.
         if self._failure is None:
@@ -182,6 +189,8 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
         on_response = list(plan.on_response)
         if plan.warc is not None:
             on_response.append(built._to_archive)
+            if is_rendering(fetcher):  # the browser's own requests too
+                fetcher.archive_to(built._to_browser_archive)
         if config.mirror is not None:
             on_response.append(built._to_mirror)
         built._crawler = Crawler(

@@ -47,6 +47,8 @@ async def open_render_fetcher(
         auto=config.render == "auto",
         proxy=config.proxy,
         keep_requisites=config.page_requisites,
+        retries=config.retries,
+        cookies=config.cookies,
     )
     policy = RequestPolicy(
         config.scope().allows,

@@ -64,10 +64,12 @@ class ArchiveLink:
         """Why the writer stopped, once it has."""
         return self._process.error
 
-    def submit(self, url: str, result: FetchResult) -> ArchiveTicket:
+    def submit(self, url: str, result: FetchResult, via: str | None = None) -> ArchiveTicket:
         """Send one exchange to the writer; await the ticket before the
-        page's record is written."""
-        number = self._process.submit(url, result, date=time.time() - result.elapsed)
+        page's record is written. ``via``: the page whose browser asked for
+        it (``--render``): its ``metadata`` record says ``via: PAGE``."""
+        date = time.time() - result.elapsed
+        number = self._process.submit(url, result, date=date, via=via)
         return ArchiveTicket(self, number)
 
     async def wait_for(self, number: int) -> None:

@@ -145,8 +145,10 @@ class WarcProcess:
         """Bytes submitted that the pipe has not taken yet."""
         return len(self._pending)
 
-    def submit(self, url: str, result: FetchResult, *, date: float) -> int:
-        """Queue one exchange; returns its number, for ``acked``."""
+    def submit(self, url: str, result: FetchResult, *, date: float, via: str | None = None) -> int:
+        """Queue one exchange; returns its number, for ``acked``. ``via``: the
+        page whose browser asked for it (``--render``), kept in a ``metadata``
+        record."""
         meta = marshal.dumps(
             (
                 url,
@@ -155,6 +157,7 @@ class WarcProcess:
                 result.body_skipped,
                 date,
                 result.http_version,
+                via,
             )
         )
         body = result.body if result.network_body is None else result.network_body
@@ -271,13 +274,16 @@ def serve(in_fd: int, ack_fd: int, writer: WarcWriter) -> None:
             end = meta_end + body_length
             if end > len(buffer):
                 break
-            url, status, headers, skipped, date, protocol = marshal.loads(
+            url, status, headers, skipped, date, protocol, via = marshal.loads(
                 view[start + _FRAME.size : meta_end]
             )
             result = FetchResult(
                 url, status, dict(headers), bytes(view[meta_end:end]), 0.0, skipped, protocol
             )
-            writer.write_exchange(url=url, result=result, protocol=protocol, date=date)
+            metadata = None if via is None else {"via": via}
+            writer.write_exchange(
+                url=url, result=result, protocol=protocol, date=date, metadata=metadata
+            )
             written += 1
             start = end
             if ack_fd >= 0:  # at once: the page's record waits for it

@@ -8,7 +8,9 @@ One module per job:
 - ``policy``: what a page may request (pure);
 - ``life``: one page's state in a tab (pure);
 - ``session``: one browser's request router and tab creation;
-- ``tab``: navigate, settle, read the DOM;
+- ``quiet``: the watcher that lets a page with nothing left to do settle early;
+- ``jar``: the cookies a page's scripts set, into the crawl's jar (pure);
+- ``tab``: navigate, settle, scroll, read the DOM;
 - ``fetcher``: ``ChromiumFetcher``, the tab pool and browser restarts.
 """
 

@@ -13,14 +13,12 @@ body is the rendered DOM; ``rendered`` and ``network_body`` say so.
 Rules:
 
 1. One browser at a time, started on the first render and restarted when it
-   dies; a render in flight when it dies fails with kind ``render`` (the
-   crawler retries it within ``1 + --retries`` attempts).
+   dies.
 2. At most ``max_tabs`` tabs (one per busy worker), kept and reused; a tab
    whose render failed is discarded.
 3. A page settles within ``render_wait``; then its DOM is read, within
    what the fetch left of ``timeout`` (the page's whole budget: a big DOM on
-   a busy machine takes seconds). Past it, as for a page whose scripts
-   never yield, the page is a ``FetchError("render")``.
+   a busy machine takes seconds).
 4. robots.txt for the browser's own requests comes from a ``RobotsCache``
    over ``inner``; the crawler's robots.txt answers passing through
    ``fetch`` are kept for it, so a host's robots.txt is normally requested
@@ -31,6 +29,15 @@ Rules:
    (``subrequests``). A page's own request frees its host's slot before
    the render starts (``Politeness.request_over``): the page's scripts,
    not the page, wait for the host while it renders.
+6. A render that fails never loses the page: the result is the page as
+   served (its status, headers and bytes, whose links the crawl reads),
+   with ``render_failure`` saying why and after how long (a page whose
+   scripts never yield: ``timeout`` at the page's budget; a crashed tab or
+   browser: ``crash``, which the crawler tries again within
+   ``1 + --retries`` attempts).
+7. A navigation the page's script starts is a client redirect unless its
+   target is a download (``life.is_download``, asked of the crawl once the
+   render is over): then the page stays the page.
 """
 
 from __future__ import annotations
@@ -42,24 +49,28 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from urllib.parse import urlsplit
 
 import trio
 
 from ...core.http import is_html_content_type
-from ...core.models import FetchResult
+from ...core.models import FetchResult, RenderFailure
 from ...core.parse import extract_links
+from ...core.retry import RetryPolicy
+from ...core.url import resolve
 from ...errors import FetchError
 from ..base import Fetcher
 from .auto import PatternReport, RenderPlanner
 from .browser import open_browser
 from .cdp import BrowserClosed, CdpError
-from .life import PageLife
-from .policy import RequestPolicy
+from .jar import keep_page_cookies
+from .life import PageLife, is_download
+from .policy import RequestPolicy, Verdict
 from .proxy import browser_proxy
 from .session import BrowserSession, RobotsLookup
 from .store import ResponseStore
-from .subrequests import BrowserRequests, Politeness
+from .subrequests import Archive, BrowserRequests, NoTurn, Politeness
 from .tab import RenderFailed, Tab
 
 __all__ = ["ChromiumFetcher", "ChromiumStatistics", "RenderSettings", "open_chromium_fetcher"]
@@ -82,7 +93,9 @@ class RenderSettings:
     ``proxy``: the crawl's (``""``: none; None: the environment's): the
     browser's own requests use it too, its login included (``proxy``);
     ``keep_requisites``: keep what the crawler fetches with ``any_body``
-    (requisites) for the browser (``--page-requisites``).
+    (requisites) for the browser (``--page-requisites``); ``retries``: the
+    crawl's, for the browser's requests too; ``cookies``: the crawl's jar
+    (None: no cookies), which gets the cookies a page's scripts set.
     """
 
     executable: str
@@ -93,6 +106,8 @@ class RenderSettings:
     auto: bool = False
     proxy: str | None = None
     keep_requisites: bool = False
+    retries: int = 0
+    cookies: CookieJar | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +182,19 @@ class ChromiumFetcher:
         self._planner = RenderPlanner() if settings.auto else None
         self._proxy = browser_proxy(settings.proxy, os.environ)
         self.requests = BrowserRequests(
-            inner, ResponseStore(), keep_crawler=settings.keep_requisites
+            inner,
+            ResponseStore(),
+            keep_crawler=settings.keep_requisites,
+            retry=RetryPolicy(retries=settings.retries),
         )
 
     def attach(self, politeness: Politeness) -> None:
         """Put the browser's requests under a crawl's politeness (rule 5)."""
         self.requests.politeness = politeness
+
+    def archive_to(self, archive: Archive) -> None:
+        """Archive the browser's requests (``--warc``; ``subrequests`` rule 7)."""
+        self.requests.archive = archive
 
     def statistics(self) -> ChromiumStatistics:
         blocked = Counter(self._blocked)
@@ -185,6 +207,7 @@ class ChromiumFetcher:
             "reused": requests.reused,
             "sent": requests.sent,
             "failed": requests.failed,
+            "retried": requests.retried,
         }
         return ChromiumStatistics(
             self._rendered, self._failed, self._browsers, dict(blocked), auto, counts
@@ -207,17 +230,59 @@ class ChromiumFetcher:
             return result
         if self.requests.politeness is not None:
             self.requests.politeness.request_over(url)
-        async with self._tabs:
-            tab = await self._take_tab()
-            deadline = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
-            with trio.move_on_after(deadline) as scope:
-                rendered = await self._render(tab, url, result)
-            if scope.cancelled_caught:
-                self._failed += 1
-                raise FetchError("render", f"the page gave no DOM within {deadline:g} s")
+        started = trio.current_time()
+        try:
+            async with self._tabs:
+                tab = await self._take_tab()
+                started = trio.current_time()  # the render's time, not the wait for a tab
+                deadline = max(0.0, self.settings.timeout - result.elapsed)  # the page's budget
+                with trio.move_on_after(deadline) as scope:
+                    rendered = await self._render(tab, url, result)
+                if scope.cancelled_caught:
+                    raise _Failed("timeout", f"the page gave no DOM within {deadline:g} s")
+        except _Failed as exc:  # rule 6: the page as served, and why
+            self._failed += 1
+            seconds = trio.current_time() - started
+            failure = RenderFailure(exc.kind, exc.message, seconds, retry=exc.retry)
+            return dataclasses.replace(result, render_failure=failure)
+        if rendered.client_redirect is not None and await self._downloads(
+            url, rendered.client_redirect
+        ):
+            rendered = dataclasses.replace(rendered, client_redirect=None)
         if self._planner is not None:
             await self._learn(url, result, rendered)
         return rendered
+
+    async def _downloads(self, url: str, target: str) -> bool:
+        """Whether the page's navigation to ``target`` is a download (rule
+        7): asked of the crawl, as the browser's own request would be (the
+        crawler's request for the target, if it follows it, is answered
+        from the store). A target the crawl may not fetch, or that fails,
+        stays a redirect: the crawler records what it is."""
+        absolute = resolve(target, url)
+        if absolute is None or self._policy.judge(absolute, "Document") not in (
+            Verdict.ALLOW,
+            Verdict.ROBOTS,
+        ):
+            return False
+        if self._robots is not None and self._policy.obey_robots:
+            cached, ask = self._robots
+            try:
+                robots = cached(absolute)
+                if robots is None:
+                    robots = await ask(absolute)
+            except (ValueError, FetchError):
+                return False
+            if not robots.allows(absolute):
+                return False
+        try:
+            answer = await self.requests.for_browser(absolute, {}, url)
+        except (FetchError, NoTurn):
+            return False
+        if is_download(answer):
+            self._blocked["download"] += 1
+            return True
+        return False
 
     async def _learn(self, url: str, static: FetchResult, rendered: FetchResult) -> None:
         """Tell the planner what rendering added (links, as the crawl reads them)."""
@@ -240,11 +305,9 @@ class ChromiumFetcher:
                 session = await self._session_now()
                 return self._idle.pop() if self._idle else await Tab.open(session)
             except (BrowserClosed, CdpError) as exc:
-                self._failed += 1
-                raise FetchError("render", f"no browser tab: {exc}") from None
+                raise _Failed("browser", f"no browser tab: {exc}", retry=True) from None
         assert scope.cancelled_caught
-        self._failed += 1
-        raise FetchError("render", f"the browser gave no tab within {START_LIMIT:g} s")
+        raise _Failed("browser", f"the browser gave no tab within {START_LIMIT:g} s", retry=True)
 
     async def _render(self, tab: Tab, url: str, result: FetchResult) -> FetchResult:
         """Render the page in ``tab``; the tab goes back to the idle ones
@@ -252,11 +315,16 @@ class ChromiumFetcher:
         ok = False
         try:
             life = PageLife(url, result, trio.current_time())
-            html = await tab.render(life, self.settings.render_wait)
+            jar = self.settings.cookies
+            html = await tab.render(life, self.settings.render_wait, cookies=jar is not None)
             ok = True
-        except (RenderFailed, BrowserClosed, CdpError) as exc:
-            self._failed += 1
-            raise FetchError("render", str(exc) or type(exc).__name__) from None
+            keep_page_cookies(jar, life.cookies, url, self._policy.in_scope)
+        except RenderFailed as exc:
+            raise _Failed(exc.kind, str(exc), retry=exc.kind == "crash") from None
+        except BrowserClosed as exc:
+            raise _Failed("crash", str(exc) or "the browser closed", retry=True) from None
+        except CdpError as exc:
+            raise _Failed("no_dom", str(exc) or type(exc).__name__) from None
         finally:
             if ok and tab.session is self._session and not tab.session.cdp.closed:
                 self._idle.append(tab)
@@ -304,6 +372,7 @@ class ChromiumFetcher:
                 self.requests,
                 request_limit=self.settings.timeout,
                 proxy=self._proxy,
+                cookies=self.settings.cookies,
             )
             async with trio.open_nursery() as nursery:
                 await nursery.start(session.serve)
@@ -313,11 +382,22 @@ class ChromiumFetcher:
         self._closed = True
 
 
+class _Failed(Exception):
+    """A render that failed: ``RenderFailure``'s kind, message and retry."""
+
+    def __init__(self, kind: str, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry = retry
+
+
 def _wants_render(url: str, result: FetchResult) -> bool:
     return (
         200 <= result.status < 300
         and not result.body_skipped
         and is_html_content_type(result.content_type)
+        and not is_download(result)  # an attachment: the browser would save it, not show it
         and RequestPolicy.may_navigate(url)
     )
 

@@ -12,7 +12,8 @@ Rules:
    never fetches the page itself and never follows a redirect itself.
 2. Any later main-frame document request (``location.replace``, a meta
    refresh, a link clicked by a script) is a client-side redirect: the first
-   one's URL is kept and the request is failed, so the tab stays on the page;
+   one's URL is kept and the request is answered ``204 No Content``, so the
+   tab stays on the page (a failed navigation would show an error page);
    the page counts as settled at once (``on_leave``).
 3. The page settles ``QUIET`` seconds after its load event, and no sooner
    than ``QUIET`` seconds after its last request started or ended, with
@@ -26,6 +27,11 @@ Rules:
    (no ``networkId``: the download manager's, for an ``<a download>`` the
    page clicked) is a download, not a navigation: it is failed and the page
    goes on (the browser counts the download when it begins).
+5. A navigation a script starts to a URL whose answer the browser would
+   save rather than show (``is_download``: an attachment, or a type it
+   cannot display) is a download too, not a redirect of the page: the
+   fetcher asks for the target once the render is over and drops the
+   client redirect if so (the page's own links are what the crawl reads).
 """
 
 from __future__ import annotations
@@ -34,11 +40,12 @@ import enum
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.models import FetchResult
 from ...core.url import canonicalize
 
-__all__ = ["QUIET", "DocumentStep", "PageLife", "fulfilled_headers"]
+__all__ = ["QUIET", "DocumentStep", "PageLife", "fulfilled_headers", "is_download"]
 
 #: Seconds without a new request that make the network quiet.
 QUIET = 0.5
@@ -52,8 +59,36 @@ class DocumentStep(enum.Enum):
     """What to do with a main-frame document request."""
 
     FULFILL = "fulfill"  # the page itself: answer it with the fetched response
-    CLIENT_REDIRECT = "client_redirect"  # a later navigation: note it, fail it
+    CLIENT_REDIRECT = "client_redirect"  # a later navigation: note it, answer 204
     DOWNLOAD = "download"  # a download the page started: fail it, the page stays
+
+
+#: Types a browser shows in a tab (anything else it saves: rule 5).
+_SHOWN_PREFIXES = ("text/", "image/", "video/", "audio/")
+_SHOWN_TYPES = frozenset(
+    {
+        "application/xhtml+xml",
+        "application/xml",
+        "application/json",
+        "application/javascript",
+        "application/pdf",
+    }
+)
+
+
+def is_download(result: FetchResult) -> bool:
+    """Whether a browser navigated to ``result`` would save it, not show it
+    (rule 5): ``Content-Disposition: attachment``, or a media type it does
+    not display. A response without a type is sniffed by the browser, and
+    counts as shown."""
+    disposition = result.headers.get("content-disposition", "")
+    if disposition.split(";")[0].strip().lower() == "attachment":
+        return True
+    media = (result.content_type or "").split(";")[0].strip().lower()
+    if not media:
+        return False
+    shown = media.startswith(_SHOWN_PREFIXES) or media.endswith("+xml")
+    return not (shown or media in _SHOWN_TYPES)
 
 
 def fulfilled_headers(result: FetchResult) -> list[dict[str, str]]:
@@ -85,6 +120,9 @@ class PageLife:
     #: Requests of the page sent and not yet finished or failed (by id).
     in_flight: set[str] = field(default_factory=set)
     blocked: Counter[str] = field(default_factory=Counter)
+    #: The page's cookies when it was read (DevTools ``Network.Cookie``s),
+    #: if the tab was asked for them (``jar``).
+    cookies: list[dict[str, Any]] = field(default_factory=list)
     #: Called when the page starts leaving (a client redirect): the tab
     #: stops waiting for it to settle.
     on_leave: Callable[[], None] = field(default=lambda: None, repr=False)
@@ -113,6 +151,10 @@ class PageLife:
         """The load event of this navigation was seen: quiet counts from now too."""
         if self.loaded_at is None:
             self.loaded_at = now
+
+    def moved(self, now: float) -> None:
+        """The page was scrolled: what it does about it gets ``QUIET`` seconds."""
+        self.last_request_at = max(self.last_request_at, now)
 
     def request_started(self, now: float) -> None:
         """The page asked for something (allowed or not): the network is busy."""

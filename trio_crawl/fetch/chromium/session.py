@@ -37,7 +37,9 @@ import base64
 import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from http.cookiejar import CookieJar
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
@@ -46,6 +48,7 @@ from ...core.robots import RobotsPolicy
 from ...errors import FetchError
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
+from .jar import keep_page_cookies
 from .life import DocumentStep, PageLife, fulfilled_headers
 from .policy import RequestPolicy, Verdict, resource_kind
 from .proxy import BrowserProxy
@@ -55,6 +58,11 @@ __all__ = ["BrowserSession", "RobotsLookup"]
 
 #: Closed popups remembered: their late requests are failed (rule 2).
 POPUPS_KEPT = 1024
+
+#: Each tab in a window of its own: a background tab in a shared window is
+#: hidden, and a hidden page gets no rendering steps (no animation frames, no
+#: ``IntersectionObserver`` callbacks: a lazy list would never load).
+NEW_TAB = {"url": "about:blank", "newWindow": True}
 
 #: ``FetchError`` kinds as the browser's network error reasons.
 _ERROR_REASONS = {
@@ -83,9 +91,14 @@ class BrowserSession:
         *,
         request_limit: float = 30.0,
         proxy: BrowserProxy | None = None,
+        cookies: CookieJar | None = None,
     ) -> None:
         self.browser = browser
         self._proxy = proxy or BrowserProxy()
+        #: The crawl's cookie jar (None: no cookies), and the browser's
+        #: ``Cookie`` header last synced into it, by host.
+        self._jar = cookies
+        self._synced: dict[str, str] = {}
         #: Requests already given a proxy login (a second challenge: it was refused).
         self._logged_in: set[str] = set()
         self.cdp: CdpConnection = browser.cdp
@@ -153,7 +166,7 @@ class BrowserSession:
 
     async def new_tab(self) -> tuple[str, str]:
         """A new blank tab: ``(target id, session id)``, resumed. Checkpoint."""
-        target = (await self.cdp.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        target = (await self.cdp.send("Target.createTarget", NEW_TAB))["targetId"]
         self._own.add(target)
         if target not in self._attached:
             event = self._attach_events.setdefault(target, trio.Event())
@@ -258,7 +271,14 @@ class BrowserSession:
                 step = life.document_request(url, navigation="networkId" in params)
                 if step is DocumentStep.FULFILL:
                     return self._fulfill(request_id, life.result)
-                return self._fail(request_id, "client_redirect", life)  # or a download
+                if step is DocumentStep.CLIENT_REDIRECT:
+                    # 204 to a navigation: the tab stays on the page, whose DOM
+                    # is still read (its links count if the target is a download).
+                    return self._fire(
+                        "Fetch.fulfillRequest",
+                        {"requestId": request_id, "responseCode": 204, "responseHeaders": []},
+                    )
+                return self._fail(request_id, "client_redirect", life)  # a download
         verdict = self._policy.judge(url, kind)
         if verdict is Verdict.ALLOW:
             return self._send(request_id, params, life)
@@ -301,10 +321,16 @@ class BrowserSession:
         frame = params.get("frameId", "") if life is not None else ""
         if frame:
             self._pending.setdefault(frame, set()).add(scope)
-        self._nursery.start_soon(self._forward, request_id, params["request"], scope, frame)
+        page = None if life is None else life.url
+        self._nursery.start_soon(self._forward, request_id, params["request"], scope, frame, page)
 
     async def _forward(
-        self, request_id: str, request: dict[str, Any], scope: trio.CancelScope, frame: str
+        self,
+        request_id: str,
+        request: dict[str, Any],
+        scope: trio.CancelScope,
+        frame: str,
+        page: str | None,
     ) -> None:
         url: str = request["url"]
         headers: dict[str, str] = request.get("headers", {})
@@ -312,6 +338,7 @@ class BrowserSession:
         continued = False
         try:
             with scope:
+                await self._sync_cookies(url, headers)
                 if request.get("method", "GET") != "GET":  # held until its response
                     async with self._requests.turn(url):
                         self._requests.sent += 1
@@ -323,7 +350,8 @@ class BrowserSession:
                         finally:
                             self._answered.pop(request_id, None)
                     return
-                return self._fulfill(request_id, await self._requests.for_browser(url, headers))
+                answer = await self._requests.for_browser(url, headers, page)
+                return self._fulfill(request_id, answer)
         except FetchError as exc:
             reason = _ERROR_REASONS.get(exc.kind, "Failed")
         except NoTurn:
@@ -335,6 +363,22 @@ class BrowserSession:
         if not continued:
             self._requests.failed += 1
             self._fire("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
+
+    async def _sync_cookies(self, url: str, headers: dict[str, str]) -> None:
+        """The browser would send cookies the crawl's jar may lack (a
+        script's ``document.cookie``): the jar gets the browser's cookies
+        for ``url`` first, within the crawl's scope (``jar``), so the crawl's
+        request carries them. Once per change of the browser's header."""
+        sent = next((v for k, v in headers.items() if k.lower() == "cookie"), "")
+        if self._jar is None or not sent:
+            return
+        host = urlsplit(url).netloc
+        if self._synced.get(host) == sent:
+            return
+        self._synced[host] = sent
+        with contextlib.suppress(CdpError, BrowserClosed):  # then: the jar as it is
+            answer = await self.cdp.send("Storage.getCookies", {})
+            keep_page_cookies(self._jar, answer.get("cookies", []), url, self._policy.in_scope)
 
     def _response_came(self, request_id: str, params: dict[str, Any]) -> None:
         """A request the browser sent itself has its answer: its host's slot

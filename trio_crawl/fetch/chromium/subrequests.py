@@ -27,16 +27,28 @@ Rules:
    their response's head comes (the Fetch domain's response stage), or when
    the render ends.
 4. The browser's request headers are passed on, except those the fetcher
-   owns (``Host``, connection headers, content codings, ``User-Agent``). A
+   owns (``Host``, connection headers, content codings, ``User-Agent``,
+   ``Cookie``: the crawl's jar decides, and gets the browser's cookies
+   first, ``session``). A
    request for a byte range is fetched but its answer is not kept.
 5. The crawler never waits for a browser fetch that still waits for its
    turn (that turn may wait for the very slot the crawler holds): it waits
    only for one already on the network, else fetches for itself.
+6. A browser GET that fails as the crawl would retry (a network error of a
+   retried kind, 429, 502, 503, 504) is tried again as the crawl retries
+   (``retry``: ``1 + --retries`` attempts, with its backoff and
+   ``Retry-After``), each attempt in its own turn.
+7. Every answer the crawl fetched for the browser goes to ``archive``
+   (``--warc``: its response and request records, and a ``metadata`` record
+   naming the page that asked for it, ``via``), each attempt once; an
+   answer from the store was archived when it was fetched.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -46,10 +58,16 @@ import trio
 
 from ...core.http import is_html_content_type
 from ...core.models import FetchResult
+from ...core.retry import RetryPolicy
+from ...errors import FetchError
 from ..base import Fetcher
 from .store import ResponseStore, store_key
 
-__all__ = ["BrowserRequests", "NoTurn", "Politeness", "forwarded_headers"]
+__all__ = ["Archive", "BrowserRequests", "NoTurn", "Politeness", "forwarded_headers"]
+
+#: Where the browser's answers are archived (rule 7): ``(url, result, via)``,
+#: ``via`` the page that asked (None: not known).
+Archive = Callable[[str, FetchResult, "str | None"], object]
 
 #: Request headers the crawl's fetcher sets itself (rule 4).
 _OWN_HEADERS = frozenset(
@@ -64,6 +82,7 @@ _OWN_HEADERS = frozenset(
         "content-length",
         "accept-encoding",
         "user-agent",
+        "cookie",  # the crawl's jar sends its own (``jar``)
     }
 )
 
@@ -114,11 +133,23 @@ class BrowserRequests:
     crawler's own ``any_body`` fetches (requisites) are kept for the browser.
     """
 
-    def __init__(self, inner: Fetcher, store: ResponseStore, *, keep_crawler: bool) -> None:
+    def __init__(
+        self,
+        inner: Fetcher,
+        store: ResponseStore,
+        *,
+        keep_crawler: bool,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.inner = inner
         self.store = store
         self.keep_crawler = keep_crawler
         self.politeness: Politeness | None = None
+        #: The crawl's retries (rule 6); None: one attempt.
+        self.retry = retry or RetryPolicy(retries=0)
+        self._rng = random.Random()
+        #: The crawl's archive (rule 7), attached by a crawl with ``--warc``.
+        self.archive: Archive | None = None
         self._flights: dict[str, _Flight] = {}
         #: Browser requests the crawl fetched, answered from the store (for
         #: the browser or the crawler), held and sent by the browser, failed.
@@ -126,6 +157,8 @@ class BrowserRequests:
         self.reused = 0
         self.sent = 0
         self.failed = 0
+        #: Attempts made again (rule 6).
+        self.retried = 0
 
     def __repr__(self) -> str:
         return (
@@ -147,14 +180,14 @@ class BrowserRequests:
         if self.politeness is not None:
             self.politeness.robots_read(url, crawl_delay)
 
-    async def for_browser(self, url: str, headers: Mapping[str, str]) -> FetchResult:
-        """The answer to a GET of the browser (rules 1, 2, 4). Checkpoint.
-        Raises ``FetchError``, ``NoTurn``."""
+    async def for_browser(
+        self, url: str, headers: Mapping[str, str], page: str | None = None
+    ) -> FetchResult:
+        """The answer to a GET of the browser (rules 1, 2, 4, 6, 7), for
+        ``page``. Checkpoint. Raises ``FetchError``, ``NoTurn``."""
         sent = forwarded_headers(headers)
         if sent is not None and any(name.lower() == "range" for name in sent):
-            async with self.turn(url):
-                self.fetched += 1
-                return await self.inner.fetch(url, sent, any_body=True)
+            return await self._fetch(url, sent, page)
         key = store_key(url)
         while True:
             stored = self.store.get(url)
@@ -167,19 +200,49 @@ class BrowserRequests:
             await flight.done.wait()  # then look again: kept, or ours to fetch
         flight = self._flights[key] = _Flight()
         try:
-            async with self.turn(url):
-                stored = self.store.get(url)  # the crawler's, while we waited
-                if stored is not None:
-                    self.reused += 1
-                    return stored
-                flight.sending = True
-                self.fetched += 1
-                result = await self.inner.fetch(url, sent, any_body=True)
+            result = await self._fetch(url, sent, page, flight)
             self.store.put(url, result)
             return result
         finally:
             del self._flights[key]
             flight.done.set()
+
+    async def _fetch(
+        self,
+        url: str,
+        headers: dict[str, str] | None,
+        page: str | None,
+        flight: _Flight | None = None,
+    ) -> FetchResult:
+        """Fetch ``url`` for the browser, each attempt in its host's turn,
+        retried as the crawl retries (rule 6) and archived (rule 7)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            async with self.turn(url):
+                stored = None if flight is None else self.store.get(url)
+                if stored is not None:  # the crawler's, while we waited
+                    self.reused += 1
+                    return stored
+                if flight is not None:
+                    flight.sending = True
+                self.fetched += 1
+                try:
+                    result = await self.inner.fetch(url, headers, any_body=True)
+                except FetchError as exc:
+                    if attempt > self.retry.retries or not self.retry.should_retry_error(exc.kind):
+                        raise
+                    retry_after = None
+                else:
+                    if self.archive is not None:
+                        self.archive(url, result, page)
+                    if attempt > self.retry.retries or not self.retry.should_retry_status(
+                        result.status
+                    ):
+                        return result
+                    retry_after = result.headers.get("retry-after")
+            self.retried += 1
+            await trio.sleep(self.retry.delay(attempt, self._rng, retry_after, time.time()))
 
     def has_answer(self, url: str) -> bool:
         """Whether ``for_crawler(url, None, any_body=True)`` would answer
