@@ -27,7 +27,8 @@ import tracemalloc
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, FetchResult
+from trio_crawl import CrawlConfig, FetchResult
+from trio_crawl.engine.crawler import Crawler  # the private engine: see below
 
 LINKS = 30
 

@@ -22,7 +22,8 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, run_crawl
+from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate, run_crawl
+from trio_crawl.engine.crawler import Crawler  # the private engine: see below
 from trio_crawl.testing import Response, Site, page, redirect, serve_site
 
 from cli_helpers import fold_depth_updates, records_in, run_cli

@@ -19,9 +19,10 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate
 from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 from trio_crawl.core.schedule import RATE_SLACK
+from trio_crawl.engine.crawler import Crawler  # the private engine: see below
 
 from fakes import FakeFetcher, FakePage, bfs_depths
 

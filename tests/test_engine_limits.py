@@ -12,7 +12,8 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, FetchError, FetchResult
+from trio_crawl import CrawlConfig, CrawlRecord, FetchError, FetchResult
+from trio_crawl.engine.crawler import Crawler  # the private engine: see below
 
 from fakes import FakeFetcher, FakePage
 

@@ -15,8 +15,9 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, FetchResult
+from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate, FetchResult
 from trio_crawl.core.frontier import Entry
+from trio_crawl.engine.crawler import Crawler  # the private engine: see below
 from trio_crawl.frontiers.redis import RedisFrontier, check_crawl, open_redis_frontier, wire
 
 import redis_fixture

@@ -40,8 +40,7 @@ from .client import (
     url_problem,
     url_without_password,
 )
-from .frontier import RedisFrontier, open_redis_frontier
-from .support import unsupported
+from .frontier import RedisFrontier, open_redis_frontier, unsupported
 from .wire import url_digest
 
 __all__ = [
