@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, CrawlRecord, FetchError, FetchResult
-from trio_crawl.engine.crawler import Crawler  # the private engine: see below
+
+# The private engine: these tests seed its retry jitter (rng=) and read its parts.
+from trio_crawl.engine.crawler import Crawler
 
 from fakes import FakeFetcher, FakePage
 

@@ -34,7 +34,9 @@ from trio_crawl import (
     redis_frontier,
     run_crawl,
 )
-from trio_crawl.engine.crawler import Crawler  # the private engine: see the docstring
+
+# The private engine, on a frontier a test reaches into: see the module docstring.
+from trio_crawl.engine.crawler import Crawler
 from trio_crawl.errors import ConfigError, RedisUnavailable
 from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
 from trio_crawl.testing import Site, page, serve_site
