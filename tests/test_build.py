@@ -322,6 +322,21 @@ class NoHandlersSpec:
         yield frontier  # type: ignore[misc]
 
 
+def test_a_crawl_is_refused_for_its_backend_in_one_place() -> None:
+    """The builder refuses (before it opens anything); besides it only the
+    two that open a backend themselves: ``open_redis_frontier`` before it
+    connects, and the command line before it opens a state file. No backend
+    and no part of the engine refuses on its own."""
+    callers = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if _calls_of(path, {"refuse_unservable"})
+    )
+    assert callers == ["cli/crawl.py", "engine/build.py", "frontiers/redis/support.py"]
+    assert len(_calls_of(PACKAGE / "cli" / "crawl.py", {"refuse_unservable"})) == 1
+    assert len(_calls_of(PACKAGE / "engine" / "build.py", {"_refuse_unservable"})) == 1
+
+
 def test_a_limit_of_any_backend_is_refused_when_opened() -> None:
     config = CrawlConfig(start_urls=["http://a.test/"], handler=lambda page: iter(()))
     spec = NoHandlersSpec()

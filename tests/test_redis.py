@@ -31,6 +31,7 @@ from trio_crawl import (
     DepthUpdate,
     Page,
     Request,
+    open_crawler,
     redis_frontier,
     run_crawl,
 )
@@ -519,3 +520,23 @@ async def test_a_redis_crawl_keeps_its_mirror_and_its_archive(
     saved = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     host = server.url("/").split("//")[1].rstrip("/")
     assert saved == [f"{host}/{name}" for name in ("a", "b", "c", "index.html")], saved
+
+
+async def test_open_crawler_streams_a_redis_crawl(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """The other entrance: ``open_crawler(..., frontier=redis_frontier())``
+    streams the records of this worker's share, and leaves the crawl at
+    rest when its block ends."""
+    pages = {url(0): FakePage(links=[url(1), url(2)]), url(1): FakePage(), url(2): FakePage()}
+    spec = redis_frontier(redis_server.url, crawl_id, name="stream")
+    streamed: list[str] = []
+    with trio.fail_after(30):
+        async with open_crawler(
+            url(0), frontier=spec, fetcher=FakeFetcher(pages), ignore_robots=True
+        ) as crawl:
+            async for record in crawl:
+                streamed.append(record.url)
+    assert sorted(streamed) == [url(0), url(1), url(2)]
+    assert crawl.summary.records == 3
+    await assert_consistent(redis_server, crawl_id)

@@ -15,8 +15,8 @@ unfinished URL can wait outside the channel, are:
 
   (1) the politeness schedule (``ScheduleRoom``): behind its host's rate or
       concurrency limit, or in a retry back-off;
-  (2) the frontier backend: the disk queue of the SQLite one (the memory
-      frontier holds nothing back: its room is always empty).
+  (2) a frontier backend that holds URLs back (``HoldsBack``): the disk
+      queue of the SQLite one (the memory frontier holds nothing: no room).
 
 So at every checkpoint every unfinished URL is in exactly one of four
 places: the channel (with its priority heap), a crawler holding a token,
