@@ -78,7 +78,7 @@ from ...core.frontier import (
 )
 from ...core.models import FetchResult
 from ...core.scrape import Request
-from ...errors import ConfigError, CrawlMismatch, RedisLost
+from ...errors import CrawlMismatch, RedisLost
 from ..base import DEFAULT_LEASE, Correct, Publish
 from . import wire
 from .calls import Calls
@@ -602,15 +602,6 @@ class RedisFrontier:
             "(and mark refetched) those it was fetching or had not reported done; it "
             f"starts none of the others; it joined again as {self.owner}"
         )
-
-
-def unsupported(config: CrawlConfig) -> str | None:
-    """Why ``config`` cannot run on a Redis frontier (``support.py``); None if it can."""
-    try:
-        refuse_unsupported(config, RedisFrontier)
-    except ConfigError as exc:
-        return str(exc)
-    return None
 
 
 @contextlib.asynccontextmanager

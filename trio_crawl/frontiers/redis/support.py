@@ -5,8 +5,8 @@ What the backend serves is what ``RedisFrontier`` has (``frontiers/base.py``,
 refuses a crawl it cannot serve (``refuse_unservable``) before the frontier
 is opened; ``open_redis_frontier`` checks it too, before it connects, for
 those who call it directly, with one more thing only Redis needs: a
-handler must cross processes by name (``frontier.unsupported(config)`` is
-the same check as a message).
+handler must cross processes by name (the package's ``unsupported(config)``
+is the same check as a message).
 """
 
 from __future__ import annotations
