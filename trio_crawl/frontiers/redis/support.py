@@ -28,4 +28,5 @@ def refuse_unsupported(config: CrawlConfig, backend: type, chosen_by: str = CHOS
         try:
             handler_name(config.handler)  # it must cross processes by name
         except RedisFrontierError as exc:
-            raise ConfigError(f"handler= with {chosen_by}: {exc}", "handler=") from None
+            message = f"handler= with {chosen_by}: {exc}"
+            raise ConfigError(message, "handler=", chosen_by) from None
