@@ -27,7 +27,7 @@ import tracemalloc
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, FetchResult
+from trio_crawl import FetchResult, run_crawl
 
 LINKS = 30
 
@@ -74,20 +74,23 @@ def measure(n: int, slow: float, max_depth: int | None, seed: int) -> None:
         updates += 1
 
     async def main() -> None:
-        config = CrawlConfig(
-            start_urls=[start], ignore_robots=True, workers=16, max_depth=max_depth
-        )
         # An older trio-crawl (--src) has no depth updates.
-        corrects = "on_depth_update" in inspect.signature(Crawler).parameters
-        options = {"on_depth_update": [count]} if corrects else {}
-        crawler = Crawler(config, SiteFetcher(pages), **options)  # type: ignore[arg-type]
+        corrects = "on_depth_update" in inspect.signature(run_crawl).parameters
+        options = {"on_depth_update": count} if corrects else {}
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        await crawler.run()
+        summary = await run_crawl(
+            start,
+            fetcher=SiteFetcher(pages),  # type: ignore[arg-type]
+            ignore_robots=True,
+            workers=16,
+            max_depth=max_depth,
+            **options,  # type: ignore[arg-type]
+        )
         peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
         print(
-            f"max_depth={max_depth}  records={crawler.stats.records:,}  "
+            f"max_depth={max_depth}  records={summary.records:,}  "
             f"depth updates={updates if corrects else 'n/a'}  "
             f"peak traced={peak / 1e6:.1f} MB",
             flush=True,

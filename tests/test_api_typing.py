@@ -49,6 +49,8 @@ async def main() -> None:
     s = await trio_crawl.run_crawl(["http://127.0.0.1:1/", Request("http://127.0.0.1:1/x")],
                                    workers=2, handler=handler, allow_domains=["a.test"])
     print(s.records)
+    spec = trio_crawl.redis_frontier("redis://127.0.0.1:1/0", "x", lease=10.0)
+    await trio_crawl.run_crawl("http://127.0.0.1:1/", frontier=spec, warc="x.warc.gz")
 """
 
 BAD = """
@@ -65,6 +67,7 @@ async def main() -> None:
     await trio_crawl.run_crawl("http://127.0.0.1:1/", handler=not_a_handler)
     async with trio_crawl.open_crawler(["http://127.0.0.1:1/"], max_pagse=1):
         pass
+    await trio_crawl.run_crawl("http://127.0.0.1:1/", frontier="redis://127.0.0.1:1/0")
 """
 
 
@@ -82,7 +85,7 @@ def test_mypy_rejects_misspelt_and_mistyped_options(tmp_path: Path) -> None:
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert not [e for e in errors if e.startswith("good.py")], result.stdout
     bad_lines = sorted({int(e.split(":")[1]) for e in errors if e.startswith("bad.py")})
-    assert bad_lines == [10, 11, 12, 13], result.stdout
+    assert bad_lines == [10, 11, 12, 13, 15], result.stdout
     assert "max_dpeth" in result.stdout and "max_pagse" in result.stdout
 
 

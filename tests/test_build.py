@@ -4,9 +4,11 @@
   else constructs a ``Crawler`` or opens a crawl's archive.
 * Depth corrections reach the engine through ``attach(..., correct)``, from
   any backend, not only the memory frontier.
-* A backend declares what it cannot serve (``cannot``); the crawl is refused
-  with a ``ConfigError`` naming library arguments when it is opened, before
-  any fetch (no request reaches the server, no state file is made).
+* A backend serves what its class has: a small core (``FrontierBackend``)
+  and optional protocols (issue #35 item 3). A crawl that needs what its
+  backend lacks is refused in one place, with a ``ConfigError`` naming
+  library arguments when it is opened, before any fetch (no request
+  reaches the server, no state file is made).
 * Library errors name library arguments (``workers=``); the command line
   says the same sentence with its flags (``--workers``), from one mapping.
 """
@@ -14,25 +16,34 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import trio
 from test_depth import chain_site, final, url
 
-from trio_crawl import CrawlConfig, Crawler, DepthUpdate, run_crawl
+from trio_crawl import CrawlConfig, DepthUpdate, run_crawl
 from trio_crawl.cli.flags import flag_for, in_flags
 from trio_crawl.cli.options import build_parser
 from trio_crawl.core.frontier import DepthCorrection
 from trio_crawl.engine.build import CrawlPlan, open_crawl
 from trio_crawl.errors import ConfigError
-from trio_crawl.frontiers.base import Correct, Need, refuse_unservable
+from trio_crawl.frontiers.base import (
+    REDIS_LIMITS,
+    STATE_LIMITS,
+    Correct,
+    FrontierBackend,
+    Need,
+    unserved,
+)
 from trio_crawl.frontiers.memory import MemoryFrontier
-from trio_crawl.frontiers.redis import RedisFrontier
+from trio_crawl.frontiers.redis import RedisFrontier, unsupported
+from trio_crawl.frontiers.specs import redis_frontier
 from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.testing import Site, page, serve_site
 
@@ -110,9 +121,6 @@ class RelayedFrontier:
     """A backend that is not a ``MemoryFrontier`` (it wraps one): its
     corrections reach the engine only through ``attach``'s ``correct``."""
 
-    cannot: ClassVar[dict[Need, str]] = {}
-    chosen_by = "frontier="
-
     def __init__(self, inner: MemoryFrontier) -> None:
         self._inner = inner
         self.relayed: list[DepthCorrection] = []
@@ -183,22 +191,71 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 # -- capabilities, refused when the crawl is opened ---------------------------
 
 
-def test_each_backend_declares_what_it_cannot_serve() -> None:
-    assert MemoryFrontier.cannot == {}
-    assert set(SqliteFrontier.cannot) == {Need.PAGE_REQUISITES, Need.HANDLERS}
-    assert set(RedisFrontier.cannot) == {
+#: A crawl that needs everything a backend may be asked.
+NEEDY = {
+    "page_requisites": True,
+    "handler": lambda page: iter(()),
+    "random_wait": True,
+    "rate": 1.0,
+    "max_pages_per_host": 5,
+    "sitemaps": True,
+}
+
+
+def test_each_backend_serves_what_its_class_has() -> None:
+    config = CrawlConfig(start_urls=["http://a.test/"], **NEEDY)  # type: ignore[arg-type]
+    assert unserved(config, MemoryFrontier) == []
+    assert set(unserved(config, SqliteFrontier)) == {Need.PAGE_REQUISITES, Need.HANDLERS}
+    assert set(unserved(config, RedisFrontier)) == {
         Need.PAGE_REQUISITES,
         Need.RANDOM_WAIT,
         Need.HOST_BUDGETS,
     }
+    # The refusals' words are for needs the backend lacks, and only those.
+    assert set(STATE_LIMITS) == set(unserved(config, SqliteFrontier))
+    assert set(REDIS_LIMITS) == set(unserved(config, RedisFrontier))
     config = CrawlConfig(start_urls=["http://a.test/"], page_requisites=True)
-    with pytest.raises(ConfigError) as refused:
-        refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)
     assert (
-        str(refused.value)
+        unsupported(config)
         == "page_requisites=True cannot be combined with open_redis_frontier() yet"
     )
+    with pytest.raises(ConfigError) as refused:
+        trio.run(
+            lambda: run_crawl(
+                "http://a.test/",
+                frontier=redis_frontier("redis://127.0.0.1:1/0", "x"),
+                page_requisites=True,
+            )
+        )
+    assert (
+        str(refused.value)
+        == "page_requisites=True cannot be combined with frontier=redis_frontier() yet"
+    )
     assert in_flags(refused.value) == "--page-requisites cannot be combined with --redis yet"
+
+
+def test_the_frontier_interface_is_small() -> None:
+    """At most 12 members on the core face; a backend refuses nothing at run
+    time: what it cannot serve, it does not have."""
+    declared = [
+        node
+        for node in ast.parse((PACKAGE / "frontiers" / "base.py").read_text()).body
+        if isinstance(node, ast.ClassDef) and node.name == "FrontierBackend"
+    ]
+    (face,) = declared
+    members = [
+        node
+        for node in face.body
+        if not (isinstance(node, ast.Expr))  # docstrings
+    ]
+    assert len(members) <= 12, [getattr(m, "name", None) for m in members]
+    assert not hasattr(SqliteFrontier, "admit_requisites")
+    assert not hasattr(SqliteFrontier, "admit_request")
+    assert not hasattr(RedisFrontier, "admit_requisites")
+    for path in (PACKAGE / "frontiers").rglob("*.py"):
+        text = path.read_text()
+        assert "unreachable: refused" not in text, path
+        assert "cannot: ClassVar" not in text, path
 
 
 def _quiet_site() -> Site:
@@ -232,26 +289,87 @@ def test_the_library_refuses_a_state_file_before_any_fetch(
     assert not db.exists()
 
 
-def test_a_declared_limit_of_any_backend_is_refused_when_opened() -> None:
-    class NoHandlers(MemoryFrontier):
-        cannot: ClassVar[dict[Need, str]] = {Need.HANDLERS: " (it keeps no Python objects)"}
-        chosen_by = "frontier=NoHandlers"
+class NoHandlers:
+    """A backend that keeps no Python objects: it has no ``admit_request``
+    (the rest is a memory frontier's)."""
 
+    def __init__(self, inner: MemoryFrontier) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "admit_request":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class NoHandlersSpec:
+    """How a user would name that backend: ``frontier=NoHandlersSpec()``."""
+
+    opened: list[NoHandlers] = dataclasses.field(default_factory=list)
+    chosen_by: str = "frontier=NoHandlers"
+    limits: Mapping[Need, str] = dataclasses.field(
+        default_factory=lambda: {Need.HANDLERS: " (it keeps no Python objects)"}
+    )
+
+    def backend(self) -> type:
+        return NoHandlers
+
+    @contextlib.asynccontextmanager
+    async def open(self, config: CrawlConfig) -> AsyncIterator[FrontierBackend]:
+        frontier = NoHandlers(MemoryFrontier(config.start_urls, scope=config.scope()))
+        self.opened.append(frontier)
+        yield frontier  # type: ignore[misc]
+
+
+def test_a_crawl_is_refused_for_its_backend_in_one_place() -> None:
+    """The builder refuses (before it opens anything); besides it only the
+    two that open a backend themselves: ``open_redis_frontier`` before it
+    connects, and the command line before it opens a state file. No backend
+    and no part of the engine refuses on its own."""
+    callers = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if _calls_of(path, {"refuse_unservable"})
+    )
+    assert callers == ["cli/crawl.py", "engine/build.py", "frontiers/redis/support.py"]
+    assert len(_calls_of(PACKAGE / "cli" / "crawl.py", {"refuse_unservable"})) == 1
+    assert len(_calls_of(PACKAGE / "engine" / "build.py", {"_refuse_unservable"})) == 1
+
+
+def test_a_limit_of_any_backend_is_refused_when_opened() -> None:
     config = CrawlConfig(start_urls=["http://a.test/"], handler=lambda page: iter(()))
-    frontier = NoHandlers(config.start_urls, scope=config.scope())
+    spec = NoHandlersSpec()
     fetcher = FakeFetcher({})
-    plan = CrawlPlan(config=config, fetcher=fetcher, frontier=frontier)
+    plan = CrawlPlan(config=config, fetcher=fetcher, frontier=spec)
 
-    async def main() -> None:
+    async def main(plan: CrawlPlan) -> None:
         async with open_crawl(plan):
             raise AssertionError("opened")
 
     refusal = r"^handler= cannot be combined with frontier=NoHandlers \(it keeps"
     with pytest.raises(ConfigError, match=refusal):
-        trio.run(main)
+        trio.run(main, plan)
     assert fetcher.calls == [] and fetcher.robots_calls == []
-    with pytest.raises(ConfigError, match=refusal):  # built directly: refused too
-        Crawler(config, fetcher, frontier=frontier)
+    assert spec.opened == []  # refused before it was opened
+    # An open one handed to the builder (as the command line does): refused too.
+    frontier = NoHandlers(MemoryFrontier(config.start_urls, scope=config.scope()))
+    opened = CrawlPlan(config=config, fetcher=fetcher, frontier=frontier)  # type: ignore[arg-type]
+    with pytest.raises(
+        ConfigError, match=r"^handler= cannot be combined with frontier=NoHandlers$"
+    ):
+        trio.run(main, opened)
+    assert fetcher.calls == []
+
+
+def test_a_frontier_and_a_state_file_are_refused_together(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    spec = redis_frontier("redis://127.0.0.1:1/0", "x")
+    with pytest.raises(ConfigError) as refused:
+        trio.run(lambda: run_crawl("http://127.0.0.1:1/", frontier=spec, state=str(db)))
+    assert str(refused.value) == "state= and frontier= cannot be combined"
+    assert "\n" not in str(refused.value)
+    assert not db.exists()
 
 
 # -- library errors name library arguments ------------------------------------

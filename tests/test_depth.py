@@ -22,7 +22,10 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, run_crawl
+from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate, run_crawl
+
+# The private engine: a seeded rng= and an on_response hook (the archive's) are its own.
+from trio_crawl.engine.crawler import Crawler
 from trio_crawl.testing import Response, Site, page, redirect, serve_site
 
 from cli_helpers import fold_depth_updates, records_in, run_cli

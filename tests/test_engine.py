@@ -19,9 +19,12 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
+from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate
 from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 from trio_crawl.core.schedule import RATE_SLACK
+
+# The private engine: a seeded rng=, stop() mid-run, its stats and its frontier.
+from trio_crawl.engine.crawler import Crawler
 
 from fakes import FakeFetcher, FakePage, bfs_depths
 

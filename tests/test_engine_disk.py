@@ -11,8 +11,11 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord
+from trio_crawl import CrawlConfig, CrawlRecord
 from trio_crawl.core.url import Scope
+
+# The private engine: it runs on a SqliteFrontier built here (a small window).
+from trio_crawl.engine.crawler import Crawler
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.frontiers.sqlite_state import CrawlState

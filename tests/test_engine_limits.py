@@ -12,7 +12,10 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, FetchError, FetchResult
+from trio_crawl import CrawlConfig, CrawlRecord, FetchError, FetchResult
+
+# The private engine: these tests seed its retry jitter (rng=) and read its parts.
+from trio_crawl.engine.crawler import Crawler
 
 from fakes import FakeFetcher, FakePage
 

@@ -4,10 +4,9 @@ every host, and it ends exactly with nothing fetched twice."""
 
 from __future__ import annotations
 
-from trio_crawl.core.config import CrawlConfig
+from trio_crawl import open_crawler, run_crawl
 from trio_crawl.core.models import CrawlRecord
 from trio_crawl.core.pool_sizing import INITIAL_WORKERS
-from trio_crawl.engine.crawler import Crawler
 
 from fakes import FakeFetcher, FakePage
 
@@ -31,14 +30,14 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
     pages = site(hosts=40, pages=30, delay=1.0)
     fetcher = FakeFetcher(pages)
     records: list[CrawlRecord] = []
-    config = CrawlConfig(
-        start_urls=[f"http://h{h}.test/0" for h in range(40)],  # 40 hosts at once
+    summary = await run_crawl(
+        [f"http://h{h}.test/0" for h in range(40)],  # 40 hosts at once
+        fetcher=fetcher,
+        on_record=records.append,
         span_hosts=True,
         per_host_concurrency=8,
         ignore_robots=True,
     )
-    crawler = Crawler(config, fetcher, on_record=[records.append])
-    summary = await crawler.run()
     assert sorted(r.url for r in records) == sorted(pages)
     assert len(fetcher.calls) == len(pages)  # nothing fetched twice
     assert max(n for _, n in summary.worker_history) > INITIAL_WORKERS  # it grew
@@ -55,9 +54,9 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
 
 async def test_a_pinned_crawl_does_not_resize(autojump_clock: object) -> None:
     pages = site(hosts=10, pages=10, delay=1.0)
-    config = CrawlConfig(start_urls=["http://h0.test/0"], span_hosts=True, workers=4)
-    crawler = Crawler(config, FakeFetcher(pages), on_record=[])
-    summary = await crawler.run()
+    summary = await run_crawl(
+        "http://h0.test/0", fetcher=FakeFetcher(pages), span_hosts=True, workers=4
+    )
     assert summary.worker_history == ((0.0, 4),) and not summary.sized
     assert summary.peak_workers <= 4
 
@@ -69,10 +68,11 @@ async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock
 
     pages = site(hosts=40, pages=30, delay=1.0)
     starts = [f"http://h{h}.test/0" for h in range(40)]
-    config = CrawlConfig(start_urls=starts, span_hosts=True, ignore_robots=True)
-    crawler = Crawler(config, FakeFetcher(pages), on_record=[])
-    summary = await crawler.run()
-    stats = crawler.statistics()
+    async with open_crawler(
+        starts, fetcher=FakeFetcher(pages), span_hosts=True, ignore_robots=True
+    ) as crawl:
+        summary = await crawl.wait()
+    stats = crawl.statistics()
     assert f"{stats.workers:,} workers" in progress_line(stats).plain
     console = Console(width=200, record=True)
     console.print(summary_table(summary))
@@ -86,9 +86,8 @@ async def test_a_sized_crawl_sends_one_site_at_most_16_at_once(autojump_clock: o
     once to one site than the old fixed default (16 in all) allowed."""
     pages = site(hosts=1, pages=300, delay=1.0)
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=["http://h0.test/0"], ignore_robots=True)
-    await Crawler(config, fetcher, on_record=[]).run()
+    await run_crawl("http://h0.test/0", fetcher=fetcher, ignore_robots=True)
     assert len(fetcher.calls) == 300 and fetcher.max_in_flight == 16
     pinned = FakeFetcher(pages)
-    await Crawler(CrawlConfig(start_urls=["http://h0.test/0"], workers=40), pinned).run()
+    await run_crawl("http://h0.test/0", fetcher=pinned, workers=40)
     assert pinned.max_in_flight == 40  # -w alone sets no per-host limit, as before

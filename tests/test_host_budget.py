@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trio_crawl import run_crawl
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.models import CrawlRecord
 from trio_crawl.core.url import Scope, host_port
-from trio_crawl.engine.crawler import Crawler
 from trio_crawl.errors import ConfigError
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Site, page
@@ -102,14 +102,18 @@ async def test_a_crawl_spans_hosts_within_its_budgets(autojump_clock: object) ->
     for url in list(pages):
         pages.setdefault(url, FakePage())
     records: list[CrawlRecord] = []
-    config = CrawlConfig(
-        start_urls=[u(1)], span_hosts=True, max_pages_per_host=2, max_hosts=3, ignore_robots=True
+    await run_crawl(
+        u(1),
+        fetcher=FakeFetcher(pages),
+        on_record=records.append,
+        span_hosts=True,
+        max_pages_per_host=2,
+        max_hosts=3,
+        ignore_robots=True,
     )
-    await Crawler(config, FakeFetcher(pages), on_record=[records.append]).run()
     assert sorted(r.url for r in records) == sorted([u(1), u(1, 1), u(2), u(2, 1), u(3), u(3, 1)])
-    without = CrawlConfig(start_urls=[u(1)], ignore_robots=True)
     records.clear()
-    await Crawler(without, FakeFetcher(pages), on_record=[records.append]).run()
+    await run_crawl(u(1), fetcher=FakeFetcher(pages), on_record=records.append, ignore_robots=True)
     assert {host_port(r.url) for r in records} == {"h1.test:80"}
 
 

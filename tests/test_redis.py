@@ -4,6 +4,12 @@ Several crawlers in one trio process, each with its own ``RedisFrontier``
 (as separate processes would have), crawl in-memory sites (tests/fakes.py)
 through one crawl in Redis. Their records together must be the
 single-process crawl: every URL once, at its BFS depth.
+
+They crawl through the library's entrance, ``run_crawl(...,
+frontier=redis_frontier(...))``; the tests that reach into a worker's
+frontier (a stalled heartbeat, a sync call cut off) open it with
+``open_redis_frontier`` and run the private engine on it, since no public
+entrance hands out the frontier it opens.
 """
 
 from __future__ import annotations
@@ -13,14 +19,28 @@ import functools
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, Page, Request
+from trio_crawl import (
+    CrawlConfig,
+    CrawlRecord,
+    DepthUpdate,
+    Page,
+    Request,
+    open_crawler,
+    redis_frontier,
+    run_crawl,
+)
+
+# The private engine, on a frontier a test reaches into: see the module docstring.
+from trio_crawl.engine.crawler import Crawler
 from trio_crawl.errors import ConfigError, RedisUnavailable
 from trio_crawl.frontiers.redis import check_crawl, open_redis_frontier
+from trio_crawl.testing import Site, page, serve_site
 
 import redis_fixture
 from fakes import FakeFetcher, FakePage, bfs_depths
@@ -100,17 +120,15 @@ async def crawl_shared(
     fetcher = FakeFetcher(pages)  # one site for all: its 503-then-200 pages answer once
 
     async def one(i: int) -> None:
-        config = CrawlConfig(start_urls=list(start), **options)  # type: ignore[arg-type]
-        async with open_redis_frontier(server.url, name, config, name=f"w{i}") as frontier:
-            crawler = Crawler(
-                config,
-                fetcher,
-                frontier=frontier,
-                on_record=[functools.partial(on_record, i)],
-                on_depth_update=[on_update],
-            )
-            await crawler.run()
-            ends[i] = trio.current_time()
+        await run_crawl(
+            list(start),
+            frontier=redis_frontier(server.url, name, name=f"w{i}"),
+            fetcher=fetcher,
+            on_record=functools.partial(on_record, i),
+            on_depth_update=on_update,
+            **options,  # type: ignore[arg-type]
+        )
+        ends[i] = trio.current_time()
 
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
@@ -204,18 +222,16 @@ async def test_handlers_and_their_requests_cross_workers(redis_server: RedisServ
     name = f"handler-{random.random()}"
 
     async def one(i: int) -> None:
-        config = CrawlConfig(
-            start_urls=[url(0)], ignore_robots=True, handler=follow_with_meta, workers=2
+        await run_crawl(
+            url(0),
+            frontier=redis_frontier(redis_server.url, name, name=f"h{i}"),
+            fetcher=fetcher,
+            on_record=records.append,
+            on_item=items.append,
+            ignore_robots=True,
+            handler=follow_with_meta,
+            workers=2,
         )
-        async with open_redis_frontier(redis_server.url, name, config, name=f"h{i}") as frontier:
-            crawler = Crawler(
-                config,
-                fetcher,
-                frontier=frontier,
-                on_record=[records.append],
-                on_item=[items.append],
-            )
-            await crawler.run()
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
@@ -241,6 +257,12 @@ async def test_a_handler_that_cannot_cross_processes_is_refused(
     ):
         async with open_redis_frontier(redis_server.url, crawl_id, config):
             pass
+    with pytest.raises(
+        ConfigError,
+        match=r"^handler= with frontier=redis_frontier\(\): .* use a module-level function$",
+    ):
+        await run_crawl(url(0), frontier=redis_frontier(redis_server.url, crawl_id), handler=local)
+    assert await check_crawl(redis_server.url, crawl_id) == ["the crawl is not in Redis"]
 
 
 async def test_a_retry_goes_through_redis_and_keeps_its_attempts(
@@ -441,8 +463,80 @@ async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
     assert unsupported(config) is not None
     refused = r"^page_requisites=True cannot be combined with open_redis_frontier\(\) yet$"
     with pytest.raises(ConfigError, match=refused):
-        async with open_redis_frontier(redis_server.url, crawl_id, config) as frontier:
-            await Crawler(config, fetcher, frontier=frontier).run()
+        async with open_redis_frontier(redis_server.url, crawl_id, config):
+            raise AssertionError("opened")
+    refused = r"^page_requisites=True cannot be combined with frontier=redis_frontier\(\) yet$"
+    with pytest.raises(ConfigError, match=refused):  # once, when the crawl is built
+        await run_crawl(
+            url(0),
+            frontier=redis_frontier(redis_server.url, crawl_id),
+            fetcher=fetcher,
+            ignore_robots=True,
+            page_requisites=True,
+        )
     assert fetcher.calls == []
     assert await check_crawl(redis_server.url, crawl_id) == ["the crawl is not in Redis"]
     assert unsupported(CrawlConfig(start_urls=[url(0)])) is None
+
+
+async def test_a_redis_crawl_keeps_its_mirror_and_its_archive(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """``mirror=`` and ``warc=`` go through the same crawl builder on Redis as
+    in memory: two workers of one crawl, each with its own archive and a
+    shared mirror, save every page once between them (issue #35 item 1: a
+    crawl built on the side door lost both)."""
+    pytest.importorskip("warcio")
+    from trio_crawl.outputs.warc import read_warc_responses
+
+    site = Site({"/": page("/a", "/b"), "/a": page("/c"), "/b": page("/c"), "/c": page("/")})
+    root = tmp_path / "mirror"
+    archives = [tmp_path / f"crawl.{i}.warc.gz" for i in (1, 2)]
+    records: list[CrawlRecord] = []
+    with serve_site(site) as server:
+
+        async def one(i: int) -> None:
+            await run_crawl(
+                server.url("/"),
+                frontier=redis_frontier(redis_server.url, crawl_id, name=f"m{i}"),
+                mirror=str(root),
+                warc=str(archives[i]),
+                on_record=records.append,
+                workers=2,
+            )
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for i in range(2):
+                    nursery.start_soon(one, i)
+    await assert_consistent(redis_server, crawl_id)
+    pages = {server.url(p) for p in ("/", "/a", "/b", "/c")}
+    assert sorted(r.url for r in records) == sorted(pages)  # each once, by one worker
+    stored: dict[str, Any] = {}
+    for archive in archives:
+        if archive.exists():
+            stored |= read_warc_responses(str(archive))
+    assert set(stored) == pages
+    saved = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    host = server.url("/").split("//")[1].rstrip("/")
+    assert saved == [f"{host}/{name}" for name in ("a", "b", "c", "index.html")], saved
+
+
+async def test_open_crawler_streams_a_redis_crawl(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """The other entrance: ``open_crawler(..., frontier=redis_frontier())``
+    streams the records of this worker's share, and leaves the crawl at
+    rest when its block ends."""
+    pages = {url(0): FakePage(links=[url(1), url(2)]), url(1): FakePage(), url(2): FakePage()}
+    spec = redis_frontier(redis_server.url, crawl_id, name="stream")
+    streamed: list[str] = []
+    with trio.fail_after(30):
+        async with open_crawler(
+            url(0), frontier=spec, fetcher=FakeFetcher(pages), ignore_robots=True
+        ) as crawl:
+            async for record in crawl:
+                streamed.append(record.url)
+    assert sorted(streamed) == [url(0), url(1), url(2)]
+    assert crawl.summary.records == 3
+    await assert_consistent(redis_server, crawl_id)

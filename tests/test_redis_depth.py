@@ -15,7 +15,14 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate, FetchResult
+from trio_crawl import (
+    CrawlConfig,
+    CrawlRecord,
+    DepthUpdate,
+    FetchResult,
+    redis_frontier,
+    run_crawl,
+)
 from trio_crawl.core.frontier import Entry
 from trio_crawl.frontiers.redis import RedisFrontier, check_crawl, open_redis_frontier, wire
 
@@ -77,12 +84,16 @@ async def crawl(
         written.append(("update", u))
 
     async def one(i: int) -> None:
-        config = CrawlConfig(start_urls=[url("")], ignore_robots=True, workers=4, **options)
-        async with open_redis_frontier(server.url, name, config, name=f"w{i}") as frontier:
-            crawler = Crawler(
-                config, fetcher, frontier=frontier, on_record=[record], on_depth_update=[update]
-            )
-            await crawler.run()
+        await run_crawl(
+            url(""),
+            frontier=redis_frontier(server.url, name, name=f"w{i}"),
+            fetcher=fetcher,
+            on_record=record,
+            on_depth_update=update,
+            ignore_robots=True,
+            workers=4,
+            **options,
+        )
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:

@@ -16,9 +16,12 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_crawl import ConfigError, CrawlConfig, Crawler, CrawlRecord
+from trio_crawl import ConfigError, CrawlConfig, CrawlRecord
 from trio_crawl.core.schedule import RANDOM_WAIT_RANGE, RATE_SLACK, PoliteSchedule
 from trio_crawl.core.stats import CrawlSummary
+
+# The private engine: a seeded rng= for the random waits drawn here.
+from trio_crawl.engine.crawler import Crawler
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
@@ -219,13 +222,12 @@ def test_random_wait_is_refused_with_the_redis_frontier() -> None:
     """The Redis server spaces a host's requests: this process's random
     draw would be ignored, so the library refuses it (a library sentence,
     worded with flags on the command line)."""
+    from trio_crawl import redis_frontier, run_crawl
     from trio_crawl.cli.flags import in_flags
-    from trio_crawl.frontiers.base import refuse_unservable
-    from trio_crawl.frontiers.redis import RedisFrontier
 
-    config = CrawlConfig(start_urls=["http://a.test/"], rate=1, random_wait=True)
+    spec = redis_frontier("redis://127.0.0.1:1/0", "x")  # refused before it connects
     with pytest.raises(ConfigError) as refused:
-        refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)
+        trio.run(lambda: run_crawl("http://a.test/", frontier=spec, rate=1, random_wait=True))
     assert in_flags(refused.value) == (
         "--random-wait cannot be combined with --redis yet: "
         "the Redis server spaces each host's requests"

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from .core.scrape import Handler, Page, Request
     from .core.stats import CrawlSummary
     from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
-    from .engine.crawler import Crawler
     from .engine.statistics import EngineStatistics
     from .errors import (
         ConfigError,
@@ -45,11 +44,12 @@ if TYPE_CHECKING:
         StateWriteError,
     )
     from .fetch.base import Fetcher
-    from .frontiers.base import FrontierBackend
+    from .frontiers.base import FrontierBackend, FrontierSpec
     from .frontiers.memory import MemoryFrontier
     from .frontiers.redis import RedisFrontier, open_redis_frontier
     from .frontiers.redis import check_crawl as check_redis_crawl
     from .frontiers.redis import delete_crawl as delete_redis_crawl
+    from .frontiers.specs import redis_frontier
     from .frontiers.sqlite import SqliteFrontier
     from .workpool import Room, WorkPool, WorkPoolStatistics
 
@@ -76,7 +76,6 @@ _HOMES = {
     "open_crawler": "engine.api",
     "open_fetcher": "engine.api",
     "run_crawl": "engine.api",
-    "Crawler": "engine.crawler",
     "EngineStatistics": "engine.statistics",
     "ConfigError": "errors",
     "CrawlError": "errors",
@@ -87,11 +86,13 @@ _HOMES = {
     "StateWriteError": "errors",
     "Fetcher": "fetch.base",
     "FrontierBackend": "frontiers.base",
+    "FrontierSpec": "frontiers.base",
     "MemoryFrontier": "frontiers.memory",
     "RedisFrontier": "frontiers.redis",
     "open_redis_frontier": "frontiers.redis",
     "check_redis_crawl": "frontiers.redis:check_crawl",
     "delete_redis_crawl": "frontiers.redis:delete_crawl",
+    "redis_frontier": "frontiers.specs",
     "SqliteFrontier": "frontiers.sqlite",
     "Room": "workpool",
     "WorkPool": "workpool",
@@ -120,7 +121,6 @@ __all__ = [
     "CrawlOptions",
     "CrawlRecord",
     "CrawlSummary",
-    "Crawler",
     "DepthUpdate",
     "EngineStatistics",
     "ErrorInfo",
@@ -129,6 +129,7 @@ __all__ = [
     "FetchResult",
     "Fetcher",
     "FrontierBackend",
+    "FrontierSpec",
     "Handler",
     "MemoryFrontier",
     "OutputError",
@@ -150,5 +151,6 @@ __all__ = [
     "open_crawler",
     "open_fetcher",
     "open_redis_frontier",
+    "redis_frontier",
     "run_crawl",
 ]

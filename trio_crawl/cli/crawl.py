@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import trio
@@ -30,7 +30,7 @@ from ..errors import (
     StateUsageError,
     StateWriteError,
 )
-from ..frontiers.base import FrontierBackend, refuse_unservable
+from ..frontiers.base import STATE_LIMITS, FrontierBackend, FrontierSpec, refuse_unservable
 from ..outputs.jsonl import ItemCsvWriter, ItemJsonLinesWriter, JsonLinesWriter, OutputFile
 from .common import (
     EXIT_HANDLER,
@@ -209,7 +209,10 @@ class Sinks:
         self.built: BuiltCrawl | None = None
 
     def plan(
-        self, config: CrawlConfig, frontier: FrontierBackend | None, warc: str | None
+        self,
+        config: CrawlConfig,
+        frontier: FrontierSpec | FrontierBackend | None,
+        warc: str | None,
     ) -> CrawlPlan:
         return CrawlPlan(
             config=config,
@@ -289,14 +292,17 @@ async def crawl_with_ui(
     *,
     show: bool,
     quiet: bool,
-    frontier: FrontierBackend | None = None,
+    frontier: FrontierSpec | FrontierBackend | None = None,
     output: str | None = None,
     warc: str | None = None,
     resumable: bool = False,
+    opened: Callable[[FrontierBackend | None], None] | None = None,
 ) -> Ending:
-    """Run one crawl (built by ``engine.build``) with signal handling and
-    (optionally) the live display. ``resumable``: the frontier is a state
-    file, which a stopped crawl resumes from."""
+    """Run one crawl (built by ``engine.build``, which opens a ``frontier``
+    spec) with signal handling and (optionally) the live display.
+    ``resumable``: the frontier is a state file, which a stopped crawl
+    resumes from; ``opened`` is told the frontier once it is open, before
+    the crawl starts."""
     console = None if quiet and not show else stderr_console()  # rich: not for -q
     sinks = Sinks(outputs)
     signals = SignalWatch(None if quiet else console, config.grace)
@@ -304,6 +310,8 @@ async def crawl_with_ui(
         async with trio.open_nursery() as watching:
             async with open_crawl(sinks.plan(config, frontier, warc)) as built:
                 sinks.built = built
+                if opened is not None:
+                    opened(built.frontier)
                 watching.start_soon(signals.serve, received, built)
                 async with trio.open_nursery() as nursery:
                     outputs.begin()  # the crawl starts: only now are outputs emptied
@@ -388,13 +396,21 @@ def memory_frontier_of_seeds(config: CrawlConfig, seeds: Sequence[str]) -> Front
     size, so that a file growing past ``options.SEEDS_IN_MEMORY`` changes
     nothing but where the queue waits."""
     from ..frontiers.memory import MemoryFrontier
-    from ..frontiers.sqlite import SqliteFrontier
+
+    refuse_as_the_disk_would(config, "--seeds")
+    return MemoryFrontier.of(config, config.scope(seeds, config.url_filter(seeds)), seeds)
+
+
+def refuse_as_the_disk_would(config: CrawlConfig, given: str) -> None:
+    """A ``UsageError`` naming the flag ``given`` if the SQLite frontier
+    cannot serve ``config`` (the library's check and words, before any file
+    is opened)."""
+    from ..frontiers.sqlite import SqliteFrontier  # for these options only
 
     try:
-        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
+        refuse_unservable(config, SqliteFrontier, "state=", STATE_LIMITS)
     except ConfigError as exc:
-        raise UsageError(in_flags(exc, {SqliteFrontier.chosen_by: "--seeds"})) from None
-    return MemoryFrontier.of(config, config.scope(seeds, config.url_filter(seeds)), seeds)
+        raise UsageError(in_flags(exc, {"state=": given})) from None
 
 
 def prepare_disk_frontier(
@@ -411,10 +427,7 @@ def prepare_disk_frontier(
     # Imported here: sqlite3 and the disk queue are for these options only.
     from ..frontiers.sqlite import DEFAULT_WINDOW, SqliteFrontier
 
-    try:  # before the file is opened: refused, it is not created
-        refuse_unservable(config, SqliteFrontier.cannot, SqliteFrontier.chosen_by)
-    except ConfigError as exc:
-        raise UsageError(in_flags(exc, {SqliteFrontier.chosen_by: given})) from None
+    refuse_as_the_disk_would(config, given)  # before the file is opened: not created
     return SqliteFrontier.open(
         config,
         state,

@@ -24,8 +24,8 @@ _SPELLED_OTHERWISE: dict[str, str | None] = {
     "thread_parse_bytes": None,
     "start_urls": None,
 }
-#: Arguments that are not ``name=`` (the Redis frontier is opened by a function).
-_OTHER_ARGUMENTS = {"open_redis_frontier()": "--redis"}
+#: Arguments that are not ``name=`` (the Redis frontier is named by a function).
+_OTHER_ARGUMENTS = {"open_redis_frontier()": "--redis", "frontier=redis_frontier()": "--redis"}
 
 
 def flag_for(argument: str) -> str | None:

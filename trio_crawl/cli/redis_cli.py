@@ -37,19 +37,21 @@ import trio
 
 from ..core.config import CrawlConfig
 from ..errors import CrawlMismatch, RedisFrontierError, RedisLost, RedisUnavailable
+from ..frontiers.base import FrontierBackend
 from ..frontiers.redis import (
     PASSWORD_ENV,
+    RedisFrontier,
     check_server,
     crawl_status,
     default_worker_name,
     delete_crawl,
-    open_redis_frontier,
     redact_url,
     status_lines,
     url_problem,
     url_without_password,
 )
 from ..frontiers.resume import repair_output
+from ..frontiers.specs import redis_frontier
 from .common import (
     EXIT_OK,
     EXIT_REDIS_LOST,
@@ -218,45 +220,60 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
     outputs = Outputs(records, append=True, depth_updates=depth_updates)
     earlier = _earlier_records(output)
 
-    joined = False
+    joined: RedisFrontier | None = None
+
+    def opened(frontier: FrontierBackend | None) -> None:
+        """The crawl builder has opened the frontier: say whose crawl this is."""
+        nonlocal joined
+        assert isinstance(frontier, RedisFrontier)
+        joined = frontier
+        if not args.quiet:
+            verb = "started" if frontier.created else "joined"
+            say(f"{verb} crawl {args.crawl_id!r} as worker {frontier.owner}")
+        if frontier.created and earlier:
+            # Redis lost the crawl (a restart without persistence), or
+            # the output is reused for a new crawl id: say what happens.
+            _warn(
+                f"crawl {args.crawl_id!r} was not in Redis, so this run started it "
+                f"anew: the {earlier:,} records already in {output} are from an "
+                "earlier crawl, and their pages are fetched again"
+            )
 
     async def work() -> int:
-        nonlocal joined
-        async with open_redis_frontier(
+        # Opened by the crawl builder, as the library's run_crawl(frontier=) does.
+        spec = redis_frontier(
             args.redis,
             args.crawl_id,
-            config,
             name=default_worker_name(output),
             lease=args.lease,
             notice=_warn,
-        ) as frontier:
-            joined = True
-            if not args.quiet:
-                verb = "started" if frontier.created else "joined"
-                say(f"{verb} crawl {args.crawl_id!r} as worker {frontier.owner}")
-            if frontier.created and earlier:
-                # Redis lost the crawl (a restart without persistence), or
-                # the output is reused for a new crawl id: say what happens.
-                _warn(
-                    f"crawl {args.crawl_id!r} was not in Redis, so this run started it "
-                    f"anew: the {earlier:,} records already in {output} are from an "
-                    "earlier crawl, and their pages are fetched again"
-                )
-            show = not args.quiet and sys.stderr.isatty()
+        )
+        show = not args.quiet and sys.stderr.isatty()
+        try:
             ending = await crawl_with_ui(
                 config,
                 outputs,
                 show=show,
                 quiet=args.quiet,
-                frontier=frontier,
+                frontier=spec,
                 output=None if records.is_stdout else records.path,
                 warc=warc,  # appended to, like the output: a rerun resumes
+                opened=opened,
             )
-            if not args.quiet and frontier.done:
-                say(f"crawl {args.crawl_id!r} is done")
-            if ending.message is not None:
-                return fail(ending.message, ending.code)
-            return ending.code
+        except BaseExceptionGroup as group:
+            # One error (Redis unreachable, lost, another crawl's settings, a
+            # refusal) comes out of the display's nurseries wrapped: say it bare.
+            single: BaseException = group
+            while isinstance(single, BaseExceptionGroup) and len(single.exceptions) == 1:
+                single = single.exceptions[0]
+            if single is group:
+                raise
+            raise single from None
+        if not args.quiet and joined is not None and joined.done:
+            say(f"crawl {args.crawl_id!r} is done")
+        if ending.message is not None:
+            return fail(ending.message, ending.code)
+        return ending.code
 
     try:
         return trio.run(work)

@@ -20,6 +20,7 @@ from ..core.models import CrawlRecord
 from ..core.scrape import Handler, Request
 from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
+from ..frontiers.base import FrontierSpec
 from .build import CrawlPlan, open_crawl
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
@@ -128,6 +129,7 @@ def _one(callback: C | None) -> tuple[C, ...]:
 def _plan(
     config: CrawlConfig,
     fetcher: Fetcher | None,
+    frontier: FrontierSpec | None,
     state: str | None,
     warc: str | None,
     on_record: RecordCallback | None,
@@ -138,6 +140,7 @@ def _plan(
     return CrawlPlan(
         config=config,
         fetcher=fetcher,
+        frontier=frontier,
         state=state,
         warc=warc,
         on_record=_one(on_record),
@@ -152,6 +155,7 @@ async def run_crawl(
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
     fetcher: Fetcher | None = None,
+    frontier: FrontierSpec | None = None,
     state: str | None = None,
     warc: str | None = None,
     on_depth_update: DepthUpdateCallback | None = None,
@@ -166,12 +170,14 @@ async def run_crawl(
     ``on_depth_update`` for each ``DepthUpdate`` (a shorter path to a URL
     whose record was already out, with or without ``state``). ``state``
     names a SQLite file that keeps the crawl's frontier: the same call again
-    resumes it (see ``open_crawler``). ``warc`` names a WARC file that
+    resumes it; ``frontier=redis_frontier(url, crawl_id)`` shares the crawl
+    through Redis (see ``open_crawler``). ``warc`` names a WARC file that
     archives every exchange (see ``open_crawler``).
     """
     plan = _plan(
         crawl_config(start_urls, options),
         fetcher,
+        frontier,
         state,
         warc,
         on_record,
@@ -354,6 +360,7 @@ async def open_crawler(
     buffer: int = 256,
     on_record: RecordCallback | None = None,
     on_item: ItemCallback | None = None,
+    frontier: FrontierSpec | None = None,
     state: str | None = None,
     warc: str | None = None,
     on_depth_update: DepthUpdateCallback | None = None,
@@ -383,6 +390,15 @@ async def open_crawler(
     cannot be combined with a state file: ``ConfigError``, before the file
     is opened.
 
+    ``frontier=redis_frontier("redis://host:6379/0", "docs")`` keeps the
+    frontier in Redis, shared by every process that runs the same crawl id:
+    this one creates the crawl (admitting its start URLs) or joins it when
+    it starts, and leaves it when it ends. Everything else (``warc``,
+    ``mirror``, the streams) works as in memory; what Redis cannot serve
+    (``page_requisites=True``, ``random_wait=True``, host budgets) is a
+    ``ConfigError`` before it is contacted. ``frontier=`` and ``state=``
+    cannot be combined.
+
     ``warc="crawl.warc.gz"`` archives every request and response (WARC 1.1,
     written by a child process, as ``--warc`` does): a page's record is
     delivered only once its exchange is in the file, and with ``state`` a
@@ -394,6 +410,7 @@ async def open_crawler(
     plan = _plan(
         crawl_config(start_urls, options),
         fetcher,
+        frontier,
         state,
         warc,
         on_record,
@@ -404,10 +421,11 @@ async def open_crawler(
     async with _unwrapped(), open_crawl(plan) as built:
         crawler = built.crawler
         keep_items = on_item is None and _may_yield_items(config)
-        # With a state file, a record counts as delivered when the reader has
-        # taken it (no buffer), so a reader that stops early loses nothing on
-        # resume: what it did not take is fetched again.
-        running = RunningCrawl(crawler, 0 if state else buffer, keep_items=keep_items)
+        # With a state file (or a Redis crawl), a record counts as delivered
+        # when the reader has taken it (no buffer), so a reader that stops
+        # early loses nothing on resume: what it did not take is fetched again.
+        durable = state is not None or frontier is not None
+        running = RunningCrawl(crawler, 0 if durable else buffer, keep_items=keep_items)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(running._run)
             if keep_items:

@@ -1,9 +1,14 @@
 """The parts of one ``Crawler`` and how they are joined: the frontier, the
-``WorkPool`` it is a room of, the politeness schedule (this process's, or
-the one a shared backend keeps), and the host gate (robots.txt, sitemaps).
+``WorkPool`` it is a room of (when it holds URLs back), the politeness
+schedule (this process's, or the one a shared backend keeps), and the host
+gate (robots.txt, sitemaps).
 
-The crawl's hooks (records, items, responses, depth updates, archive,
-state) are wired in ``build.py``; this is the inside of the engine.
+A backend's optional parts (``frontiers/base.py``, "Capabilities") are
+wired here, and only where the backend has them: whether it serves the
+crawl was settled before (``build.py`` refuses a crawl it cannot serve), so
+nothing on a page's path asks again. The crawl's hooks (records, items,
+responses, depth updates, archive, state) are wired in ``build.py``; this
+is the inside of the engine.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from ..core.schedule import PoliteSchedule
 from ..core.stats import CrawlStats
 from ..core.url import Scope
 from ..fetch.base import Fetcher
-from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
+from ..frontiers.base import (
+    AdmitsSeeds,
+    Correct,
+    FrontierBackend,
+    HoldsBack,
+    SharedPoliteness,
+)
 from ..frontiers.memory import MemoryFrontier
 from ..workpool import WorkPool
 from .host_gate import ROBOTS_RETRY_PERIOD, HostGate
@@ -39,6 +50,8 @@ class Machinery:
 
     scope: Scope
     frontier: FrontierBackend
+    #: The frontier again if it holds URLs back (a room of the pool), else None.
+    held: HoldsBack | None
     pool: WorkPool[Entry]
     schedule: ScheduleRoom
     gate: HostGate
@@ -56,12 +69,11 @@ def assemble(
 ) -> Machinery:
     """Join the parts of a crawl on ``frontier`` (None: a ``MemoryFrontier``
     of ``config``'s start URLs); ``correct`` takes its depth corrections;
-    ``workers`` (made here if None) logs the pool's size over time.
-    Raises ``ConfigError`` if the frontier cannot serve ``config``."""
-    if frontier is not None:
-        refuse_unservable(config, frontier.cannot, frontier.chosen_by)
+    ``workers`` (made here if None) logs the pool's size over time. The
+    frontier serves ``config`` (checked by the builder: ``refuse_unservable``)."""
     scope = config.scope()
     frontier = frontier or MemoryFrontier.of(config, scope)
+    held = frontier if isinstance(frontier, HoldsBack) else None
     schedule: ScheduleRoom
 
     def work_ceiling() -> float:
@@ -74,7 +86,8 @@ def assemble(
         return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
 
     workers = workers or WorkerLog(config.initial_workers, sized=config.workers is None)
-    pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, workers.resized)
+    want_more = held.want_more if held is not None else _nothing_held
+    pool: WorkPool[Entry] = sized_pool(config, want_more, work_ceiling, workers.resized)
     workers.pool = pool
 
     def publish(entry: Entry) -> None:
@@ -90,7 +103,8 @@ def assemble(
         )
         schedule = ScheduleRoom(polite, publish)
     pool.add_room(schedule)
-    pool.add_room(frontier)
+    if held is not None:
+        pool.add_room(held)
     frontier.attach(publish, pool.check_idle, lambda: pool.queued, correct)
     robots = None
     if not config.ignore_robots:
@@ -99,21 +113,27 @@ def assemble(
             config.user_agent,
             retry_period=ROBOTS_RETRY_PERIOD,
         )
+    seeds = frontier if config.sitemaps and isinstance(frontier, AdmitsSeeds) else None
     gate = HostGate(
         robots,
         schedule,
-        SitemapSeeder(fetcher, scope, frontier) if config.sitemaps else None,
+        SitemapSeeder(fetcher, scope, seeds) if seeds is not None else None,
         max_crawl_delay=config.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )
-    return Machinery(scope, frontier, pool, schedule, gate, workers)
+    return Machinery(scope, frontier, held, pool, schedule, gate, workers)
+
+
+def _nothing_held(queued: int) -> None:
+    """A frontier that holds nothing back has nothing to feed the pool."""
+    return None
 
 
 class Runnable(Protocol):
     """What ``pool_helpers`` needs of a ``Crawler``."""
 
     config: CrawlConfig
-    frontier: FrontierBackend
+    held: HoldsBack | None
     schedule: ScheduleRoom
 
     @property
@@ -126,10 +146,12 @@ def pool_helpers(
     crawler: Runnable, *more: Callable[[], Awaitable[None]]
 ) -> list[Callable[[], Awaitable[None]]]:
     """The tasks that run beside a crawl's workers (and end with them): the
-    schedule's timer, the frontier's feeder, ``more`` (the parse co-process's
-    link) and, with ``max_time``, a graceful stop at the time limit
-    (``time_limit.py``)."""
-    helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve, crawler.frontier.serve]
+    schedule's timer, the feeder of a frontier that holds URLs back, ``more``
+    (the parse co-process's link) and, with ``max_time``, a graceful stop at
+    the time limit (``time_limit.py``)."""
+    helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve]
+    if crawler.held is not None:
+        helpers.append(crawler.held.serve)
     helpers.extend(more)
     if crawler.config.max_time is not None:
         helpers.append(

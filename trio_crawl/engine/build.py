@@ -1,13 +1,16 @@
 """The one place a crawl is put together, for the library and the CLI alike.
 
 A ``CrawlPlan`` says what to build (keyword-only, frozen): the config, the
-frontier (one already open, or a ``state=`` file to open), the archive
-(``warc=``), and every hook: records, items, responses, depth updates.
-``open_crawl(plan)`` checks that the frontier can serve the crawl
-(``frontiers.base.refuse_unservable``: a ``ConfigError`` before anything is
-opened or fetched), opens what the plan names, wires every hook once, and
-yields a ``BuiltCrawl``; leaving the block closes the archive (after it has
-written what it was sent), the fetcher and the state file, in that order.
+frontier (a ``FrontierSpec`` to open, such as ``redis_frontier(...)`` or a
+``state=`` file, or one the command line opened), the archive (``warc=``),
+and every hook: records, items, responses, depth updates. ``open_crawl(plan)``
+checks that the frontier serves the crawl (``frontiers.base.refuse_unservable``,
+the one place a crawl is refused for its backend: a ``ConfigError`` before
+anything is opened or fetched), opens what the plan names, wires every hook
+once, and yields a ``BuiltCrawl``; leaving the block closes the archive
+(after it has written what it was sent), the fetcher and the frontier it
+opened, in that order. Whatever the frontier, the mirror and the archive
+are wired the same way.
 
 ``run_crawl`` and ``open_crawler`` add the library's streams; the command
 line adds only signals, progress and exit codes. A new hook is added here,
@@ -17,26 +20,23 @@ and both get it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import trio
-
 from ..core.config import CrawlConfig
 from ..core.models import FetchResult
 from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
-from ..frontiers.base import FrontierBackend, refuse_unservable
+from ..frontiers.base import FrontierBackend, FrontierSpec, refuse_unservable
+from ..frontiers.specs import StateFile
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
 from .fetchers import open_fetcher
 from .statistics import is_rendering
 
 if TYPE_CHECKING:
-    from ..frontiers.sqlite import SqliteFrontier
     from ..outputs.archive import ArchiveLink
     from ..outputs.mirror import MirrorLink
 
@@ -56,13 +56,17 @@ class CrawlPlan:
     config: CrawlConfig
     #: The caller's fetcher (kept open by the caller); None: one the crawl owns.
     fetcher: Fetcher | None = None
-    #: A frontier the caller opened (and closes): ``--state`` / ``--redis``.
-    frontier: FrontierBackend | None = None
-    #: A SQLite file for the frontier, opened (created or resumed) and closed here.
+    #: The frontier: a spec opened (and closed) here, such as
+    #: ``redis_frontier(...)``, or one the caller opened (and closes): the
+    #: command line's ``--state`` file. None: in memory.
+    frontier: FrontierSpec | FrontierBackend | None = None
+    #: A SQLite file for the frontier, opened (created or resumed) and closed
+    #: here: ``StateFile(state)``.
     state: str | None = None
     #: A WARC file archiving every exchange; a page's record waits for its
-    #: exchange to be on disk. Appended to with ``append`` or a resumed ``state``
-    #: (with a ``frontier`` of its own, the caller says ``append``).
+    #: exchange to be on disk. Appended to with ``append``, or when the
+    #: frontier goes on from an earlier run (a resumed ``state``, a Redis
+    #: crawl this worker joined).
     warc: str | None = None
     append: bool = False
     #: The WARC file keeps its old content until the first record (``--warc``
@@ -79,7 +83,13 @@ class CrawlPlan:
 
     def __post_init__(self) -> None:
         if self.state is not None and self.frontier is not None:
-            raise ConfigError("state= and a frontier cannot be combined", "state=")
+            raise ConfigError("state= and frontier= cannot be combined", "state=", "frontier=")
+
+    def spec(self) -> FrontierSpec | None:
+        """The frontier to open here, if any."""
+        if self.state is not None:
+            return StateFile(self.state)
+        return self.frontier if isinstance(self.frontier, FrontierSpec) else None
 
 
 class BuiltCrawl:
@@ -88,6 +98,8 @@ class BuiltCrawl:
 
     def __init__(self, plan: CrawlPlan) -> None:
         self.plan = plan
+        #: The crawl's frontier once open (None: in memory, made by the engine).
+        self.frontier: FrontierBackend | None = None
         self.archive: ArchiveLink | None = None
         self.mirror: MirrorLink | None = None
         self._crawler: Crawler | None = None
@@ -148,41 +160,35 @@ class BuiltCrawl:
         return None if self.mirror is None else self.mirror.submit(url, result)
 
 
-def _sqlite_frontier() -> type[SqliteFrontier]:
-    # Imported here, for state= only: a crawl in memory never needs sqlite3.
-    from ..frontiers.sqlite import SqliteFrontier
-
-    return SqliteFrontier
-
-
-async def _open_state(config: CrawlConfig, path: str) -> SqliteFrontier:
-    # Opening reads and may repair the file: blocking, so in a thread.
-    opening = functools.partial(_sqlite_frontier().open, config, path)
-    return await trio.to_thread.run_sync(opening)
+def _refuse_unservable(plan: CrawlPlan) -> None:
+    """The plan's frontier serves its crawl, or ``ConfigError``."""
+    spec = plan.spec()
+    if spec is not None:
+        refuse_unservable(plan.config, spec.backend(), spec.chosen_by, spec.limits)
+    elif plan.frontier is not None:
+        opened = plan.frontier
+        refuse_unservable(plan.config, opened, f"frontier={type(opened).__name__}")
 
 
 @contextlib.asynccontextmanager
 async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
     """Open what ``plan`` names and yield the ``BuiltCrawl`` (see the module
     docstring). Raises ``ConfigError`` for a crawl the frontier cannot serve,
-    ``StateUsageError`` / ``StateLockedError`` for a state file, and
+    ``StateUsageError`` / ``StateLockedError`` for a state file, what the
+    frontier raises when it is opened (``RedisUnavailable``...), and
     ``OutputError`` for an archive that cannot be opened, all before any
     fetch."""
     config = plan.config
-    # Before anything is opened (``Crawler`` checks again, for direct use).
-    if plan.frontier is not None:
-        refuse_unservable(config, plan.frontier.cannot, plan.frontier.chosen_by)
-    elif plan.state is not None:
-        sqlite = _sqlite_frontier()
-        refuse_unservable(config, sqlite.cannot, sqlite.chosen_by)
+    _refuse_unservable(plan)  # before anything is opened
     built = BuiltCrawl(plan)
     async with contextlib.AsyncExitStack() as stack:
-        frontier = plan.frontier
-        resumed = False
-        if plan.state is not None:
-            opened = await _open_state(config, plan.state)
-            stack.callback(opened.close)
-            frontier, resumed = opened, opened.resumed
+        spec = plan.spec()
+        if spec is not None:
+            built.frontier = await stack.enter_async_context(spec.open(config))
+        elif not isinstance(plan.frontier, FrontierSpec):
+            built.frontier = plan.frontier
+        # A resumed state file, or a Redis crawl joined: its outputs go on.
+        resumed = getattr(built.frontier, "resumed", False) is True
         fetcher = plan.fetcher
         if fetcher is None:
             fetcher = await stack.enter_async_context(open_fetcher(config))
@@ -196,7 +202,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
         built._crawler = Crawler(
             config,
             fetcher,
-            frontier=frontier,
+            frontier=built.frontier,
             on_record=plan.on_record,
             on_item=plan.on_item,
             on_response=on_response,

@@ -15,8 +15,8 @@ unfinished URL can wait outside the channel, are:
 
   (1) the politeness schedule (``ScheduleRoom``): behind its host's rate or
       concurrency limit, or in a retry back-off;
-  (2) the frontier backend: the disk queue of the SQLite one (the memory
-      frontier holds nothing back: its room is always empty).
+  (2) a frontier backend that holds URLs back (``HoldsBack``): the disk
+      queue of the SQLite one (the memory frontier holds nothing: no room).
 
 So at every checkpoint every unfinished URL is in exactly one of four
 places: the channel (with its priority heap), a crawler holding a token,
@@ -65,8 +65,9 @@ from .statistics import RunClock, snapshot, summarize, with_render_statistics
 
 
 class Crawler:
-    """One crawl. Run it with ``await crawler.run()`` (or via ``open_crawler``;
-    ``engine.build.open_crawl`` wires the hooks, state and archive).
+    """One crawl: the engine, private (users have ``run_crawl`` and
+    ``open_crawler``). Only ``engine.build.open_crawl`` makes one: it checks
+    the frontier serves the crawl and wires hooks, frontier, mirror, archive.
 
     ``frontier`` is where URLs live (in memory by default; a
     ``SqliteFrontier`` for a resumable crawl). ``on_record`` callbacks are
@@ -100,6 +101,7 @@ class Crawler:
         self._responses = Responses(on_response)
         parts = assemble(config, fetcher, frontier, stats=self.stats, correct=self._correct)
         self.frontier: FrontierBackend = parts.frontier
+        self.held = parts.held  # the frontier, if it holds URLs back
         self.schedule = parts.schedule
         self._pool = parts.pool
         self._gate = parts.gate

@@ -35,7 +35,7 @@ from ..core.requisites import REQUISITE
 from ..core.scrape import Handler, Page, Request
 from ..core.stylesheet import stylesheet_urls
 from ..core.url import Scope, resolve
-from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
+from ..frontiers.base import AdmitsLinkChunks, AdmitsRequests, AdmitsRequisites, FrontierBackend
 from .delivery import Delivery
 from .parse_process import ParseProcess, parse_process_for
 
@@ -71,12 +71,15 @@ class PageReader:
         parse_threads: int = 2,
         process: ParseProcess | None = None,
     ) -> None:
-        self._frontier = frontier
         self._delivery = delivery
         self._scope = scope
         self._config = config
         self._parse_limiter = trio.CapacityLimiter(parse_threads)
         self._chunked = frontier if isinstance(frontier, AdmitsLinkChunks) else None
+        # Optional parts, wired once: a crawl that needs one whose frontier
+        # lacks it was refused when it was built (``refuse_unservable``).
+        self._requisites = frontier if isinstance(frontier, AdmitsRequisites) else None
+        self._requests = frontier if isinstance(frontier, AdmitsRequests) else None
         #: The parse co-process, if the crawl has one.
         self.process = process
 
@@ -112,7 +115,8 @@ class PageReader:
             if entry.payload is REQUISITE:
                 # Never read for links; a stylesheet's url()s are requisites too.
                 refs = stylesheet_urls(result.body, entry.url, result.content_type)
-                self._frontier.admit_requisites(entry, refs)
+                assert self._requisites is not None  # only such a frontier admits them
+                self._requisites.admit_requisites(entry, refs)
                 return PageOutcome()
             if result.body_skipped or not is_html_content_type(result.content_type):
                 return PageOutcome()
@@ -120,7 +124,8 @@ class PageReader:
                 links, refs = await self._in_thread_if_big(
                     extract_links_and_requisites, result, entry.url
                 )
-                self._frontier.admit_requisites(entry, refs)
+                assert self._requisites is not None  # refused when built otherwise
+                self._requisites.admit_requisites(entry, refs)
             else:
                 links = await self.links(result, entry.url)
             return PageOutcome(links=links, followed=len(links))
@@ -234,6 +239,7 @@ class PageReader:
             url = resolve(output.url, entry.url)
             if url is None:
                 return 0
-            return int(self._frontier.admit_request(entry, url, output))
+            assert self._requests is not None  # a handler's crawl was refused otherwise
+            return int(self._requests.admit_request(entry, url, output))
         await self._delivery.item(output)
         return 0

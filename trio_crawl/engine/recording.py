@@ -11,7 +11,7 @@ from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchResult
 from ..core.outcome import make_record
 from ..core.url import resolve
-from ..frontiers.base import FrontierBackend
+from ..frontiers.base import FrontierBackend, ReportsRefetch
 from .delivery import Delivery, Responses
 from .statistics import RunClock
 
@@ -29,6 +29,8 @@ class Recorder:
         clock: RunClock,
     ) -> None:
         self._frontier = frontier
+        #: The frontier if it can hand a URL out twice (else no record is refetched).
+        self._refetch = frontier if isinstance(frontier, ReportsRefetch) else None
         self._delivery = delivery
         self._responses = responses
         self._clock = clock
@@ -43,7 +45,7 @@ class Recorder:
         the URL as done. Awaiting a slow record reader is safe: the entry is
         still held."""
         await self._frontier.finish(entry, links)
-        if self._frontier.was_refetched(entry):
+        if self._refetch is not None and self._refetch.was_refetched(entry):
             record.extra["refetched"] = True
         await self._responses.settle(entry)
         if record.depth != entry.depth or record.referrer != entry.referrer:

@@ -7,7 +7,7 @@ from ..core.sitemap import parse_sitemap
 from ..core.url import Scope, canonicalize, host_port
 from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
-from ..frontiers.base import FrontierBackend
+from ..frontiers.base import AdmitsSeeds
 
 MAX_SITEMAPS_PER_HOST = 50
 
@@ -65,7 +65,7 @@ class SitemapSeeder:
     the host gate inside a crawler holding its token, so the crawl cannot
     end while sitemaps are read."""
 
-    def __init__(self, fetcher: Fetcher, scope: Scope, frontier: FrontierBackend) -> None:
+    def __init__(self, fetcher: Fetcher, scope: Scope, frontier: AdmitsSeeds) -> None:
         self._fetcher = fetcher
         self._scope = scope
         self._frontier = frontier

@@ -59,7 +59,8 @@ def snapshot(
     return EngineStatistics(
         records=stats.records,
         failures=sum(stats.failures.values()),
-        queued=pool.queued + frontier.waiting,
+        # The rooms are the schedule (``waiting``) and a frontier that holds back.
+        queued=pool.queued + pool.waiting - waiting,
         active=pool.active,
         waiting=waiting,
         seen=frontier.statistics().seen,

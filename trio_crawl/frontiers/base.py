@@ -11,7 +11,8 @@ Rules a backend keeps (the engine's termination invariant rests on them):
 
 1. Every admitted URL is either handed to ``publish`` (in the same
    synchronous step that stops counting it in ``waiting``) or counted in
-   ``waiting`` until it is. The backend is a room of the ``WorkPool``.
+   ``waiting`` until it is (``HoldsBack``: a room of the ``WorkPool``); a
+   backend without ``waiting`` hands every URL out as it admits it.
 2. ``unfinished`` counts admitted URLs not yet finished or abandoned: those
    handed out and those waiting. The engine cross-checks it when the pool
    says the crawl is idle: a mismatch is a bug and ends the crawl loudly.
@@ -49,13 +50,22 @@ others: a page in flight then may be fetched twice (marked ``refetched``).
 
 Capabilities
 ------------
-Some crawls ask more of a backend than the common face: a page's
-requisites (``page_requisites=True``) or handlers and their ``Request`` s
-(``handler=``). Each backend declares what it cannot serve in
-``cannot`` (a ``Need`` -> why), and the argument that chose it in
-``chosen_by``; ``refuse_unservable`` turns that into a ``ConfigError``
-naming library arguments, raised when the crawl is opened, before any
-fetch, never a ``RuntimeError`` mid-crawl.
+``FrontierBackend`` is the small core every backend has. The rest are
+optional protocols, each a thing some crawls ask and some backends do:
+``AdmitsSeeds`` (``sitemaps=True``), ``AdmitsRequisites``
+(``page_requisites=True``), ``AdmitsRequests`` (``handler=``, ``Request``
+start URLs), ``ReportsRefetch`` (records marked ``refetched``),
+``HoldsBack`` (URLs kept outside the pool: a room of the ``WorkPool``),
+``AdmitsLinkChunks``, ``SharedPoliteness`` and ``SharedRobots``. A backend
+serves a need by having the methods, never by refusing at run time: the
+crawl builder checks a crawl's needs against its backend once, before
+anything is opened or fetched (``refuse_unservable``, the one place a
+crawl is refused), and the engine wires an optional part only where the
+backend has it. A backend shared by several processes (``SharedPoliteness``)
+serves neither ``random_wait=`` (the server spaces each host's requests)
+nor host budgets (one process's count); the others keep host budgets as the
+core ``Frontier`` does. The words of a refusal (the argument that chose the
+backend, and why) come from its ``FrontierSpec``.
 
 Depth corrections
 -----------------
@@ -68,7 +78,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import ClassVar, Protocol, runtime_checkable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
 
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, RedirectOutcome
@@ -87,18 +98,21 @@ Correct = Callable[[DepthCorrection], None]
 
 
 class Need(enum.Enum):
-    """What a crawl may ask of its backend beyond the common face; the value
+    """What a crawl may ask of its backend beyond the core face; the value
     is the library argument that asks for it (named in refusals)."""
 
-    #: ``admit_requisites``: images, scripts and stylesheets of each page.
+    #: ``AdmitsRequisites``: images, scripts and stylesheets of each page.
     PAGE_REQUISITES = "page_requisites=True"
-    #: ``admit_request`` and payloads: a handler, or ``Request`` start URLs.
+    #: ``AdmitsRequests`` and payloads: a handler, or ``Request`` start URLs.
     HANDLERS = "handler="
-    #: Random gaps between a host's requests, drawn by this process's schedule.
+    #: Random gaps between a host's requests, drawn by this process's schedule
+    #: (not ``SharedPoliteness``).
     RANDOM_WAIT = "random_wait=True"
     #: Per-host page budgets and a host count (``core/host_budget.py``), kept
-    #: by the frontier that admits URLs.
+    #: by the frontier that admits URLs, in one process (not ``SharedPoliteness``).
     HOST_BUDGETS = "max_pages_per_host= and max_hosts="
+    #: ``AdmitsSeeds``: the URLs of each host's sitemaps, at depth 0.
+    SITEMAPS = "sitemaps=True"
 
 
 def needs(config: CrawlConfig) -> frozenset[Need]:
@@ -112,30 +126,14 @@ def needs(config: CrawlConfig) -> frozenset[Need]:
         wanted.add(Need.RANDOM_WAIT)
     if config.host_budget() is not None:
         wanted.add(Need.HOST_BUDGETS)
+    if config.sitemaps:
+        wanted.add(Need.SITEMAPS)
     return frozenset(wanted)
 
 
-def refuse_unservable(config: CrawlConfig, cannot: Mapping[Need, str], chosen_by: str) -> None:
-    """Raise ``ConfigError`` if ``config`` needs what a backend ``cannot``
-    serve (its declaration; ``chosen_by``: the argument that chose it), e.g.
-    ``page_requisites=True cannot be combined with state= yet: ...``."""
-    for need in Need:  # a fixed order: the same crawl, the same message
-        if need in cannot and need in needs(config):
-            raise ConfigError(
-                f"{need.value} cannot be combined with {chosen_by}{cannot[need]}",
-                need.value,
-                chosen_by,
-            )
-
-
 class FrontierBackend(Protocol):
-    """Where a crawl's URLs live between discovery and record."""
-
-    #: What this backend cannot serve, each with the rest of the refusal's
-    #: sentence (" yet: the file does not record..."); see ``refuse_unservable``.
-    cannot: ClassVar[Mapping[Need, str]]
-    #: The library argument that chooses this backend, for refusals ("state=").
-    chosen_by: ClassVar[str]
+    """Where a crawl's URLs live between discovery and record: the core
+    every backend has (the optional parts are protocols below)."""
 
     def attach(
         self,
@@ -153,30 +151,6 @@ class FrontierBackend(Protocol):
 
     async def admit_start_urls(self) -> None:
         """Admit the crawl's start URLs (and seeds); hand out what fits."""
-        ...
-
-    async def serve(self) -> None:
-        """Runs beside the crawlers for the whole crawl (refill from disk,
-        flush writes); cancelled when the crawl ends. May return at once."""
-        ...
-
-    def want_more(self, queued: int) -> None:
-        """The pool took an item and ``queued`` are left. Not a checkpoint."""
-        ...
-
-    async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
-        """Admit in-scope URLs found in a sitemap, at depth 0."""
-        ...
-
-    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        """Admit in-scope resources ``parent`` needs (``--page-requisites``):
-        whatever ``max_depth`` says, with the ``REQUISITE`` payload. Not a
-        checkpoint."""
-        ...
-
-    def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
-        """Admit a URL a handler asked for (with its Request as payload);
-        False if it is not followable. Not a checkpoint."""
         ...
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
@@ -207,16 +181,6 @@ class FrontierBackend(Protocol):
         backend keeps them stored for the next run). Not a checkpoint."""
         ...
 
-    def was_refetched(self, entry: Entry) -> bool:
-        """Whether an earlier run had ``entry`` in flight (the server may
-        have seen it twice). Not a checkpoint."""
-        ...
-
-    @property
-    def waiting(self) -> int:
-        """Admitted URLs not handed out yet (the pool's room count)."""
-        ...
-
     @property
     def unfinished(self) -> int: ...
 
@@ -227,6 +191,68 @@ class FrontierBackend(Protocol):
 
     async def aclose(self) -> None:
         """Write what is pending; bounded, safe to call when cancelled."""
+        ...
+
+
+@runtime_checkable
+class HoldsBack(Protocol):
+    """A backend that keeps admitted URLs outside the pool's channel (on
+    disk, in Redis) and feeds them in as the crawlers drain it: a room of
+    the ``WorkPool`` (rule 1). A backend without it hands out every URL it
+    admits at once, and holds nothing the pool must wait for."""
+
+    @property
+    def waiting(self) -> int:
+        """Admitted URLs not handed out yet (the pool's room count)."""
+        ...
+
+    async def serve(self) -> None:
+        """Runs beside the crawlers for the whole crawl (refill from disk,
+        flush writes); cancelled when the crawl ends."""
+        ...
+
+    def want_more(self, queued: int) -> None:
+        """The pool took an item and ``queued`` are left. Not a checkpoint."""
+        ...
+
+
+@runtime_checkable
+class AdmitsSeeds(Protocol):
+    """A backend that takes start URLs mid-crawl (``sitemaps=True``)."""
+
+    async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
+        """Admit in-scope URLs found in a sitemap, at depth 0."""
+        ...
+
+
+@runtime_checkable
+class AdmitsRequisites(Protocol):
+    """A backend that knows a page's requisites (``page_requisites=True``)."""
+
+    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
+        """Admit in-scope resources ``parent`` needs: whatever ``max_depth``
+        says, with the ``REQUISITE`` payload. Not a checkpoint."""
+        ...
+
+
+@runtime_checkable
+class AdmitsRequests(Protocol):
+    """A backend that keeps a URL's payload (a handler's ``Request``)."""
+
+    def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
+        """Admit a URL a handler asked for (with its Request as payload);
+        False if it is not followable. Not a checkpoint."""
+        ...
+
+
+@runtime_checkable
+class ReportsRefetch(Protocol):
+    """A backend that outlives a run or a worker: a URL it hands out again
+    may have reached the server before (its record says ``refetched``)."""
+
+    def was_refetched(self, entry: Entry) -> bool:
+        """Whether an earlier run (or worker) had ``entry`` in flight. Not a
+        checkpoint."""
         ...
 
 
@@ -273,3 +299,98 @@ class SharedRobots(Protocol):
         ``fetch()`` ed here (once, while the others wait) and stored. A
         ``FetchError`` is shared (and re-raised) the same way."""
         ...
+
+
+@runtime_checkable
+class FrontierSpec(Protocol):
+    """A frontier backend named but not opened yet (``state="crawl.db"``,
+    ``redis_frontier(url, crawl_id)``): the crawl builder checks it against
+    the crawl (``refuse_unservable``), then opens it with the crawl's own
+    config, so the frontier and the crawl can never disagree, and closes it
+    when the crawl ends."""
+
+    @property
+    def chosen_by(self) -> str:
+        """The library argument that chose the backend, for refusals."""
+        ...
+
+    @property
+    def limits(self) -> Mapping[Need, str]:
+        """For each need its backend does not serve, the rest of the refusal's
+        sentence (" yet: the file does not record..."). Words only: what
+        the backend serves is what its class has (``backend``)."""
+        ...
+
+    def backend(self) -> type:
+        """The backend's class (imported on call: a crawl in memory never
+        loads another backend), checked before anything is opened."""
+        ...
+
+    def open(self, config: CrawlConfig) -> AbstractAsyncContextManager[FrontierBackend]:
+        """Open (create, resume or join) the backend for the crawl ``config``."""
+        ...
+
+
+#: Why the state file cannot serve a need (the rest of the refusal's sentence).
+STATE_LIMITS: Mapping[Need, str] = {
+    Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
+    Need.HANDLERS: ": handlers and their requests carry Python functions",
+}
+#: Why a Redis crawl cannot serve a need.
+REDIS_LIMITS: Mapping[Need, str] = {
+    Need.PAGE_REQUISITES: " yet",
+    Need.RANDOM_WAIT: " yet: the Redis server spaces each host's requests",
+    Need.HOST_BUDGETS: " yet: the budgets are kept in one process's memory",
+}
+
+#: The optional protocol that serves each need (the other needs are about
+#: whether the backend is shared by several processes: ``SharedPoliteness``).
+_SERVED_BY: dict[Need, type] = {
+    Need.PAGE_REQUISITES: AdmitsRequisites,
+    Need.HANDLERS: AdmitsRequests,
+    Need.SITEMAPS: AdmitsSeeds,
+}
+
+
+def _has(backend: object, protocol: type) -> bool:
+    """``backend`` (a class, or an open backend) has ``protocol``'s methods."""
+    if isinstance(backend, type):
+        return issubclass(backend, protocol)
+    return isinstance(backend, protocol)
+
+
+def unserved(config: CrawlConfig, backend: object) -> list[Need]:
+    """What ``config`` needs that ``backend`` (its class, or an open one)
+    does not serve, in a fixed order (the same crawl, the same message)."""
+    wanted = needs(config)
+    shared = _has(backend, SharedPoliteness)
+    missing = []
+    for need in Need:
+        if need not in wanted:
+            continue
+        protocol = _SERVED_BY.get(need)
+        if (not _has(backend, protocol)) if protocol is not None else shared:
+            missing.append(need)
+    return missing
+
+
+def refuse_unservable(
+    config: CrawlConfig,
+    backend: object,
+    chosen_by: str,
+    limits: Mapping[Need, str] | None = None,
+) -> None:
+    """Raise ``ConfigError`` (one line, naming library arguments) if
+    ``config`` needs what ``backend`` (its class, or an open one) does not
+    serve; ``chosen_by``: the argument that chose it, ``limits``: why (a
+    spec's words), e.g. ``page_requisites=True cannot be combined with
+    state= yet: ...``. The one place a crawl is refused for its backend:
+    the crawl builder calls it before it opens anything (as
+    ``open_redis_frontier`` does before it connects)."""
+    words = limits or {}
+    for need in unserved(config, backend):
+        raise ConfigError(
+            f"{need.value} cannot be combined with {chosen_by}{words.get(need, '')}",
+            need.value,
+            chosen_by,
+        )

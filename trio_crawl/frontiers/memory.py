@@ -2,7 +2,7 @@
 
 Everything lives in the process: the seen set, depths, the page budget.
 URLs are handed to the crawlers as soon as they are admitted: nothing waits
-here (``waiting`` is always 0), so a slow page holds up nothing else. Depth
+here (it is no ``HoldsBack`` room), so a slow page holds up nothing else. Depth
 is the shortest path in the end (``core/frontier.py`` rules 3 and 8): when
 a shorter path lowers a page whose record is already out, the correction
 goes to the ``correct`` hook given to ``attach`` (the engine hands it to
@@ -14,8 +14,7 @@ core, since a page keeps its links while a shorter path could still lower it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterable, Sequence
 
 from ..core.config import CrawlConfig
 from ..core.frontier import (
@@ -29,7 +28,7 @@ from ..core.host_budget import HostBudget
 from ..core.requisites import REQUISITE
 from ..core.scrape import Request
 from ..core.url import Scope
-from .base import Correct, Need, Publish
+from .base import Correct, Publish
 
 
 def _unattached(entry: Entry) -> None:
@@ -42,9 +41,6 @@ def _ignore(correction: DepthCorrection) -> None:
 
 class MemoryFrontier:
     """A ``FrontierBackend`` that keeps everything in memory."""
-
-    cannot: ClassVar[Mapping[Need, str]] = {}  # it serves every need
-    chosen_by: ClassVar[str] = "the memory frontier"
 
     def __init__(
         self,
@@ -115,12 +111,6 @@ class MemoryFrontier:
             else:
                 self._hand_out(self.core.add_start(start))
 
-    async def serve(self) -> None:
-        return None
-
-    def want_more(self, queued: int) -> None:
-        return None
-
     async def admit_seeds(self, urls: Sequence[str], referrer: str) -> None:
         for url in urls:
             self._hand_out(self.core.add_start(url, referrer=referrer, scoped=True))
@@ -170,13 +160,6 @@ class MemoryFrontier:
 
     def stop(self) -> None:
         return None
-
-    def was_refetched(self, entry: Entry) -> bool:
-        return False
-
-    @property
-    def waiting(self) -> int:
-        return 0
 
     @property
     def unfinished(self) -> int:

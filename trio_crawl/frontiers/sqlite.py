@@ -37,15 +37,14 @@ URLs are counted in ``statistics().refused``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, Frontier, FrontierStatistics, RedirectOutcome
 from ..core.url import Scope
-from .base import Correct, Need, Publish, refuse_unservable
+from .base import Correct, Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
 from .resume import PreparedState, prepare_state
 from .sqlite_state import Finish, Lowered, Offered, Start, State
@@ -64,12 +63,6 @@ def _no_correction(correction: DepthCorrection) -> None:
 
 class SqliteFrontier:
     """A ``FrontierBackend`` on a ``CrawlState`` file."""
-
-    cannot: ClassVar[Mapping[Need, str]] = {
-        Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
-        Need.HANDLERS: ": handlers and their requests carry Python functions",
-    }
-    chosen_by: ClassVar[str] = "state="
 
     def __init__(
         self,
@@ -146,11 +139,10 @@ class SqliteFrontier:
         one) for this crawl, resuming what it holds: the same settings are
         required unless ``force``; ``output``, if it exists, is reconciled
         (a torn last line cut, recorded URLs marked done). Raises
-        ``StateUsageError`` with a one-line message, and ``ConfigError`` for
-        a crawl this backend cannot serve (``cannot``), before the file is
-        touched. Blocking (SQLite): call it before the crawl starts, or in a
+        ``StateUsageError`` with a one-line message (a crawl this backend
+        cannot serve is refused before: ``base.refuse_unservable``).
+        Blocking (SQLite): call it before the crawl starts, or in a
         thread."""
-        refuse_unservable(config, cls.cannot, cls.chosen_by)
         prepared = prepare_state(config, state_path=path, seeds=seeds, output=output, force=force)
         return cls(
             prepared.backlog,
@@ -228,12 +220,6 @@ class SqliteFrontier:
         if in_scope:
             offer = self._backlog.offer_seeds(in_scope, referrer, room=self._room())
             self._take(await self._ticketed(offer))
-
-    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
-
-    def admit_request(self, parent: Entry, url: str, payload: object) -> bool:
-        raise AssertionError("unreachable: refused when the crawl opened (cannot)")
 
     async def admit_redirect(self, entry: Entry, target: str) -> RedirectOutcome:
         judge = self._scope.judge_redirect(entry.chain[0] if entry.chain else entry.url)

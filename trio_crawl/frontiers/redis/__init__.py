@@ -21,7 +21,9 @@ Errors (``trio_crawl.errors``, re-exported here): ``RedisFrontierError``,
 
 from __future__ import annotations
 
+from ...core.config import CrawlConfig
 from ...errors import (
+    ConfigError,
     CrawlGone,
     CrawlMismatch,
     RedisFrontierError,
@@ -41,8 +43,19 @@ from .client import (
     url_without_password,
 )
 from .frontier import RedisFrontier, open_redis_frontier
-from .support import unsupported
+from .support import refuse_unsupported
 from .wire import url_digest
+
+
+def unsupported(config: CrawlConfig) -> str | None:
+    """Why ``config`` cannot run on a Redis frontier (``support.py``); None if
+    it can. Here: ``support`` cannot import the frontier it describes."""
+    try:
+        refuse_unsupported(config, RedisFrontier)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
 
 __all__ = [
     "DEFAULT_LEASE",

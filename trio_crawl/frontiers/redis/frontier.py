@@ -1,6 +1,6 @@
 """The Redis frontier (``--redis``): one crawl, many processes and machines.
 
-Every worker process runs an ordinary ``Crawler`` whose frontier is a
+Every worker process runs an ordinary crawl whose frontier is a
 ``RedisFrontier``. The crawl itself (seen set, queues, leases, counters)
 lives in Redis, and every move of a URL between places is one call of a
 server-side function (``lua.py``), which Redis runs atomically. So the
@@ -61,8 +61,8 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -78,8 +78,8 @@ from ...core.frontier import (
 )
 from ...core.models import FetchResult
 from ...core.scrape import Request
-from ...errors import ConfigError, CrawlMismatch, RedisLost
-from ..base import DEFAULT_LEASE, Correct, Need, Publish
+from ...errors import CrawlMismatch, RedisLost
+from ..base import DEFAULT_LEASE, Correct, Publish
 from . import wire
 from .calls import Calls
 from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction
@@ -87,7 +87,7 @@ from .liveness import Signals, heartbeat, listen
 from .outbox import BATCH_DELAY, Batch, Lease, put_back
 from .payloads import decode_payload, encode_payload
 from .robots import fetch_robots_once
-from .support import CANNOT, CHOSEN_BY, refuse_unsupported, unsupported
+from .support import CHOSEN_BY, refuse_unsupported
 
 if TYPE_CHECKING:
     import coredis
@@ -237,9 +237,6 @@ class RedisFrontier:
 
     # -- the face --------------------------------------------------------------
 
-    cannot: ClassVar[Mapping[Need, str]] = CANNOT
-    chosen_by: ClassVar[str] = CHOSEN_BY
-
     def attach(
         self,
         publish: Publish,
@@ -281,10 +278,6 @@ class RedisFrontier:
         await batch.confirmed.wait()
         if self._lost is not None:
             raise self._lost
-
-    def admit_requisites(self, parent: Entry, urls: Sequence[str]) -> None:
-        # Refused when the crawl is opened (``support.unsupported``).
-        raise ConfigError(unsupported(self._config) or "page_requisites is not supported")
 
     def _within_reach(self, depth: int) -> bool:
         """Whether a link found at ``depth`` goes to Redis: within
@@ -428,6 +421,12 @@ class RedisFrontier:
     def done(self) -> bool:
         """Whether Redis has said that the whole crawl is done."""
         return self._done
+
+    @property
+    def resumed(self) -> bool:
+        """This worker joined a crawl already in Redis: as with a resumed
+        state file, the crawl's outputs (``warc=``) are appended to."""
+        return not self.created
 
     def statistics(self) -> FrontierStatistics:
         remote = self._remote
@@ -615,12 +614,14 @@ async def open_redis_frontier(
     window: int | None = None,
     lease: float = DEFAULT_LEASE,
     notice: Callable[[str], None] | None = None,
+    chosen_by: str = CHOSEN_BY,
 ) -> AsyncIterator[RedisFrontier]:
     """Connect to Redis at ``url``, create or join crawl ``crawl_id``, and
     register this process as one of its workers.
 
     Raises ``ConfigError`` (before connecting) for a setting Redis cannot
-    serve (``support.unsupported``), ``RedisUnavailable`` (cannot connect,
+    serve (``support.unsupported``; ``chosen_by``: the argument it names),
+    ``RedisUnavailable`` (cannot connect,
     or a server that may evict keys: its ``maxmemory-policy`` must be
     ``noeviction``), ``RedisRefused`` (an error reply such as OOM),
     ``CrawlMismatch`` (the crawl exists with other settings) and, from
@@ -630,12 +631,10 @@ async def open_redis_frontier(
     dead and joined again); the default logs them. The password may be in
     ``url`` or in the environment variable ``TRIO_CRAWL_REDIS_PASSWORD``.
 
-    Example::
-
-        async with open_redis_frontier("redis://127.0.0.1:6379/0", "docs", config) as frontier:
-            summary = await Crawler(config, fetcher, frontier=frontier).run()
+    A crawl on Redis is run with ``run_crawl(..., frontier=redis_frontier(url,
+    crawl_id))`` (or ``open_crawler``), which opens it with this function.
     """
-    refuse_unsupported(config)
+    refuse_unsupported(config, RedisFrontier, chosen_by)
     async with open_client(url) as client:
         frontier = RedisFrontier(
             client,
