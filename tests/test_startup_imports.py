@@ -41,7 +41,7 @@ OPTIONAL = (
     "coredis",
     "trio_crawl.outputs.archive",
     "trio_crawl.outputs.warc",
-    "trio_crawl.outputs.mirror",
+    "trio_crawl.mirror",
     "trio_crawl.engine.render",
     "trio_crawl.fetch.chromium",
     "trio_crawl.fetch.cookies",

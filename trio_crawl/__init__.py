@@ -10,6 +10,7 @@ subpackages are the implementation, laid out by layer, and may change:
     fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)
     frontiers/  FrontierBackend: in memory, in a SQLite file, or in Redis
     outputs/    where results go: JSON Lines / CSV files, WARC archives
+    mirror/     --mirror: the offline copy (pure layout and links, disk I/O)
     engine/     the crawl on WorkPool: robots gate, politeness, pages, delivery
     report/     the crawl report: aggregation and the HTML page
     cli/        the command line (nothing imports it)

@@ -134,7 +134,7 @@ class CrawlConfig:
     #: chromium on PATH); resolved to a path when ``render`` is set.
     browser: str | None = None
     #: Save every 2xx body under this directory, as ``host[:port]/path``
-    #: (``core/mirror_layout.py``): an offline copy, like ``wget -m``.
+    #: (``mirror/layout.py``): an offline copy, like ``wget -m``.
     mirror: str | None = None
     #: With ``mirror``: at the end, links to saved files become relative
     #: paths, the others absolute URLs (wget's ``-k``).

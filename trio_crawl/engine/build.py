@@ -36,8 +36,8 @@ from .fetchers import open_fetcher
 
 if TYPE_CHECKING:
     from ..frontiers.sqlite import SqliteFrontier
+    from ..mirror.output import MirrorLink
     from ..outputs.archive import ArchiveLink
-    from ..outputs.mirror import MirrorLink
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,7 +209,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
                 )
             )
         if config.mirror is not None:  # converts the links when the block ends
-            from ..outputs.mirror import open_mirror  # imported for a mirror only
+            from ..mirror.output import open_mirror  # imported for a mirror only
 
             built.mirror = await stack.enter_async_context(
                 open_mirror(config, on_failure=built._mirror_failed, warn=plan.on_mirror_warning)
