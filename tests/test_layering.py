@@ -9,6 +9,7 @@ Dependencies point down; nothing imports upward:
     frontiers/  where URLs live            -> core (never the engine, never HTTP)
     fetch/      HTTP clients               -> core (the only HTTP importers)
     workpool.py the termination core       -> trio only
+    robots/     robots.txt rules (pure)    -> core
     core/       pure decisions             -> the standard library, parsers
                                               (no trio, HTTP client, rich, sqlite3)
 
@@ -44,12 +45,13 @@ PURE_RULES = ASYNC | HTTP_CLIENTS | {"rich", "sqlite3"} | {f"trio_crawl.{x}" for
 #: Pure modules outside core/: no trio, no I/O, as core's.
 PURE = {"trio_crawl.mirror.layout", "trio_crawl.mirror.links"}
 #: What a pure module may import of the package besides other pure modules.
-PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors"}
+PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}
 
 #: layer -> what its modules must not import (top-level names, and
 #: ``trio_crawl.X`` for the package's own layers; ``trio_crawl`` alone is the face).
 RULES: dict[str, set[str]] = {
-    "core": PURE_RULES,
+    "core": PURE_RULES | {"trio_crawl.robots"},
+    "robots": PURE_RULES,
     "workpool": HTTP_CLIENTS
     | {"rich", "sqlite3", "trio_crawl.core"}
     | {f"trio_crawl.{x}" for x in INTERNAL - {"workpool"}},
@@ -179,6 +181,8 @@ def test_every_pure_module_exists() -> None:
         ("trio_crawl.mirror.layout", "import trio\n"),
         ("trio_crawl.mirror.links", "from .files import MirrorFiles\n"),
         ("trio_crawl.core.url", "from ..mirror.layout import MirrorLayout\n"),
+        ("trio_crawl.robots.policy", "import trio\n"),
+        ("trio_crawl.robots.rules", "from ..fetch.base import Fetcher\n"),
     ],
 )
 def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:

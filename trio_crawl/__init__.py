@@ -4,7 +4,8 @@ The public surface is this module (and ``trio_crawl.testing``). The
 subpackages are the implementation, laid out by layer, and may change:
 
     core/       pure decisions and bookkeeping: URLs, frontier, schedule,
-                retry, robots, outcome, parsing, models (no trio, no I/O)
+                retry, outcome, parsing, models (no trio, no I/O)
+    robots/     robots.txt: the file's rules and an origin's policy (pure)
     errors.py   the errors raised on purpose: CrawlError and its subclasses
     workpool.py the termination core: WorkPool (trio only)
     fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)

@@ -57,8 +57,8 @@ from html import escape
 from ..core.http import DEFAULT_USER_AGENT
 from ..core.parse import extract_links
 from ..core.retry import RetryPolicy
-from ..core.robots import RobotsPolicy
 from ..core.url import Scope, canonicalize, resolve
+from ..robots.policy import RobotsPolicy
 from .site import Response, Route, Site, SiteRequest, redirect
 
 PER_PAGE = 20

@@ -42,8 +42,8 @@ from typing import Any
 import trio
 
 from ...core.models import FetchResult
-from ...core.robots import RobotsPolicy
 from ...errors import FetchError
+from ...robots.policy import RobotsPolicy
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .life import DocumentStep, PageLife, fulfilled_headers
