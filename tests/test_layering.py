@@ -43,7 +43,7 @@ INTERNAL = {
 #: What core, and every pure module wherever it lives, must not import.
 PURE_RULES = ASYNC | HTTP_CLIENTS | {"rich", "sqlite3"} | {f"trio_crawl.{x}" for x in INTERNAL}
 #: Pure modules outside core/: no trio, no I/O, as core's.
-PURE = {"trio_crawl.mirror.layout", "trio_crawl.mirror.links"}
+PURE = {"trio_crawl.mirror.layout", "trio_crawl.mirror.links", "trio_crawl.fetch.dns.name_cache"}
 #: What a pure module may import of the package besides other pure modules.
 PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}
 
@@ -183,6 +183,8 @@ def test_every_pure_module_exists() -> None:
         ("trio_crawl.core.url", "from ..mirror.layout import MirrorLayout\n"),
         ("trio_crawl.robots.policy", "import trio\n"),
         ("trio_crawl.robots.rules", "from ..fetch.base import Fetcher\n"),
+        ("trio_crawl.fetch.dns.name_cache", "import trio\n"),
+        ("trio_crawl.fetch.dns.name_cache", "from ..body import close_shielded\n"),
     ],
 )
 def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:

@@ -1,5 +1,5 @@
 """httpcore's trio network backend, with host names resolved through the
-crawl's ``CachingResolver`` (``fetch.resolve``) instead of one
+crawl's ``CachingResolver`` (``fetch.dns.resolve``) instead of one
 ``getaddrinfo`` per new connection.
 
 httpcore opens every connection with ``connect_tcp(host, port, ...)`` on its
@@ -33,7 +33,7 @@ import httpcore2
 import httpx2
 import trio
 
-from .resolve import CachingResolver, connect_first, is_ip_literal
+from .dns.resolve import CachingResolver, connect_first, is_ip_literal
 
 __all__ = ["ResolvingBackend", "use_backend"]
 
