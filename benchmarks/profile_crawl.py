@@ -72,7 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("robots.txt", ("robots/", "engine/robots_gate.py", "protego")),
     (
         "frontier + depth",
-        ("core/frontier.py", "trio_crawl/frontiers/", "core/distinct.py"),
+        ("core/frontier.py", "trio_crawl/frontiers/", "engine/distinct.py"),
     ),
     (
         "records + JSON",

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.distinct import DistinctCounter
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
@@ -41,6 +40,7 @@ from ..core.scrape import Handler, Page, Request
 from ..core.url import Scope, resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
+from .distinct import DistinctCounter
 from .parse_process import ParseProcess, parse_process_for
 
 if TYPE_CHECKING:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..core.sitemap import parse_sitemap
 from ..core.url import Scope, canonicalize, host_port
 from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
 from ..robots.policy import robots_url
+from .sitemap_parse import parse_sitemap
 
 MAX_SITEMAPS_PER_HOST = 50
 
