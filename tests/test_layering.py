@@ -9,6 +9,7 @@ Dependencies point down; nothing imports upward:
     frontiers/  where URLs live            -> core (never the engine, never HTTP)
     fetch/      HTTP clients               -> core (the only HTTP importers)
     workpool.py the termination core       -> trio only
+    machine.py  the machine's limits (I/O) -> core (the pure sizing rules)
     robots/     robots.txt rules (pure)    -> core
     core/       pure decisions             -> the standard library, parsers
                                               (no trio, HTTP client, rich, sqlite3)
@@ -64,7 +65,8 @@ PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}
 #: layer -> what its modules must not import (top-level names, and
 #: ``trio_crawl.X`` for the package's own layers; ``trio_crawl`` alone is the face).
 RULES: dict[str, set[str]] = {
-    "core": PURE_RULES | {"trio_crawl.robots"},
+    "core": PURE_RULES | {"trio_crawl.robots", "trio_crawl.machine"},
+    "machine": PURE_RULES,
     "robots": PURE_RULES,
     "workpool": HTTP_CLIENTS
     | {"rich", "sqlite3", "trio_crawl.core"}
@@ -90,6 +92,12 @@ RULES: dict[str, set[str]] = {
     | {"sqlite3"}
     | {f"trio_crawl.{x}" for x in INTERNAL}
     | {"trio_crawl.frontiers"},
+}
+#: Imports a rule forbids that stay for now, each with its reason (a test
+#: below fails once one is no longer made, so the list only shrinks).
+KNOWN: dict[tuple[str, str], str] = {
+    ("trio_crawl.core.config", "trio_crawl.machine"): "CrawlConfig.worker_ceiling reads the "
+    "machine's limits; the configuration's rework moves that to where the pool is built",
 }
 #: Modules no other module may import: the face and the command line.
 FACE = {"trio_crawl", "trio_crawl.cli"}
@@ -146,6 +154,8 @@ def violations(module: str, source: str, is_package: bool) -> list[str]:
     for line, name in imports_of(source, module, is_package):
         if layer is not None:
             for forbidden in RULES[layer]:
+                if (module, forbidden) in KNOWN:
+                    continue
                 if matches(name, forbidden) and not matches(module, forbidden):
                     found.append(f"{module}:{line} imports {name} ({layer} must not)")
         if module in PURE:
@@ -202,6 +212,8 @@ def test_every_pure_module_exists() -> None:
         ("trio_crawl.engine.schedule", "from ..workpool import WorkPool\n"),
         ("trio_crawl.engine.outcome", "from .crawler import Crawler\n"),
         ("trio_crawl.frontiers.bloom", "import sqlite3\n"),
+        ("trio_crawl.core.pool_sizing", "from ..machine import machine_ceiling\n"),
+        ("trio_crawl.machine", "import trio\n"),
     ],
 )
 def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:

@@ -8,6 +8,7 @@ subpackages are the implementation, laid out by layer, and may change:
     robots/     robots.txt: the file's rules and an origin's policy (pure)
     errors.py   the errors raised on purpose: CrawlError and its subclasses
     workpool.py the termination core: WorkPool (trio only)
+    machine.py  what this machine can serve: descriptor and memory limits (I/O)
     fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)
     frontiers/  FrontierBackend: in memory, in a SQLite file, or in Redis
     outputs/    where results go: JSON Lines / CSV files, WARC archives

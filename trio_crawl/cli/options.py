@@ -26,12 +26,12 @@ from typing import Any, TypeVar, cast
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import DEFAULT_USER_AGENT
-from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
 from ..core.url import canonicalize
 from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 from ..frontiers.base import DEFAULT_LEASE
+from ..machine import machine_ceiling
 from .common import UsageError, UsageParser, say
 from .flags import in_flags
 from .identity import add_identity_options, identity_options

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..machine import machine_ceiling
 from .browser import find_browser
 from .filters import FilteredScope, UrlFilter
 from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
-from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS, machine_ceiling
+from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS
 from .scrape import Handler, Request
 from .url import Scope, parse_start_url
 
