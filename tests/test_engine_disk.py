@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.frontiers.sqlite_state import CrawlState

@@ -20,7 +20,7 @@ import trio
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.parse import LINK_CHUNK
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.engine.distinct import DistinctCounter
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.memory import MemoryFrontier

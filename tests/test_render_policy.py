@@ -13,7 +13,7 @@ from trio_crawl.cli.main import main
 from trio_crawl.cli.options import build_parser
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
 from trio_crawl.core.models import FetchResult
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
 from trio_crawl.fetch.chromium.browser import (

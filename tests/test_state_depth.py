@@ -27,7 +27,7 @@ from test_frontier import shortest
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord, DepthUpdate
 from trio_crawl.core.frontier import DepthCorrection, Entry
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.frontiers.bloom import RecentDepths
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier

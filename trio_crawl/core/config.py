@@ -22,8 +22,9 @@ from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
 from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS
+from .scope import Scope
 from .scrape import Handler, Request
-from .url import Scope, parse_start_url
+from .url import parse_start_url
 
 if TYPE_CHECKING:
     # Only in annotations: http.cookiejar pulls in urllib.request and

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry
+from ..core.scope import Scope
 from ..core.stats import CrawlStats
-from ..core.url import Scope
 from ..fetch.base import Fetcher
 from ..frontiers.base import Correct, FrontierBackend, SharedPoliteness, refuse_unservable
 from ..frontiers.memory import MemoryFrontier

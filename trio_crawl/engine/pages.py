@@ -36,8 +36,9 @@ from ..core.parse import (
     stylesheet_urls,
 )
 from ..core.requisites import REQUISITE
+from ..core.scope import Scope
 from ..core.scrape import Handler, Page, Request
-from ..core.url import Scope, resolve
+from ..core.url import resolve
 from ..frontiers.base import AdmitsLinkChunks, FrontierBackend
 from .delivery import Delivery
 from .distinct import DistinctCounter

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..core.url import Scope, canonicalize, host_port
+from ..core.scope import Scope
+from ..core.url import canonicalize, host_port
 from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend
