@@ -3,8 +3,8 @@
 The public surface is this module (and ``trio_crawl.testing``). The
 subpackages are the implementation, laid out by layer, and may change:
 
-    core/       pure decisions and bookkeeping: URLs, frontier, schedule,
-                retry, outcome, parsing, models (no trio, no I/O)
+    core/       the vocabulary every layer shares, pure: URLs and scope,
+                frontier, retry, parsing, settings, models (no trio, no I/O)
     robots/     robots.txt: the file's rules and an origin's policy (pure)
     errors.py   the errors raised on purpose: CrawlError and its subclasses
     workpool.py the termination core: WorkPool (trio only)
@@ -17,6 +17,10 @@ subpackages are the implementation, laid out by layer, and may change:
     report/     the crawl report: aggregation and the HTML page
     cli/        the command line (nothing imports it)
     sites/      local sites served on 127.0.0.1 (the demo, tests)
+
+Pure rules that only one package uses live beside it (``engine/schedule.py``,
+``fetch/dns/name_cache.py``, ``frontiers/bloom.py``), as free of trio and I/O
+as core: ``tests/test_layering.py`` checks that module by module.
 """
 
 from __future__ import annotations
