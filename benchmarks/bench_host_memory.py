@@ -32,9 +32,9 @@ import trio
 from trio_crawl.core.frontier import Frontier
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.models import FetchResult
-from trio_crawl.core.schedule import PoliteSchedule
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.engine.robots_gate import RobotsCache
+from trio_crawl.engine.schedule import PoliteSchedule
 
 
 def measure(build: Callable[[], object]) -> tuple[int, object]:

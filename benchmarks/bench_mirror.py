@@ -91,9 +91,9 @@ ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
 #: The conversion of a saved mirror, alone in a process (what -k does at the end).
 CONVERT = """
 import sys
-from trio_crawl.core.mirror_layout import MirrorLayout
-from trio_crawl.outputs.mirror_convert import ConvertRun
-from trio_crawl.outputs.mirror_files import MirrorFiles
+from trio_crawl.mirror.layout import MirrorLayout
+from trio_crawl.mirror.convert import ConvertRun
+from trio_crawl.mirror.files import MirrorFiles
 run = ConvertRun(MirrorFiles(sys.argv[1]), MirrorLayout(), {}, print)
 while run.step(64):
     pass

@@ -70,10 +70,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ("Scope.allows", "Scope.judge", "is_path_trap", "core/filters.py"),
     ),
     ("resolve + canonicalize links", ("core/url.py", "ada_url")),
-    ("robots.txt", ("core/robots", "engine/robots_gate.py", "protego")),
+    ("robots.txt", ("robots/", "engine/robots_gate.py", "protego")),
     (
         "frontier + depth",
-        ("core/frontier.py", "trio_crawl/frontiers/", "core/distinct.py"),
+        ("core/frontier.py", "trio_crawl/frontiers/", "engine/distinct.py"),
     ),
     (
         "records + JSON",

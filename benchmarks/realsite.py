@@ -351,9 +351,9 @@ LAYERS = [
     ("HTTP", ("fetch/", "pycurl", "httpx", "httpcore", "h11", "anyio")),
     ("parse (lxml)", ("core/parse", "lxml", "etree", "html/parser")),
     ("URL handling", ("core/url", "ada_url")),
-    ("robots", ("core/robots", "protego")),
+    ("robots", ("robots/", "protego")),
     ("output", ("sinks", "json", "encoder", "TextIOWrapper", "core/models")),
-    ("bookkeeping", ("engine/", "frontier", "core/schedule", "core/stats", "core/bloom")),
+    ("bookkeeping", ("engine/", "frontier", "engine/schedule", "core/stats", "frontiers/bloom")),
     ("event loop", ("trio",)),
 ]
 

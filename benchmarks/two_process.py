@@ -118,7 +118,7 @@ from servers import Server, find_nginx, open_nginx, warm_page_cache
 from trio_crawl.core.frontier import Entry, Frontier
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.parse import extract_links
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.errors import FetchError
 from trio_crawl.fetch.curl import CurlFetcher, open_curl_fetcher
 

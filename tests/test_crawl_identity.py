@@ -1,6 +1,6 @@
 """The identity a stored crawl is resumed (``--state``) or joined (``--redis``) with.
 
-Pure: ``core/crawl_identity.py`` from ``CrawlConfig`` values, through JSON
+Pure: ``frontiers/crawl_identity.py`` from ``CrawlConfig`` values, through JSON
 and back, as the state file and Redis store it.
 """
 
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig
-from trio_crawl.core.crawl_identity import CrawlIdentity, SharedIdentity, StateIdentity
+from trio_crawl.frontiers.crawl_identity import CrawlIdentity, SharedIdentity, StateIdentity
 
 COMMON = [
     "start_urls", "allow_domains", "max_depth", "max_pages", "filters",

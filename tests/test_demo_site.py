@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import pytest
 
 from trio_crawl.core.parse import extract_links
-from trio_crawl.core.robots import RobotsPolicy
-from trio_crawl.core.url import Scope, resolve
+from trio_crawl.core.scope import Scope
+from trio_crawl.core.url import resolve
+from trio_crawl.robots.policy import RobotsPolicy
 from trio_crawl.sites.demo import ROBOTS_TXT, demo_expectations, demo_site
 from trio_crawl.sites.site import Response, Site, SiteRequest
 

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate
 from trio_crawl.core.pool_sizing import INITIAL_WORKERS
-from trio_crawl.core.schedule import RATE_SLACK
 
 # The private engine: a seeded rng=, stop() mid-run, its stats and its frontier.
 from trio_crawl.engine.crawler import Crawler
+from trio_crawl.engine.schedule import RATE_SLACK
 
 from fakes import FakeFetcher, FakePage, bfs_depths
 
@@ -189,7 +189,7 @@ async def test_per_host_concurrency(autojump_clock: object) -> None:
 
 async def test_crawl_delay_from_robots(autojump_clock: object) -> None:
     """Each page takes 0.5 s: the next request starts the Crawl-delay after
-    the previous one ended (core/schedule.py, rule 9), not after it started."""
+    the previous one ended (engine/schedule.py, rule 9), not after it started."""
     pages = {url(0): FakePage(links=[url(1), url(2), url(3)], delay=0.5)}
     pages.update({url(i): FakePage(delay=0.5) for i in range(1, 4)})
     robots = "User-agent: *\nCrawl-delay: 2\nDisallow: /3\n"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, CrawlRecord
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 
 # The private engine: it runs on a SqliteFrontier built here (a small window).
 from trio_crawl.engine.crawler import Crawler

@@ -141,7 +141,7 @@ async def test_crawl_delay_seen_from_the_server(backend: str) -> None:
     """Each request arrives at least the Crawl-delay after the server finished
     its answer to the one before (each answer takes ``answer`` s), so at least
     ``answer + delay`` after the previous arrival. The delay counts from the
-    end of a response (core/schedule.py, rule 9): the answer ends after the
+    end of a response (engine/schedule.py, rule 9): the answer ends after the
     server logged its request, the next request is logged after we start
     it, so no scheduling jitter on a busy machine, ours or the server
     thread's, can bring two arrivals closer. Counted between starts (as

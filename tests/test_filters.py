@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import trio_crawl
 from trio_crawl import ConfigError, CrawlConfig, CrawlRecord, run_crawl
 from trio_crawl.core.filters import FilteredScope, UrlFilter, parent_root
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 from trio_crawl.testing import Response, Site, SiteRequest, page, redirect, serve_site
 
 import redis_fixture

@@ -15,7 +15,8 @@ from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.models import CrawlRecord
-from trio_crawl.core.url import Scope, host_port
+from trio_crawl.core.scope import Scope
+from trio_crawl.core.url import host_port
 from trio_crawl.errors import ConfigError
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Site, page

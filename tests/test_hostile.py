@@ -434,7 +434,7 @@ async def test_a_page_with_100000_nested_tags(backend: str) -> None:
 @CRAWL_BACKENDS
 async def test_a_50_mb_robots_txt_does_not_stop_the_crawl(backend: str) -> None:
     """Google reads the first 500 KiB of a robots.txt and ignores the rest;
-    core/robots.py does the same with whatever the fetcher hands over. A file
+    robots/policy.py does the same with whatever the fetcher hands over. A file
     over ``max_bytes`` is never handed over (``too_large``): it counts as
     "unavailable" (RFC 9309 2.3.1.3: allow all), not "unreachable" (which
     would disallow the whole host), so the crawl goes on, without waiting."""

@@ -18,13 +18,13 @@ import pytest
 import trio
 
 from trio_crawl import CrawlConfig, CrawlRecord
-from trio_crawl.core.distinct import DistinctCounter
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.parse import LINK_CHUNK
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 
 # The private engine: it runs on frontiers built here that watch their batches.
 from trio_crawl.engine.crawler import Crawler
+from trio_crawl.engine.distinct import DistinctCounter
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.memory import MemoryFrontier
 from trio_crawl.frontiers.sqlite import SqliteFrontier

@@ -19,8 +19,8 @@ import trio
 from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.errors import ConfigError, OutputError
-from trio_crawl.outputs import mirror as mirror_module
-from trio_crawl.outputs.mirror_files import MirrorFiles
+from trio_crawl.mirror import output as mirror_module
+from trio_crawl.mirror.files import MirrorFiles
 from trio_crawl.testing import Response, Site, serve_site
 
 from cli_helpers import records_in, run_cli

@@ -1,4 +1,4 @@
-"""``--mirror``'s writes on a real directory (``outputs/mirror_files.py``):
+"""``--mirror``'s writes on a real directory (``mirror/files.py``):
 symlinks already inside the mirror are never followed, a file and a
 directory wanting one name are both kept, and errors are sorted into "skip
 this file" and "the mirror failed"."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trio_crawl.core.mirror_layout import MirrorLayout
-from trio_crawl.outputs.mirror_files import MirrorFiles, MirrorSkip
+from trio_crawl.mirror.files import MirrorFiles, MirrorSkip
+from trio_crawl.mirror.layout import MirrorLayout
 
 LAYOUT = MirrorLayout()
 

@@ -1,4 +1,4 @@
-"""The pure ``--mirror`` layout (``core/mirror_layout.py``): where a URL is
+"""The pure ``--mirror`` layout (``mirror/layout.py``): where a URL is
 saved, checked case by case and with hypothesis (never outside the mirror
 directory, names at most 255 bytes, no two URLs on one file), and the
 relative links between saved files, resolved back as a browser would."""
@@ -12,13 +12,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.core.mirror_layout import (
+from trio_crawl.core.url import canonicalize
+from trio_crawl.mirror.layout import (
     MAX_NAME_BYTES,
     MirrorLayout,
     relative_href,
     url_of_path,
 )
-from trio_crawl.core.url import canonicalize
 
 PLAIN = MirrorLayout()
 ADJUST = MirrorLayout(adjust_extension=True)

@@ -1,12 +1,12 @@
-"""``--convert-links`` on one page or stylesheet (``core/mirror_links.py``):
+"""``--convert-links`` on one page or stylesheet (``mirror/links.py``):
 which values change, to what, and that every other byte stays as it was.
 The saved files are given as a set; no disk."""
 
 from __future__ import annotations
 
-from trio_crawl.core.mirror_layout import MirrorLayout
-from trio_crawl.core.mirror_links import LinkConverter
-from trio_crawl.outputs.mirror_convert import file_kind
+from trio_crawl.mirror.convert import file_kind
+from trio_crawl.mirror.layout import MirrorLayout
+from trio_crawl.mirror.links import LinkConverter
 
 LAYOUT = MirrorLayout()
 SAVED = {

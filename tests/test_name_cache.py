@@ -1,4 +1,4 @@
-"""core.name_cache: the pure bookkeeping of a crawl's host-name lookups,
+"""fetch.dns.name_cache: the pure bookkeeping of a crawl's host-name lookups,
 checked directly and against a model with a hypothesis state machine."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from trio_crawl.core.name_cache import Hit, NameCache, Step
+from trio_crawl.fetch.dns.name_cache import Hit, NameCache, Step
 
 
 def cache(max_names: int = 100) -> NameCache[str]:

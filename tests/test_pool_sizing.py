@@ -25,6 +25,7 @@ from trio_crawl.core.pool_sizing import (
     descriptor_ceiling,
     memory_ceiling,
 )
+from trio_crawl.machine import available_memory, machine_ceiling
 
 
 @dataclass
@@ -252,3 +253,11 @@ def test_machine_ceilings() -> None:
     assert descriptor_ceiling(10) == 1
     assert descriptor_ceiling(math.inf) > 1_000_000
     assert memory_ceiling(8 * 2**30) == 2048
+
+
+def test_the_machine_probe_applies_the_ceilings() -> None:
+    """``machine.py`` reads the limits; the rules above turn them into workers."""
+    most, why = machine_ceiling()
+    assert most >= 1
+    assert why.startswith("ulimit -n") or why.endswith("GB of memory available")
+    assert available_memory() > 0

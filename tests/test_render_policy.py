@@ -15,9 +15,9 @@ from trio_crawl.cli.options import build_parser
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.models import FetchResult, RenderFailure
-from trio_crawl.core.outcome import Step, decide, make_record
 from trio_crawl.core.retry import RetryPolicy
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
+from trio_crawl.engine.outcome import Step, decide, make_record
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.chromium.auto import STATIC_ENOUGH, RenderPlanner, pattern_of
 from trio_crawl.fetch.chromium.browser import (

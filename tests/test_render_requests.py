@@ -23,7 +23,7 @@ import trio
 import trio_crawl
 from trio_crawl.core.browser import find_browser
 from trio_crawl.core.models import CrawlRecord
-from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
+from trio_crawl.engine.schedule import RATE_SLACK, PoliteSchedule
 from trio_crawl.errors import ConfigError
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
@@ -247,7 +247,7 @@ async def test_a_host_only_the_browser_reaches_gets_its_crawl_delay() -> None:
     assert paths(records, server) == ["/"]
     assert sorted(cdn.targets()) == sorted(["/robots.txt", *scripts])
     # The Crawl-delay counts from the end of the previous request (rule 9 of
-    # core/schedule.py): the server sees at least the delay between two
+    # engine/schedule.py): the server sees at least the delay between two
     # arrivals, however late one of them was, so no allowance for lateness.
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     assert all(gap >= delay for gap in gaps), gaps

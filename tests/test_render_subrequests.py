@@ -16,10 +16,10 @@ import trio.testing
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.models import FetchResult
 from trio_crawl.core.requisites import REQUISITE
-from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
 from trio_crawl.engine.host_gate import HostGate
 from trio_crawl.engine.politeness import HostSlots, Job, ScheduleRoom
 from trio_crawl.engine.render import CrawlPoliteness
+from trio_crawl.engine.schedule import RATE_SLACK, PoliteSchedule
 from trio_crawl.fetch.chromium.store import ResponseStore
 from trio_crawl.fetch.chromium.subrequests import BrowserRequests, NoTurn, forwarded_headers
 

@@ -1,4 +1,4 @@
-"""Host names looked up once per crawl (fetch.resolve, fetch.httpx_network).
+"""Host names looked up once per crawl (fetch.dns.resolve, fetch.httpx_network).
 
 Rules of this suite: host names are ``*.test``, answered by a resolver the
 test injects (it counts lookups and says 127.0.0.1), so nothing leaves the
@@ -23,8 +23,8 @@ from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import CrawlRecord
 from trio_crawl.engine.api import run_crawl
 from trio_crawl.errors import FetchError
+from trio_crawl.fetch.dns.resolve import CachingResolver, connect_first, ordered_addresses
 from trio_crawl.fetch.httpx import open_httpx_fetcher
-from trio_crawl.fetch.resolve import CachingResolver, connect_first, ordered_addresses
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page
 

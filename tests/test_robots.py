@@ -1,4 +1,4 @@
-"""robots.txt: the pure policy (``core/robots.py``) and the cache (``engine/robots_gate.py``).
+"""robots.txt: the pure policy (``robots/policy.py``) and the cache (``engine/robots_gate.py``).
 
 Rules of this suite: no sockets at all. The cache talks to ``FakeFetcher``, an
 in-memory site; anything timed runs on the autojump ``MockClock`` and asserts
@@ -19,7 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl.core.models import FetchResult
-from trio_crawl.core.robots import (
+from trio_crawl.engine.robots_gate import RobotsCache
+from trio_crawl.errors import FetchError
+from trio_crawl.robots.policy import (
     MAX_ROBOTS_BYTES,
     RobotsFinal,
     RobotsFollow,
@@ -29,9 +31,7 @@ from trio_crawl.core.robots import (
     product_token,
     robots_url,
 )
-from trio_crawl.core.robots_txt import RobotsTxt, path_params_query
-from trio_crawl.engine.robots_gate import RobotsCache
-from trio_crawl.errors import FetchError
+from trio_crawl.robots.rules import RobotsTxt, path_params_query
 
 UA = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)"
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from trio_crawl.core.robots import RobotsFinal, decode_robots, interpret_robots_response
-from trio_crawl.core.robots_txt import (
+from trio_crawl.robots.policy import RobotsFinal, decode_robots, interpret_robots_response
+from trio_crawl.robots.rules import (
     RobotsTxt,
     escape_pattern,
     is_valid_product_token,

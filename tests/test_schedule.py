@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
+from trio_crawl.engine.schedule import RATE_SLACK, PoliteSchedule
 
 H = "a.test:80"
 

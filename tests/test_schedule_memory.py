@@ -1,4 +1,4 @@
-"""The politeness schedule forgets idle hosts (core/schedule.py, rule 8)
+"""The politeness schedule forgets idle hosts (engine/schedule.py, rule 8)
 without changing a single decision: direct cases, and a hypothesis state
 machine that drives a forgetting schedule and one that keeps every host
 with the same operations and compares every answer."""
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from trio_crawl.core.fifo import Fifo
-from trio_crawl.core.schedule import RATE_SLACK, PoliteSchedule
+from trio_crawl.engine.fifo import Fifo
+from trio_crawl.engine.schedule import RATE_SLACK, PoliteSchedule
 
 H = "a.test:80"
 

@@ -1,4 +1,5 @@
-"""Sitemap parsing (``core/sitemap.py``): formats, gzip, limits, hostile XML. No I/O but files."""
+"""Sitemap parsing (``engine/sitemap_parse.py``): formats, gzip, limits, hostile XML.
+No I/O but files."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_crawl.core.sitemap import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, parse_sitemap
+from trio_crawl.engine.sitemap_parse import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, parse_sitemap
 from trio_crawl.errors import SitemapError
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -41,7 +41,7 @@ OPTIONAL = (
     "coredis",
     "trio_crawl.outputs.archive",
     "trio_crawl.outputs.warc",
-    "trio_crawl.outputs.mirror",
+    "trio_crawl.mirror",
     "trio_crawl.engine.render",
     "trio_crawl.fetch.chromium",
     "trio_crawl.fetch.cookies",
@@ -49,7 +49,7 @@ OPTIONAL = (
 )
 #: What only the summary table and the live display use (not with -q); rich
 #: imports fractions, which a quiet crawl needs only for a size or a count
-#: like 1e3 to parse (core.units; ~2-5 ms).
+#: like 1e3 to parse (cli.units; ~2-5 ms).
 DISPLAY = ("rich", "fractions")
 
 #: Runs the command line in this interpreter, then prints which modules it

@@ -1,5 +1,5 @@
 """The on-disk crawl state (``frontiers/sqlite_state.py``) and its prefilters
-(``core/bloom.py``).
+(``frontiers/bloom.py``).
 
 Rules of this suite: synchronous, no trio, no network; every test uses real SQLite
 files under ``tmp_path`` (hypothesis examples use their own temporary directory).
@@ -34,9 +34,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from trio_crawl.core.bloom import BloomFilter, GrowingBloom, RecentSet
 from trio_crawl.core.config import CrawlConfig
-from trio_crawl.core.crawl_identity import StateIdentity
+from trio_crawl.frontiers.bloom import BloomFilter, GrowingBloom, RecentSet
+from trio_crawl.frontiers.crawl_identity import StateIdentity
 from trio_crawl.frontiers.resume import prepare_state
 from trio_crawl.frontiers.sqlite_state import (
     APPLICATION_ID,

@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from test_frontier import shortest
 
 from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate
-from trio_crawl.core.bloom import RecentDepths
 from trio_crawl.core.frontier import DepthCorrection, Entry
-from trio_crawl.core.url import Scope
+from trio_crawl.core.scope import Scope
 
 # The private engine: it runs on a SqliteFrontier built here (a small window).
 from trio_crawl.engine.crawler import Crawler
+from trio_crawl.frontiers.bloom import RecentDepths
 from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.sqlite import SqliteFrontier
 from trio_crawl.frontiers.sqlite_state import (

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 import trio_crawl
 from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
-from trio_crawl.core.url import Scope, host_port
+from trio_crawl.core.scope import Scope
+from trio_crawl.core.url import host_port
 from trio_crawl.frontiers import sqlite_hosts
 from trio_crawl.frontiers.sqlite_state import Admit, CrawlState
 from trio_crawl.sites.server import SiteServer, serve_site

@@ -17,11 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_crawl import ConfigError, CrawlConfig, CrawlRecord
-from trio_crawl.core.schedule import RANDOM_WAIT_RANGE, RATE_SLACK, PoliteSchedule
 from trio_crawl.core.stats import CrawlSummary
 
 # The private engine: a seeded rng= for the random waits drawn here.
 from trio_crawl.engine.crawler import Crawler
+from trio_crawl.engine.schedule import RANDOM_WAIT_RANGE, RATE_SLACK, PoliteSchedule
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 

@@ -358,8 +358,8 @@ async def test_httpx_connects_to_the_cached_address_but_verifies_the_name(
     """The certificate names only ``a.test`` (no IP): verifying against the
     address would fail. ``a.test`` passes (SNI and check on the name);
     ``b.test``, on the same address, is refused: ``tls``."""
+    from trio_crawl.fetch.dns.resolve import CachingResolver
     from trio_crawl.fetch.httpx import open_httpx_fetcher
-    from trio_crawl.fetch.resolve import CachingResolver
 
     looked_up: list[str] = []
 

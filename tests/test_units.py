@@ -1,5 +1,5 @@
 """Sizes, durations and counts as the command line takes them (issue #25, item 5):
-``core/units.py`` on its own, examples and hypothesis properties."""
+``cli/units.py`` on its own, examples and hypothesis properties."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from trio_crawl.core.units import (
+from trio_crawl.cli.units import (
     DURATION_UNITS,
     SIZE_UNITS,
     parse_count,

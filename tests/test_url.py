@@ -1,8 +1,9 @@
 """The URL layer on its own: WPT conformance, the canonicalization policy, scope.
 
 No I/O besides reading the WPT data file. The policy table tests pin every rule
-of ``trio_crawl/core/url.py``'s docstring; hypothesis checks the invariants
-(idempotence, fixed points, ``resolve_many`` == ``resolve`` despite its memo).
+of ``trio_crawl/core/url.py``'s docstring (and of ``core/scope.py``'s); hypothesis
+checks the invariants (idempotence, fixed points, ``resolve_many`` == ``resolve``
+despite its memo).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_crawl.core import url as _url
+from trio_crawl.core.scope import Scope, is_path_trap
 from trio_crawl.core.url import (
-    Scope,
     canonicalize,
     host_port,
-    is_path_trap,
     join,
     mask_credentials,
     parse_start_url,

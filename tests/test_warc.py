@@ -487,12 +487,14 @@ def test_bench_writer_smoke(tmp_path: Path) -> None:
 
 
 def test_each_job_has_its_module_behind_one_face() -> None:
-    """``outputs/warc/``: the writer, the gzip members (lock, repair) and the
-    reader apart; the face keeps every name importable; the thread writer
+    """``outputs/warc/``: the records, the writer, the gzip members (lock,
+    repair) and the reader apart; the face keeps every name importable; the thread writer
     that only a benchmark used lives with the benchmark."""
     from trio_crawl.outputs import warc
 
     assert warc.WarcWriter.__module__ == "trio_crawl.outputs.warc.writer"
+    assert warc.WarcRecords.__module__ == "trio_crawl.outputs.warc.records"
+    assert warc.stored_response_headers.__module__ == "trio_crawl.outputs.warc.records"
     assert warc.repair_warc.__module__ == "trio_crawl.outputs.warc.members"
     assert warc.lock_warc.__module__ == "trio_crawl.outputs.warc.members"
     assert warc.read_warc_responses.__module__ == "trio_crawl.outputs.warc.reader"

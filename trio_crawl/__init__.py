@@ -3,17 +3,24 @@
 The public surface is this module (and ``trio_crawl.testing``). The
 subpackages are the implementation, laid out by layer, and may change:
 
-    core/       pure decisions and bookkeeping: URLs, frontier, schedule,
-                retry, robots, outcome, parsing, models (no trio, no I/O)
+    core/       the vocabulary every layer shares, pure: URLs and scope,
+                frontier, retry, parsing, settings, models (no trio, no I/O)
+    robots/     robots.txt: the file's rules and an origin's policy (pure)
     errors.py   the errors raised on purpose: CrawlError and its subclasses
     workpool.py the termination core: WorkPool (trio only)
+    machine.py  what this machine can serve: descriptor and memory limits (I/O)
     fetch/      the Fetcher protocol and its HTTP clients (the only HTTP importers)
     frontiers/  FrontierBackend: in memory, in a SQLite file, or in Redis
     outputs/    where results go: JSON Lines / CSV files, WARC archives
+    mirror/     --mirror: the offline copy (pure layout and links, disk I/O)
     engine/     the crawl on WorkPool: robots gate, politeness, pages, delivery
     report/     the crawl report: aggregation and the HTML page
     cli/        the command line (nothing imports it)
     sites/      local sites served on 127.0.0.1 (the demo, tests)
+
+Pure rules that only one package uses live beside it (``engine/schedule.py``,
+``fetch/dns/name_cache.py``, ``frontiers/bloom.py``), as free of trio and I/O
+as core: ``tests/test_layering.py`` checks that module by module.
 """
 
 from __future__ import annotations

@@ -34,9 +34,20 @@ crawl is a bug (ours, or a handler's). The tree::
 Foreign errors are translated where they arise, once, with the original as
 ``__cause__``: libcurl's and httpx's in ``fetch/errors.py`` (to
 ``FetchError``), sqlite3's in ``frontiers/sqlite_state.py`` (to
-``StateWriteError``), coredis's in ``frontiers/redis/calls.py`` and ``client.py`` (to the Redis
-errors), OS errors of outputs in ``outputs/`` (to ``OutputError``). The
-command line maps this tree to exit codes and one-line messages (README,
+``StateWriteError``), OS errors of outputs in ``outputs/`` (to
+``OutputError``), and coredis's in four places of ``frontiers/redis/``, each
+for one kind of use:
+
+* ``calls.py``: every call of a running crawl (``Calls``: an error reply is
+  ``RedisRefused``, a lost connection ``RedisLost``);
+* ``client.py``: connecting (``open_client``: ``RedisUnavailable``; its
+  ``eviction_policy`` reads an error reply to ``INFO`` as "unknown");
+* ``liveness.py``: the wake-up listener's blocking ``XREAD`` (through
+  ``Calls.refused`` and ``Calls.lost_error``);
+* ``admin.py``: ``--status``, ``--delete-crawl`` and the consistency check,
+  which need no worker (``RedisRefused``, ``RedisLost``).
+
+The command line maps this tree to exit codes and one-line messages (README,
 "Exit codes"); every ``str()`` here is such a line.
 
 This module imports nothing from the package, so every layer may use it.

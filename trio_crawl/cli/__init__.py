@@ -1,1 +1,3 @@
-"""The command line: ``trio-crawl`` (``main``), its progress display, ``demo``."""
+"""The command line: ``trio-crawl`` (``main``), its progress display, ``demo``.
+
+``units`` (pure) reads the sizes, counts and durations its options take."""

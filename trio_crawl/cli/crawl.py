@@ -345,7 +345,7 @@ async def crawl_with_ui(
         if latency_hint is not None:
             tell(latency_hint)
         if built.mirror is not None:
-            from ..outputs.mirror import report_mirror  # imported for --mirror only
+            from ..mirror.output import report_mirror  # imported for --mirror only
 
             tell(report_mirror(built.mirror))
     if failed is not None:

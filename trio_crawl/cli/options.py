@@ -26,17 +26,17 @@ from typing import Any, TypeVar, cast
 from .. import __version__
 from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import DEFAULT_USER_AGENT
-from ..core.pool_sizing import machine_ceiling
 from ..core.scrape import Handler, Page, Request
-from ..core.units import parse_count, parse_duration, parse_number, parse_size
 from ..core.url import canonicalize
 from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 from ..frontiers.base import DEFAULT_LEASE
+from ..machine import machine_ceiling
 from .common import UsageError, UsageParser, say
 from .flags import in_flags
 from .identity import add_identity_options, identity_options
 from .output_paths import output_clash, outputs_of
+from .units import parse_count, parse_duration, parse_number, parse_size
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ class RenderOption(argparse.Action):
 
 
 def _unit_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
-    """An argparse type from a ``core.units`` parser: its one-line
+    """An argparse type from a ``cli.units`` parser: its one-line
     ``ValueError`` message becomes argparse's (``argument --timeout: ...``)."""
 
     def convert(text: str) -> T:
@@ -76,7 +76,7 @@ def _unit_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
 
 
 #: Option types: counts (``16``, ``1e3``), plain numbers, sizes (``10M``,
-#: ``1.5G``) and durations (``90s``, ``2m``); see ``core/units.py``.
+#: ``1.5G``) and durations (``90s``, ``2m``); see ``cli/units.py``.
 COUNT = _unit_type(parse_count, "count")
 NUMBER = _unit_type(parse_number, "number")
 SIZE = _unit_type(parse_size, "size")

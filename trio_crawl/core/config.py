@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..machine import machine_ceiling
 from .browser import find_browser
 from .filters import FilteredScope, UrlFilter
 from .host_budget import HostBudget
 from .http import DEFAULT_USER_AGENT, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
-from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS, machine_ceiling
+from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS
+from .scope import Scope
 from .scrape import Handler, Request
-from .url import Scope, parse_start_url
+from .url import parse_start_url
 
 if TYPE_CHECKING:
     # Only in annotations: http.cookiejar pulls in urllib.request and
@@ -134,7 +136,7 @@ class CrawlConfig:
     #: chromium on PATH); resolved to a path when ``render`` is set.
     browser: str | None = None
     #: Save every 2xx body under this directory, as ``host[:port]/path``
-    #: (``core/mirror_layout.py``): an offline copy, like ``wget -m``.
+    #: (``mirror/layout.py``): an offline copy, like ``wget -m``.
     mirror: str | None = None
     #: With ``mirror``: at the end, links to saved files become relative
     #: paths, the others absolute URLs (wget's ``-k``).

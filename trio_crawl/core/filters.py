@@ -54,7 +54,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import ConfigError
-from .url import Scope
+from .scope import Scope
 
 
 def _compile(option: str, patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:

@@ -52,15 +52,16 @@ Rules
    for queued work), and a crawl that finds new hosts must not climb back
    from a moment with few.
 
-``machine_ceiling()`` is the most workers this process can serve: one
-descriptor per worker within ``RLIMIT_NOFILE`` (minus ``RESERVED_FDS``), and
-``WORKER_MEMORY_BYTES`` per worker within half the available memory.
+The machine's ceilings are rules too: one descriptor per worker within the
+soft ``RLIMIT_NOFILE`` (minus ``RESERVED_FDS``), ``descriptor_ceiling``; and
+``WORKER_MEMORY_BYTES`` per worker within half the available memory,
+``memory_ceiling``. Reading those limits from the operating system is I/O,
+so it lives outside core: ``trio_crawl/machine.py`` (``machine_ceiling``).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 #: How often the pool samples CPU, lag and busy workers.
@@ -250,37 +251,3 @@ def memory_ceiling(available_bytes: float, per_worker: int = WORKER_MEMORY_BYTES
     if math.isinf(available_bytes):
         return 1 << 20
     return max(1, int(available_bytes // 2 // per_worker))
-
-
-def available_memory() -> float:
-    """Bytes of memory available to new allocations (Linux ``MemAvailable``;
-    else all physical memory; inf if unknown)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return math.inf
-
-
-def machine_ceiling() -> tuple[int, str]:
-    """The most workers this process can serve, and which limit says so
-    (``"ulimit -n 1024"`` or ``"memory 3.2 GB available"``)."""
-    soft: float = math.inf
-    try:
-        import resource
-
-        value = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        soft = math.inf if value == resource.RLIM_INFINITY else value
-    except (ImportError, OSError):  # pragma: no cover - Windows
-        pass
-    available = available_memory()
-    by_fds, by_memory = descriptor_ceiling(soft), memory_ceiling(available)
-    if by_fds <= by_memory:
-        return by_fds, f"ulimit -n {soft:g}"
-    return by_memory, f"{available / 1e9:.1f} GB of memory available"

@@ -20,9 +20,8 @@ from typing import Protocol
 
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry
-from ..core.schedule import PoliteSchedule
+from ..core.scope import Scope
 from ..core.stats import CrawlStats
-from ..core.url import Scope
 from ..fetch.base import Fetcher
 from ..frontiers.base import (
     AdmitsSeeds,
@@ -38,6 +37,7 @@ from .politeness import Job, ScheduleRoom
 from .pool_size import sized_pool
 from .requests import priority
 from .robots_gate import RobotsCache
+from .schedule import PoliteSchedule
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
 from .sitemaps import SitemapSeeder
 from .time_limit import stop_at_time_limit

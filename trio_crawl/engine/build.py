@@ -37,8 +37,8 @@ from .fetchers import open_fetcher
 from .statistics import is_rendering
 
 if TYPE_CHECKING:
+    from ..mirror.output import MirrorLink
     from ..outputs.archive import ArchiveLink
-    from ..outputs.mirror import MirrorLink
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,7 +224,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
                 )
             )
         if config.mirror is not None:  # converts the links when the block ends
-            from ..outputs.mirror import open_mirror  # imported for a mirror only
+            from ..mirror.output import open_mirror  # imported for a mirror only
 
             built.mirror = await stack.enter_async_context(
                 open_mirror(config, on_failure=built._mirror_failed, warn=plan.on_mirror_warning)

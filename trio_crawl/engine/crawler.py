@@ -39,7 +39,6 @@ import trio
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry
 from ..core.models import CrawlRecord, FetchResult
-from ..core.outcome import Step, decide, make_record
 from ..core.retry import RetryPolicy
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import host_port
@@ -56,6 +55,7 @@ from .delivery import (
     Responses,
 )
 from .host_gate import ROBOTS_RETRY_PERIOD, Verdict
+from .outcome import Step, decide, make_record
 from .pages import PageReader
 from .recording import Recorder
 from .requests import fetch_entry, handler_for

@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.distinct import DistinctCounter
 from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
 from ..core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
 from ..core.requisites import REQUISITE
+from ..core.scope import Scope
 from ..core.scrape import Handler, Page, Request
 from ..core.stylesheet import stylesheet_urls
-from ..core.url import Scope, resolve
+from ..core.url import resolve
 from ..frontiers.base import AdmitsLinkChunks, AdmitsRequests, AdmitsRequisites, FrontierBackend
 from .delivery import Delivery
+from .distinct import DistinctCounter
 from .parse_process import ParseProcess, parse_process_for
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The politeness schedule as a ``WorkPool`` room.
 
-``PoliteSchedule`` (pure, ``core/schedule.py``) decides when a host may get
+``PoliteSchedule`` (pure, ``engine/schedule.py``) decides when a host may get
 its next request; this wraps it with trio's clock and a timer task that hands
 URLs back to the pool when their time comes. A URL waiting here holds no
 crawler and blocks no other host, and it still counts as unfinished work
@@ -24,8 +24,8 @@ import trio
 
 from ..core.frontier import Entry
 from ..core.requisites import REQUISITE
-from ..core.schedule import PoliteSchedule
 from ..core.url import host_port
+from .schedule import PoliteSchedule
 
 
 class Turn:

@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 
 from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchResult
-from ..core.outcome import make_record
 from ..core.url import resolve
 from ..frontiers.base import FrontierBackend, ReportsRefetch
 from .delivery import Delivery, Responses
+from .outcome import make_record
 from .statistics import RunClock
 
 _FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)

@@ -1,7 +1,7 @@
 """The trio half of robots.txt: fetch each origin's file once, share it, refresh it.
 
 Theory of operation. ``RobotsCache`` keeps, per robots.txt URL (one per
-origin, see ``robots_url`` in ``core/robots.py``), either a decided policy
+origin, see ``robots_url`` in ``robots/policy.py``), either a decided policy
 with an expiry time or an in-flight fetch marked by a ``trio.Event``. ``policy_for(url)``:
 
 1. returns the cached policy while it is fresh;
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 import trio
 
 from ..core.models import HOST_FAILURE_KINDS
-from ..core.robots import (
+from ..errors import FetchError
+from ..fetch.base import Fetcher
+from ..robots.policy import (
     DEFAULT_MAX_AGE,
     DEFAULT_RETRY_PERIOD,
     MAX_ROBOTS_REDIRECTS,
@@ -44,8 +46,6 @@ from ..core.robots import (
     product_token,
     robots_url,
 )
-from ..errors import FetchError
-from ..fetch.base import Fetcher
 
 
 @dataclass(frozen=True, slots=True)

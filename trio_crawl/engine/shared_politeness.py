@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 from ..core.frontier import Entry
 from ..core.models import FetchResult
-from ..core.schedule import PoliteSchedule
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierBackend, SharedPoliteness, SharedRobots
 from .politeness import Job, ScheduleRoom
+from .schedule import PoliteSchedule
 
 
 class SharedScheduleRoom(ScheduleRoom):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..core.robots import robots_url
-from ..core.sitemap import parse_sitemap
-from ..core.url import Scope, canonicalize, host_port
+from ..core.scope import Scope
+from ..core.url import canonicalize, host_port
 from ..errors import FetchError, SitemapError
 from ..fetch.base import Fetcher
 from ..frontiers.base import AdmitsSeeds
+from ..robots.policy import robots_url
+from .sitemap_parse import parse_sitemap
 
 MAX_SITEMAPS_PER_HOST = 50
 

@@ -44,7 +44,7 @@ what every fetcher shares is in ``request``, ``body``, ``decode`` and ``errors``
 11. Host names are looked up once per crawl, off the event loop: every
     transport of the client connects through one ``ResolvingBackend``
     (``fetch.httpx_network``) sharing one ``CachingResolver``
-    (``fetch.resolve``); TLS and the ``Host`` header keep the name.
+    (``fetch.dns.resolve``); TLS and the ``Host`` header keep the name.
 
 Exceptions and their kinds (see ``error_kind``)::
 
@@ -84,11 +84,11 @@ from .body import (
     too_large,
 )
 from .decode import ACCEPT_ENCODING, is_decode_error
+from .dns.resolve import CachingResolver
 from .errors import translated_errors
 from .httpx_network import ResolvingBackend, use_backend
 from .identity import Identity
 from .request import check_url, request_headers
-from .resolve import CachingResolver
 from .tls import is_tls_failure, ssl_context
 
 Transport = httpx2.AsyncBaseTransport

@@ -1,5 +1,5 @@
 """httpcore's trio network backend, with host names resolved through the
-crawl's ``CachingResolver`` (``fetch.resolve``) instead of one
+crawl's ``CachingResolver`` (``fetch.dns.resolve``) instead of one
 ``getaddrinfo`` per new connection.
 
 httpcore opens every connection with ``connect_tcp(host, port, ...)`` on its
@@ -43,7 +43,7 @@ import httpx2
 import trio
 
 from .answer_end import AnswerEnd
-from .resolve import CachingResolver, connect_first, is_ip_literal
+from .dns.resolve import CachingResolver, connect_first, is_ip_literal
 
 __all__ = ["ResolvingBackend", "WatchedStream", "use_backend"]
 

@@ -26,8 +26,8 @@ from ..core.frontier import (
 )
 from ..core.host_budget import HostBudget
 from ..core.requisites import REQUISITE
+from ..core.scope import Scope
 from ..core.scrape import Request
-from ..core.url import Scope
 from .base import Correct, Publish
 
 

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.config import CrawlConfig
-from ..core.crawl_identity import StateIdentity
 from ..core.filters import UrlFilter
-from ..core.url import Scope, canonicalize
+from ..core.scope import Scope
+from ..core.url import canonicalize
 from ..errors import StateInUseError, StateLockedError, StateUsageError
+from .crawl_identity import StateIdentity
 from .disk_backlog import DiskBacklog, seed_lines
 from .sqlite_state import CrawlState
 

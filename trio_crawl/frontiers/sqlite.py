@@ -43,7 +43,7 @@ import trio
 
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, Frontier, FrontierStatistics, RedirectOutcome
-from ..core.url import Scope
+from ..core.scope import Scope
 from .base import Correct, Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
 from .resume import PreparedState, prepare_state

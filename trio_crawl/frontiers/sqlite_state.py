@@ -36,7 +36,7 @@ Rules
 5. The disk queue is FIFO by rowid (insertion order). A partial index holds only the
    QUEUED_DISK rows, so taking the oldest ones costs O(taken), however many rows
    are done.
-6. ``filter_unseen`` answers from memory when it can (``core/bloom.py``): an exact
+6. ``filter_unseen`` answers from memory when it can (``frontiers/bloom.py``): an exact
    set of recently used URLs (admitted or confirmed, not seeds) says "seen", a Bloom
    filter's "no" says "unseen", and only its "maybe" is checked in the database, in
    one query per 256 "maybe"s. The Bloom filter is built from the table on first use
@@ -128,9 +128,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core.bloom import GrowingBloom, RecentDepths, RecentSet
 from ..core.host_budget import HostBudget
 from ..errors import StateInUseError, StateWriteError
+from .bloom import GrowingBloom, RecentDepths, RecentSet
 from .sqlite_hosts import HostLedger
 
 if sys.platform != "win32":

@@ -34,7 +34,7 @@ Map of the site (``N = max(1, 2 * pages // 3)`` items, ``M = max(1, pages - N)``
   ``/latin1/more``, reachable only through it.
 
 ``demo_expectations(site)`` walks the site in-process with the crawler's own
-pure rules (``parse.extract_links``, ``url.Scope``, ``RobotsPolicy``) and
+pure rules (``parse.extract_links``, ``scope.Scope``, ``RobotsPolicy``) and
 says what a complete crawl from ``/`` must record. For ``demo_site()`` (300
 pages, seed 0): 348 URLs, of which 338 answer 200 (3 of them non-HTML), 5 are
 redirect hops (301, 302, 307 on the chain; two 302 in the loop), one 404, one
@@ -57,8 +57,9 @@ from html import escape
 from ..core.http import DEFAULT_USER_AGENT
 from ..core.parse import extract_links
 from ..core.retry import RetryPolicy
-from ..core.robots import RobotsPolicy
-from ..core.url import Scope, canonicalize, resolve
+from ..core.scope import Scope
+from ..core.url import canonicalize, resolve
+from ..robots.policy import RobotsPolicy
 from .site import Response, Route, Site, SiteRequest, redirect
 
 PER_PAGE = 20

@@ -44,8 +44,8 @@ from urllib.parse import urlsplit
 import trio
 
 from ...core.models import FetchResult
-from ...core.robots import RobotsPolicy
 from ...errors import FetchError
+from ...robots.policy import RobotsPolicy
 from .browser import Browser
 from .cdp import BrowserClosed, CdpConnection, CdpError, CdpEvent
 from .jar import keep_page_cookies

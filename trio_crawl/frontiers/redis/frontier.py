@@ -67,7 +67,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ...core.config import CrawlConfig
-from ...core.crawl_identity import SharedIdentity
 from ...core.frontier import (
     MAX_REDIRECT_HOPS,
     DepthCorrection,
@@ -80,6 +79,7 @@ from ...core.models import FetchResult
 from ...core.scrape import Request
 from ...errors import CrawlMismatch, RedisLost
 from ..base import DEFAULT_LEASE, Correct, Publish
+from ..crawl_identity import SharedIdentity
 from . import wire
 from .calls import Calls
 from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction

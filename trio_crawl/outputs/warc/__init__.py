@@ -1,8 +1,10 @@
 """WARC output (``--warc FILE.warc.gz``), by job.
 
-``writer``: ``WarcWriter`` turns each fetched page into WARC 1.1 records (the
-record format, the decoded-body rule, truncation and dedup are in its
-docstring). ``members``: the gzip member each record is written as, the lock
+``records``: ``WarcRecords`` turns each fetched page into WARC 1.1 records,
+one gzip member each (the record format, the decoded-body rule, truncation
+and dedup are in its docstring). ``writer``: ``WarcWriter`` owns the file
+they go to: opened or resumed under a lock, one write per exchange.
+``members``: the gzip member each record is written as, the lock
 that keeps one writer per file, and ``repair_warc``, which cuts a torn tail so
 that a resumed crawl appends safely. ``reader``: ``read_warc_responses`` reads
 a file back with warcio, every digest checked (tests, tools). Plain
@@ -11,7 +13,7 @@ synchronous file I/O; none of them imports trio.
 
 from .members import LOCK_TIMEOUT, WarcFileBusy, iter_members, lock_warc, repair_warc
 from .reader import StoredResponse, read_warc_responses
-from .writer import (
+from .records import (
     DEDUP_MIN_BYTES,
     DEFAULT_COMPRESSLEVEL,
     HAVE_ISAL,
@@ -19,9 +21,10 @@ from .writer import (
     TRUNCATED_REASONS,
     WARC_EXTRA_MESSAGE,
     WARC_VERSION,
-    WarcWriter,
+    WarcRecords,
     stored_response_headers,
 )
+from .writer import WarcWriter
 
 __all__ = [
     "DEDUP_MIN_BYTES",
@@ -34,6 +37,7 @@ __all__ = [
     "WARC_VERSION",
     "StoredResponse",
     "WarcFileBusy",
+    "WarcRecords",
     "WarcWriter",
     "iter_members",
     "lock_warc",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from .writer import WARC_EXTRA_MESSAGE
+from .records import WARC_EXTRA_MESSAGE
 
 
 class StoredResponse(NamedTuple):

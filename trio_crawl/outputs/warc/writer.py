@@ -1,55 +1,9 @@
-"""WARC output (``--warc FILE.warc.gz``): what was fetched, as WARC 1.1 records.
+"""WARC output (``--warc FILE.warc.gz``): the file that a crawl's records go to.
 
-What is written
----------------
-
-* One ``warcinfo`` record when a writer opens the file, new or resumed (WARC 1.1
-  §6.1: a warcinfo record describes the records after it, up to the next
-  one). It names the software (``trio-crawl/<version>``) and the crawl's
-  settings.
-* Per fetched page, in one write: a ``response`` record, the ``request`` record
-  that produced it and, if the engine passes fields, a ``metadata`` record.
-  The last two carry ``WARC-Concurrent-To`` with the response's record id. The
-  response comes first, as in warcio and Heritrix: indexers look for a request
-  *after* its response.
-* With ``dedup=True``, a page whose body is byte-identical to one already
-  stored in this session gets a ``revisit`` record instead. The revisit has the
-  ``identical-payload-digest`` profile and holds only the HTTP head. It
-  points at the first capture with ``WARC-Refers-To``,
-  ``WARC-Refers-To-Target-URI`` and ``WARC-Refers-To-Date``.
-
-Each record has ``WARC-Block-Digest`` (SHA-1, base32), and each response also has
-``WARC-Payload-Digest``. Every record is its own gzip member, as the spec's
-annex recommends for ``.warc.gz``.
-
-The decoded-body rule
----------------------
-
-Fetchers hand over the *decoded* body: gzip, deflate and br are already undone.
-So the stored HTTP head is rewritten to match the stored bytes.
-``Content-Encoding`` and ``Transfer-Encoding`` are dropped, and
-``Content-Length`` is set to the stored body's length. When a stored value
-differs from what the server sent, the server's value is kept as
-``X-Crawler-Original-Content-Encoding``, ``X-Crawler-Original-Transfer-Encoding``
-or ``X-Crawler-Original-Content-Length``. A replay tool can then serve the
-record as it is. The price is that the record is not the exact bytes that
-crossed the wire. Header names are lower case, as the fetcher reports them,
-and a header the server repeated is one line, its values joined with ", ".
-
-Truncation
-----------
-
-A body that was not fully downloaded is stored as far as it was, with
-``WARC-Truncated`` set to one of the values that WARC 1.1 §5.13 defines:
-
-* ``unspecified``: a body the crawler chose not to download. That is a
-  non-HTML response without ``--all-bodies`` (``FetchResult.body_skipped``).
-  No size or time limit caused it, so "length" and "time" would be false.
-  This is the default for ``body_skipped`` results.
-* ``length``: the body passed ``--max-bytes``. The engine passes it for a
-  partial result it was given.
-* ``time``: the body was cut by a deadline.
-* ``disconnect``: the peer closed the connection mid-body.
+``WarcWriter`` owns one ``.warc.gz`` file: it opens (or resumes) it under a
+lock, writes each exchange's records in one write, and counts what it wrote.
+Which records a fetch becomes, and what each holds (the decoded-body rule,
+truncation, dedup), is ``records.py``'s docstring.
 
 Resume
 ------
@@ -67,183 +21,37 @@ written, and the WARC holds every page that the output file lists.
 ``WarcWriter.open`` also takes an exclusive ``flock`` on the file, held as
 long as any process has the descriptor open, so two writers never interleave.
 
-This module does plain synchronous file I/O and never imports trio. The
-command line runs a ``WarcWriter`` in a child process (``warc_process.py``).
-The gzip members, the lock and the repair are ``members.py``.
+This module does plain synchronous file I/O and never imports trio. What the
+records hold, and their bytes, are ``records.py`` (``WarcRecords``); the gzip
+members' format, the lock and the repair are ``members.py``. A crawl with
+``--warc`` (or the library's ``warc=``) runs its ``WarcWriter`` in a child
+process (``warc_process.py``), so the records cost the crawl no CPU.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 import stat
-import time
-import zlib
-from collections.abc import Callable, Mapping
-from http import HTTPStatus
+from collections.abc import Mapping
 from types import TracebackType
-from typing import BinaryIO, Final, NamedTuple, Self
-from urllib.parse import urlsplit
+from typing import BinaryIO, Self
 
 from ...core.models import FetchResult
-from ...core.version import VERSION
-from .members import (
-    GZ_HEADER,
-    GZ_MAGIC,
-    GZ_SUBFIELD,
-    LOCK_TIMEOUT,
-    PLAIN_GZ_HEADER_SIZE,
-    lock_warc,
-    repair_warc,
-)
-
-try:  # ISA-L deflate: 3-4x faster than zlib at level 1, and smaller output
-    from isal import isal_zlib
-
-    _isal_compress: Callable[..., bytes] | None = isal_zlib.compress
-except ImportError:  # pragma: no cover - the warc extra installs it
-    _isal_compress = None
-
-#: Whether ISA-L (from the ``warc`` extra) is there. Without it the writer uses
-#: zlib and costs about twice the CPU; a CLI that wants the fast path can refuse
-#: ``--warc`` with ``WARC_EXTRA_MESSAGE`` when this is False.
-HAVE_ISAL: Final = _isal_compress is not None
-
-#: The one-line message for a missing optional dependency.
-WARC_EXTRA_MESSAGE: Final = "--warc needs the optional dependency: pip install 'trio-crawl[warc]'"
-
-WARC_VERSION: Final = "WARC/1.1"
-#: ``WARC-Truncated`` values defined by WARC 1.1 §5.13.
-TRUNCATED_REASONS: Final = frozenset({"length", "time", "disconnect", "unspecified"})
-REVISIT_PROFILE: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
-#: Deflate level of each record. On the benchmark's HTML, zlib's level 1 output
-#: is about 13% bigger than level 6, for half the CPU. ISA-L's level 1 output is
-#: smaller than zlib's level 1, for half of that CPU again
-#: (``benchmarks/bench_warc.py``).
-DEFAULT_COMPRESSLEVEL: Final = 1
-#: With ``dedup``, bodies shorter than this are always stored: a revisit record's
-#: head would cost about as much as the body.
-DEDUP_MIN_BYTES: Final = 1024
-
-_REASONS: Final = {s.value: s.phrase for s in HTTPStatus}
-#: Response headers that describe the wire form of a body we store decoded.
-_WIRE_HEADERS: Final = frozenset({"content-encoding", "transfer-encoding", "content-length"})
-_ORIGINAL_PREFIX: Final = "x-crawler-original-"
-
-# base32 of a SHA-1 (160 bits = 32 characters), ten bits at a time: the standard
-# library's b32encode is pure Python and twice as slow.
-_B32_PAIRS: Final = [
-    a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-]
-_B32_SHIFTS: Final = tuple(range(150, -1, -10))
-
-
-def _b32(digest: bytes) -> str:
-    n = int.from_bytes(digest, "big")
-    pairs = _B32_PAIRS
-    return "".join([pairs[(n >> shift) & 1023] for shift in _B32_SHIFTS])
-
-
-def _sha1(*parts: bytes) -> str:
-    """A ``sha1:<base32>`` digest, as WARC-*-Digest fields carry it."""
-    h = hashlib.sha1()
-    for part in parts:
-        h.update(part)
-    return "sha1:" + _b32(h.digest())
-
-
-def _record_id() -> str:
-    """``<urn:uuid:...>`` with a random (version 4) UUID, minus uuid's overhead."""
-    h = os.urandom(16).hex()
-    variant = "89ab"[int(h[16], 16) & 3]
-    return f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}>"
-
-
-def _warc_date(t: float) -> str:
-    """W3C-ISO8601 with microseconds, as WARC 1.1 §5.4 allows."""
-    whole = int(t)
-    micros = int((t - whole) * 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
-
-
-def _clean(value: str) -> str:
-    """A header value on one line (a CR or LF in it would forge a header)."""
-    if "\r" in value or "\n" in value:
-        return " ".join(value.splitlines())
-    return value
-
-
-def stored_response_headers(headers: Mapping[str, str], body_length: int) -> list[tuple[str, str]]:
-    """The HTTP header lines stored for a decoded body of ``body_length`` bytes.
-
-    Drops ``content-encoding`` and ``transfer-encoding``, sets ``content-length``
-    to ``body_length``, and keeps a changed server value as
-    ``x-crawler-original-<name>``. Other headers are kept in order, with their
-    names lower case.
-    """
-    out: list[tuple[str, str]] = []
-    originals: list[tuple[str, str]] = []
-    for name, value in headers.items():
-        if name in _WIRE_HEADERS:
-            if name != "content-length" or value.strip() != str(body_length):
-                originals.append((_ORIGINAL_PREFIX + name, _clean(value)))
-            continue
-        out.append((name, _clean(value)))
-    out.append(("content-length", str(body_length)))
-    out.extend(originals)
-    return out
-
-
-def _target_and_host(url: str) -> tuple[str, str]:
-    """The request-target (path and query) and Host of an absolute http(s) URL."""
-    _, sep, rest = url.partition("://")
-    if not sep:
-        parts = urlsplit(url)
-        return (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), parts.netloc
-    cut = len(rest)
-    for ch in "/?#":
-        i = rest.find(ch)
-        if 0 <= i < cut:
-            cut = i
-    host, target = rest[:cut], rest[cut:].partition("#")[0]
-    if not target.startswith("/"):
-        target = "/" + target
-    return target, host.rpartition("@")[2]
-
-
-def _header_lines(headers: Mapping[str, str]) -> str:
-    """Request header lines; ``Host`` is left out (it is written from the URL)."""
-    return "".join(
-        f"{name}: {_clean(value)}\r\n" for name, value in headers.items() if name.lower() != "host"
-    )
-
-
-def _gzip_function(level: int, compressor: str) -> Callable[[bytes], bytes]:
-    """``data -> one gzip member`` (a plain 10-byte header, deflate, trailer)."""
-    if compressor not in ("auto", "isal", "zlib"):
-        raise ValueError(f"compressor must be auto, isal or zlib, not {compressor!r}")
-    isal_compress = _isal_compress
-    if compressor == "isal" and isal_compress is None:
-        raise ModuleNotFoundError(WARC_EXTRA_MESSAGE)
-    if isal_compress is not None and compressor != "zlib" and level <= 3:
-        return lambda data: isal_compress(data, level, wbits=31)
-    zlib_compress = zlib.compress
-    return lambda data: zlib_compress(data, level, wbits=31)
-
-
-class _Capture(NamedTuple):
-    uri: str
-    date: str
-    record_id: str
+from .members import LOCK_TIMEOUT, lock_warc, repair_warc
+from .records import DEFAULT_COMPRESSLEVEL, Parts, WarcRecords, truncation
 
 
 class WarcWriter:
     """Writes WARC records to one file, one gzip member per record.
 
-    Not thread-safe: one writer belongs to one thread at a time (the crawler task,
-    or ``BackgroundWarcWriter``'s worker). Use ``WarcWriter.open``.
+    Not thread-safe: one writer belongs to one thread at a time. In a crawl
+    with ``--warc`` (or ``warc=``) there are two, one after the other, in
+    ``warc_process.py``: ``WarcProcess.start`` opens the file with
+    ``WarcWriter.open`` (in a worker thread of the crawl: it may wait for the
+    lock), and the child process it starts writes every exchange through its
+    own ``WarcWriter`` on the inherited descriptor. Tests and tools may use
+    one directly. Use ``WarcWriter.open``.
     """
 
     def __init__(
@@ -261,22 +69,22 @@ class WarcWriter:
         self._file = file
         self._fd = file.fileno() if _has_fd(file) else None
         self._filename = filename
-        self._default_request_headers = _header_lines(request_headers or {})
-        self._gzip = _gzip_function(compresslevel, compressor)
-        self._dedup: dict[str, _Capture] | None = {} if dedup else None
-        self._warcinfo_id = warcinfo_id
+        self._records = WarcRecords(
+            request_headers=request_headers,
+            compresslevel=compresslevel,
+            compressor=compressor,
+            dedup=dedup,
+            warcinfo_id=warcinfo_id,
+        )
         #: The warcinfo fields of a start put off until the first record
         #: (``open(defer_start=True)``): then the file is emptied first.
         self._fresh_start = None if fresh_start is None else dict(fresh_start)
         self.closed = False
         #: Bytes that ``open`` cut off a torn tail before appending.
         self.repaired_bytes = 0
-        #: Statistics: exchanges written, records written, revisits among them,
-        #: bytes before compression, and bytes written to the file.
+        #: Statistics: exchanges written and bytes written to the file (records,
+        #: revisits and bytes before compression: the properties below).
         self.exchanges = 0
-        self.records = 0
-        self.revisits = 0
-        self.raw_bytes = 0
         self.bytes_written = 0
 
     @classmethod
@@ -352,22 +160,9 @@ class WarcWriter:
     def write_warcinfo(self, info: Mapping[str, object]) -> str:
         """A ``warcinfo`` record; the response records written after it refer to
         it with ``WARC-Warcinfo-ID``. Returns its WARC-Record-ID."""
-        fields: dict[str, object] = {
-            "software": f"trio-crawl/{VERSION}",
-            "format": "WARC File Format 1.1",
-            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/"
-            "warc-format/warc-1.1/",
-            "http-body": "decoded: content-encoding removed, content-length of the stored "
-            "body; the server's values in x-crawler-original-* headers",
-        }
-        fields.update(info)
-        record_id = _record_id()
-        head = f"WARC-Type: warcinfo\r\nWARC-Record-ID: {record_id}\r\n"
-        head += f"WARC-Date: {_warc_date(time.time())}\r\n"
-        if self._filename:
-            head += f"WARC-Filename: {_clean(self._filename)}\r\n"
-        self._write(self._record(head, "application/warc-fields", _fields_block(fields)))
-        self._warcinfo_id = record_id
+        record_id, parts = self._records.warcinfo(info, self._filename)
+        self._write(parts)
+        self._records.warcinfo_id = record_id
         return record_id
 
     def write_exchange(
@@ -395,64 +190,20 @@ class WarcWriter:
         (epoch seconds); default now minus ``result.elapsed``. Returns the
         response's WARC-Record-ID. All records go to the file in one write.
         """
-        if truncated is None and result.body_skipped:
-            truncated = "unspecified"
-        if truncated is not None and truncated not in TRUNCATED_REASONS:
-            raise ValueError(f"WARC-Truncated must be one of {sorted(TRUNCATED_REASONS)}")
+        truncated = truncation(result, truncated)
         if self._fresh_start is not None:
             self._start_fresh()
-        protocol = protocol or "HTTP/1.1"
-        warc_date = _warc_date(time.time() - result.elapsed if date is None else date)
-        body = result.body if result.network_body is None else result.network_body
-        status = result.status
-        http_head = "".join(
-            [f"{protocol} {status} {_REASONS.get(status, '')}\r\n"]
-            + [f"{n}: {v}\r\n" for n, v in stored_response_headers(result.headers, len(body))]
-            + ["\r\n"]
-        ).encode("utf-8")
-        payload_digest = _sha1(body)
-        response_id = _record_id()
-        common = f"WARC-Record-ID: {response_id}\r\nWARC-Date: {warc_date}\r\n"
-        common += f"WARC-Target-URI: {_clean(url)}\r\n"
-        if self._warcinfo_id is not None:
-            common += f"WARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
-        if ip:
-            common += f"WARC-IP-Address: {_clean(ip)}\r\n"
-
-        first = self._first_capture(payload_digest, url, warc_date, response_id, body, truncated)
-        if first is None:
-            head = "WARC-Type: response\r\n" + common
-            if truncated is not None:
-                head += f"WARC-Truncated: {truncated}\r\n"
-            head += f"WARC-Payload-Digest: {payload_digest}\r\n"
-            response = self._record(head, "application/http;msgtype=response", http_head, body)
-        else:
-            head = "WARC-Type: revisit\r\n" + common
-            head += (
-                f"WARC-Profile: {REVISIT_PROFILE}\r\n"
-                f"WARC-Refers-To: {first.record_id}\r\n"
-                f"WARC-Refers-To-Target-URI: {_clean(first.uri)}\r\n"
-                f"WARC-Refers-To-Date: {first.date}\r\n"
-                f"WARC-Payload-Digest: {payload_digest}\r\n"
-            )
-            response = self._record(head, "application/http;msgtype=response", http_head)
-            self.revisits += 1
-
-        target, host = _target_and_host(url)
-        request_block = (
-            f"{method} {target} {protocol}\r\nHost: {host}\r\n"
-            + self._default_request_headers
-            + (_header_lines(request_headers) if request_headers else "")
-            + "\r\n"
-        ).encode("utf-8")
-        head = (
-            f"WARC-Type: request\r\nWARC-Record-ID: {_record_id()}\r\n"
-            f"WARC-Date: {warc_date}\r\nWARC-Target-URI: {_clean(url)}\r\n"
-            f"WARC-Concurrent-To: {response_id}\r\n"
+        response_id, parts = self._records.exchange(
+            url=url,
+            result=result,
+            request_headers=request_headers,
+            method=method,
+            truncated=truncated,
+            ip=ip,
+            protocol=protocol,
+            metadata=metadata,
+            date=date,
         )
-        parts = response + self._record(head, "application/http;msgtype=request", request_block)
-        if metadata:
-            parts += self._metadata(_record_id(), url, metadata, warc_date, response_id)
         self._write(parts)
         self.exchanges += 1
         return response_id
@@ -464,9 +215,8 @@ class WarcWriter:
         without a response). Returns its WARC-Record-ID."""
         if self._fresh_start is not None:
             self._start_fresh()
-        record_id = _record_id()
-        date = _warc_date(time.time())
-        self._write(self._metadata(record_id, url, fields, date, concurrent_to))
+        record_id, parts = self._records.metadata(url, fields, concurrent_to=concurrent_to)
+        self._write(parts)
         return record_id
 
     @property
@@ -485,7 +235,22 @@ class WarcWriter:
     def warcinfo_id(self) -> str | None:
         """The record id of the ``warcinfo`` that the next records refer to
         (``warcinfo_id=`` gives a writer on an already started file the same)."""
-        return self._warcinfo_id
+        return self._records.warcinfo_id
+
+    @property
+    def records(self) -> int:
+        """Records written (or built for the write under way)."""
+        return self._records.records
+
+    @property
+    def revisits(self) -> int:
+        """Revisit records among them (``dedup``)."""
+        return self._records.revisits
+
+    @property
+    def raw_bytes(self) -> int:
+        """Bytes of those records before compression."""
+        return self._records.raw_bytes
 
     # -- file -------------------------------------------------------------------
 
@@ -517,58 +282,7 @@ class WarcWriter:
 
     # -- internals --------------------------------------------------------------
 
-    def _first_capture(
-        self,
-        digest: str,
-        url: str,
-        warc_date: str,
-        record_id: str,
-        body: bytes,
-        truncated: str | None,
-    ) -> _Capture | None:
-        """With dedup: the earlier capture of an identical body, else None (and
-        remember this one)."""
-        if self._dedup is None or truncated is not None or len(body) < DEDUP_MIN_BYTES:
-            return None
-        first = self._dedup.get(digest)
-        if first is None:
-            self._dedup[digest] = _Capture(url, warc_date, record_id)
-        return first
-
-    def _metadata(
-        self,
-        record_id: str,
-        url: str,
-        fields: Mapping[str, object],
-        warc_date: str,
-        concurrent_to: str | None,
-    ) -> list[bytes | memoryview]:
-        head = f"WARC-Type: metadata\r\nWARC-Record-ID: {record_id}\r\n"
-        head += f"WARC-Date: {warc_date}\r\nWARC-Target-URI: {_clean(url)}\r\n"
-        if concurrent_to:
-            head += f"WARC-Concurrent-To: {concurrent_to}\r\n"
-        return self._record(head, "application/warc-fields", _fields_block(fields))
-
-    def _record(
-        self, head: str, content_type: str, block: bytes, payload: bytes = b""
-    ) -> list[bytes | memoryview]:
-        """One record as a gzip member: ``head`` holds its named fields (CRLF
-        after each), and ``block`` followed by ``payload`` is its content block."""
-        warc_head = (
-            f"{WARC_VERSION}\r\n{head}Content-Type: {content_type}\r\n"
-            f"WARC-Block-Digest: {_sha1(block, payload)}\r\n"
-            f"Content-Length: {len(block) + len(payload)}\r\n\r\n"
-        ).encode()
-        data = b"".join((warc_head, block, payload, b"\r\n\r\n"))
-        self.raw_bytes += len(data)
-        self.records += 1
-        member = self._gzip(data)
-        length = GZ_HEADER.size + len(member) - PLAIN_GZ_HEADER_SIZE
-        # XFL=4 ("fastest"), OS=255 ("unknown"); then our subfield with the length.
-        header = GZ_HEADER.pack(GZ_MAGIC, 0, 4, 255, 12, GZ_SUBFIELD, 8, length)
-        return [header, memoryview(member)[PLAIN_GZ_HEADER_SIZE:]]
-
-    def _write(self, parts: list[bytes | memoryview]) -> None:
+    def _write(self, parts: Parts) -> None:
         if self.closed:
             raise ValueError("write to a closed WarcWriter")
         total = sum(len(p) for p in parts)
@@ -591,14 +305,3 @@ def _has_fd(file: BinaryIO) -> bool:
         return False
     # A buffered file would hold bytes that os.writev would overtake.
     return not hasattr(file, "raw")
-
-
-def _fields_block(fields: Mapping[str, object]) -> bytes:
-    """``application/warc-fields``: one ``name: value`` line per field."""
-    lines = []
-    for name, value in fields.items():
-        if value is None:
-            continue
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        lines.append(f"{_clean(str(name))}: {_clean(text)}\r\n")
-    return "".join(lines).encode("utf-8")

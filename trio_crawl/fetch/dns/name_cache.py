@@ -6,7 +6,7 @@ Theory of operation
 A broad crawl connects to the same hosts again and again (robots.txt, then
 each page, on new connections whenever keep-alive lapses); without a cache
 every connection costs one ``getaddrinfo`` in a thread. The trio layer
-(``fetch.resolve.CachingResolver``) asks ``begin(name, now)`` before each
+(``fetch.dns.resolve.CachingResolver``) asks ``begin(name, now)`` before each
 lookup and does what the answer says:
 
 - ``Hit(value)``: use the cached answer, no lookup;

@@ -35,7 +35,7 @@ Rules (wget's layout, ``-nH`` not applied, no ``--protocol-directories``):
    keeping a short extension: always at most 255 bytes.
 8. A file and a directory wanting one name (``/a`` saved, then ``/a/b``): the
    directory wins and the file moves to ``a/index.html`` (the writer does
-   this, ``outputs/mirror_files.py``); ``candidates`` therefore also looks
+   this, ``mirror/files.py``); ``candidates`` therefore also looks
    for ``<name>/index.html``. ``/a`` and ``/a/`` then share a file, as wget's.
 
 ``relative_href`` gives the link from one saved file to another, each name

@@ -3,7 +3,7 @@
 Like wget, links are converted once the crawl is over (a link may point to a
 page fetched later). Nothing of the crawl is kept in memory for it: the
 directory is walked file by file (``MirrorFiles.walk``), each HTML page and
-stylesheet is read, converted (``core/mirror_links.py``) and written back
+stylesheet is read, converted (``mirror/links.py``) and written back
 when something changed, and "is this link's target saved?" is answered by
 looking for the file its URL maps to (``MirrorLayout.candidates``), through
 a bounded cache. So memory does not grow with the site, and a resumed
@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..core.mirror_layout import MirrorLayout, url_of_path
-from ..core.mirror_links import LinkConverter
-from .mirror_files import MirrorFiles, MirrorSkip, is_fatal
+from .files import MirrorFiles, MirrorSkip, is_fatal
+from .layout import MirrorLayout, url_of_path
+from .links import LinkConverter
 
 _PAGE_SUFFIXES: Final = (".html", ".htm", ".xhtml", ".shtml")
 _SNIFF_BYTES: Final = 1024

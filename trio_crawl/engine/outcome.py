@@ -24,11 +24,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.frontier import Entry
+from ..core.models import HOST_FAILURE_KINDS, CrawlRecord, ErrorInfo, FetchResult
+from ..core.retry import RetryPolicy
+from ..core.url import mask_credentials
 from ..errors import FetchError
-from .frontier import Entry
-from .models import HOST_FAILURE_KINDS, CrawlRecord, ErrorInfo, FetchResult
-from .retry import RetryPolicy
-from .url import mask_credentials
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 

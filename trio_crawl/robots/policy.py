@@ -23,7 +23,7 @@ Rules (RFC 9309 section numbers in brackets):
    ``retry_period`` seconds, after which the file is fetched again.
 6. A parsed file is used for at most ``max_age`` seconds (24 h) [2.4].
 
-Parsing and matching live in ``robots_txt`` (see its docstring): RFC 9309,
+Parsing and matching live in ``rules.py`` (see its docstring): RFC 9309,
 read as Google's reference parser reads it, whose public test suite passes.
 We match the file against our *product token*, the user agent up to the
 first ``/`` or space (so ``"trio-crawl/0.1 (+https://...)"`` becomes
@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from .robots_txt import RobotsRules, RobotsTxt
+from .rules import RobotsRules, RobotsTxt
 
 #: RFC 9309 section 2.5: crawlers must parse at least 500 KiB.
 MAX_ROBOTS_BYTES = 500 * 1024
@@ -192,7 +192,7 @@ class RobotsPolicy:
         """True when we may fetch ``url`` (an absolute URL on this policy's origin).
 
         Only the path, params and query are matched. ``url`` should be
-        percent-encoded, as canonical URLs are (see ``robots_txt`` on
+        percent-encoded, as canonical URLs are (see ``rules.py`` on
         percent-encoding). The caller picks the policy for the right origin
         (``robots_url(url)``).
         """

@@ -1,5 +1,5 @@
 """Host names resolved off the event loop and once per crawl: the trio side
-of ``core.name_cache``, for the fetchers whose library resolves each new
+of ``name_cache``, for the fetchers whose library resolves each new
 connection on its own (httpx; libcurl has its own cache).
 
 Rules
@@ -36,8 +36,8 @@ from typing import Protocol, TypeVar
 
 import trio
 
-from ..core.name_cache import Hit, NameCache, NameCacheStatistics, Step, name_key
-from .body import close_shielded
+from ..body import close_shielded
+from .name_cache import Hit, NameCache, NameCacheStatistics, Step, name_key
 
 __all__ = [
     "ANSWER_SECONDS",

@@ -1,6 +1,6 @@
 """Pure ``--convert-links``: rewrite the links of one saved page or stylesheet
 for offline reading. No I/O, no trio: where a link's target was saved comes
-from the ``lookup`` the caller gives (``outputs/mirror_convert.py`` asks the
+from the ``lookup`` the caller gives (``mirror/convert.py`` asks the
 mirror directory).
 
 Rules:
@@ -43,8 +43,8 @@ from typing import Final
 import lxml.html
 from lxml import etree
 
-from .mirror_layout import relative_href
-from .url import join, resolve
+from ..core.url import join, resolve
+from .layout import relative_href
 
 #: A canonical URL -> the saved file's path components, or None if not saved.
 Lookup = Callable[[str], tuple[str, ...] | None]

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import CrawlConfig
+from ..core.config import CrawlConfig
 
 __all__ = ["CrawlIdentity", "SharedIdentity", "StateIdentity"]
 

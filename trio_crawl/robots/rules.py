@@ -1,6 +1,6 @@
 """robots.txt files, parsed and matched: RFC 9309 as Google's reference parser reads it.
 
-Pure: no I/O, no trio. ``robots.RobotsPolicy`` wraps it for the engine.
+Pure: no I/O, no trio. ``policy.RobotsPolicy`` wraps it for the engine.
 
 RFC 9309 is the contract (section numbers in brackets). Where it leaves room,
 or where a test in Google's open-source reference parser (google/robotstxt)

@@ -1,7 +1,7 @@
 """``--mirror DIR`` / ``mirror=``: the trio side of the offline copy.
 
 A response callback (``MirrorLink.submit``) hands each successful (2xx)
-body to the disk side (``outputs/mirror_files.py``) in a worker thread, one
+body to the disk side (``mirror/files.py``) in a worker thread, one
 write at a time; the crawler awaits the returned ``MirrorSave`` just before
 the page's record goes out, so no record lists a page the mirror lacks.
 
@@ -16,7 +16,7 @@ Failures, as the other outputs have them:
   resume fetches it again. Nothing already saved is touched.
 
 When the crawl ends (normally, or by a graceful stop), ``--convert-links``
-rewrites the links of the whole directory (``outputs/mirror_convert.py``),
+rewrites the links of the whole directory (``mirror/convert.py``),
 a batch of files per worker-thread call, so a cancel is seen between batches.
 """
 
@@ -32,11 +32,11 @@ from typing import Any, Final
 import trio
 
 from ..core.config import CrawlConfig
-from ..core.mirror_layout import MirrorLayout
 from ..core.models import FetchResult
 from ..errors import OutputError
-from .mirror_convert import ConvertRun, ConvertStatistics
-from .mirror_files import MirrorFiles, MirrorSkip
+from .convert import ConvertRun, ConvertStatistics
+from .files import MirrorFiles, MirrorSkip
+from .layout import MirrorLayout
 
 _LOG: Final = logging.getLogger("trio_crawl.mirror")
 #: Files converted per worker-thread call at the end of the crawl.

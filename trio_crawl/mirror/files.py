@@ -1,6 +1,6 @@
 """``--mirror``'s disk side: write a file under the mirror directory, never
 outside it, never through a symlink. Blocking; the trio side
-(``outputs/mirror.py``) calls it in a worker thread, one call at a time.
+(``mirror/output.py``) calls it in a worker thread, one call at a time.
 
 Every path comes from ``MirrorLayout.path`` (no separators, no ``..``), and is
 walked one directory at a time with ``openat``-style calls relative to the
@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from ..core.mirror_layout import INDEX
+from .layout import INDEX
 
 #: Errors that mean the mirror as a whole cannot be written any more.
 FATAL_ERRNOS: Final = frozenset(
