@@ -74,7 +74,7 @@ def measure(n: int, slow: float, max_depth: int | None, seed: int) -> None:
         updates += 1
 
     async def main() -> None:
-        config = CrawlConfig(
+        config = CrawlConfig.from_options(
             start_urls=[start], ignore_robots=True, workers=16, max_depth=max_depth
         )
         # An older trio-crawl (--src) has no depth updates.

@@ -194,7 +194,7 @@ def main() -> None:
     for name, pages_per_s in results.items():
         print(f"{name:28} {pages_per_s:10,.0f} pages/s  {1e6 / pages_per_s:8.1f} us/page")
 
-    config = CrawlConfig(
+    config = CrawlConfig.from_options(
         start_urls=[BASE_URL],
         include=args.include,
         exclude=args.exclude,

@@ -31,7 +31,7 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
     pages = site(hosts=40, pages=30, delay=1.0)
     fetcher = FakeFetcher(pages)
     records: list[CrawlRecord] = []
-    config = CrawlConfig(
+    config = CrawlConfig.from_options(
         start_urls=[f"http://h{h}.test/0" for h in range(40)],  # 40 hosts at once
         span_hosts=True,
         per_host_concurrency=8,
@@ -55,7 +55,7 @@ async def test_a_sized_crawl_grows_on_slow_hosts_and_keeps_the_per_host_limit(
 
 async def test_a_pinned_crawl_does_not_resize(autojump_clock: object) -> None:
     pages = site(hosts=10, pages=10, delay=1.0)
-    config = CrawlConfig(start_urls=["http://h0.test/0"], span_hosts=True, workers=4)
+    config = CrawlConfig.from_options(start_urls=["http://h0.test/0"], span_hosts=True, workers=4)
     crawler = Crawler(config, FakeFetcher(pages), on_record=[])
     summary = await crawler.run()
     assert summary.worker_history == ((0.0, 4),) and not summary.sized
@@ -69,7 +69,7 @@ async def test_the_progress_line_and_the_summary_show_the_workers(autojump_clock
 
     pages = site(hosts=40, pages=30, delay=1.0)
     starts = [f"http://h{h}.test/0" for h in range(40)]
-    config = CrawlConfig(start_urls=starts, span_hosts=True, ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=starts, span_hosts=True, ignore_robots=True)
     crawler = Crawler(config, FakeFetcher(pages), on_record=[])
     summary = await crawler.run()
     stats = crawler.statistics()
@@ -86,9 +86,11 @@ async def test_a_sized_crawl_sends_one_site_at_most_16_at_once(autojump_clock: o
     once to one site than the old fixed default (16 in all) allowed."""
     pages = site(hosts=1, pages=300, delay=1.0)
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=["http://h0.test/0"], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=["http://h0.test/0"], ignore_robots=True)
     await Crawler(config, fetcher, on_record=[]).run()
     assert len(fetcher.calls) == 300 and fetcher.max_in_flight == 16
     pinned = FakeFetcher(pages)
-    await Crawler(CrawlConfig(start_urls=["http://h0.test/0"], workers=40), pinned).run()
+    await Crawler(
+        CrawlConfig.from_options(start_urls=["http://h0.test/0"], workers=40), pinned
+    ).run()
     assert pinned.max_in_flight == 40  # -w alone sets no per-host limit, as before

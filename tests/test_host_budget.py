@@ -102,12 +102,12 @@ async def test_a_crawl_spans_hosts_within_its_budgets(autojump_clock: object) ->
     for url in list(pages):
         pages.setdefault(url, FakePage())
     records: list[CrawlRecord] = []
-    config = CrawlConfig(
+    config = CrawlConfig.from_options(
         start_urls=[u(1)], span_hosts=True, max_pages_per_host=2, max_hosts=3, ignore_robots=True
     )
     await Crawler(config, FakeFetcher(pages), on_record=[records.append]).run()
     assert sorted(r.url for r in records) == sorted([u(1), u(1, 1), u(2), u(2, 1), u(3), u(3, 1)])
-    without = CrawlConfig(start_urls=[u(1)], ignore_robots=True)
+    without = CrawlConfig.from_options(start_urls=[u(1)], ignore_robots=True)
     records.clear()
     await Crawler(without, FakeFetcher(pages), on_record=[records.append]).run()
     assert {host_port(r.url) for r in records} == {"h1.test:80"}
@@ -115,7 +115,7 @@ async def test_a_crawl_spans_hosts_within_its_budgets(autojump_clock: object) ->
 
 def test_budgets_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"^max_hosts= must be at least 1 \(got 0\)$"):
-        CrawlConfig(start_urls=[u(1)], max_hosts=0)
+        CrawlConfig.from_options(start_urls=[u(1)], max_hosts=0)
 
 
 def test_span_hosts_from_the_command_line_across_two_real_servers(tmp_path: Path) -> None:

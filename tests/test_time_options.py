@@ -105,7 +105,7 @@ def test_random_wait_stretches_a_crawl_delay_after_each_end_and_never_shortens_i
 
 def test_random_wait_needs_a_rate() -> None:
     with pytest.raises(ConfigError, match=r"^random_wait=True needs rate="):
-        CrawlConfig(start_urls=["http://a.test/"], random_wait=True)
+        CrawlConfig.from_options(start_urls=["http://a.test/"], random_wait=True)
 
 
 def chain(n: int, delay: float) -> dict[str, FakePage]:
@@ -128,7 +128,9 @@ async def crawl(
 ) -> tuple[CrawlSummary, FakeFetcher, list[CrawlRecord]]:
     records: list[CrawlRecord] = []
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=["http://a.test/0"], ignore_robots=True, **options)  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(
+        start_urls=["http://a.test/0"], ignore_robots=True, **options
+    )  # type: ignore[arg-type]
     crawler = Crawler(config, fetcher, on_record=[records.append], rng=random.Random(3))  # type: ignore[arg-type]
     with trio.fail_after(10_000):
         summary = await crawler.run()
@@ -186,7 +188,7 @@ def test_a_crawl_that_ends_first_is_not_touched_by_max_time() -> None:
 
 def test_max_time_must_be_positive() -> None:
     with pytest.raises(ConfigError, match=r"^max_time= must be a number of seconds > 0 \(got 0\)"):
-        CrawlConfig(start_urls=["http://a.test/"], max_time=0)
+        CrawlConfig.from_options(start_urls=["http://a.test/"], max_time=0)
 
 
 def slow_site(n: int, delay: float) -> Site:
@@ -223,7 +225,7 @@ def test_random_wait_is_refused_with_the_redis_frontier() -> None:
     from trio_crawl.frontiers.base import refuse_unservable
     from trio_crawl.frontiers.redis import RedisFrontier
 
-    config = CrawlConfig(start_urls=["http://a.test/"], rate=1, random_wait=True)
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], rate=1, random_wait=True)
     with pytest.raises(ConfigError) as refused:
         refuse_unservable(config, RedisFrontier.cannot, RedisFrontier.chosen_by)
     assert in_flags(refused.value) == (

@@ -73,7 +73,7 @@ def assemble(
             return math.inf
         return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
 
-    workers = workers or WorkerLog(config.initial_workers, sized=config.workers is None)
+    workers = workers or WorkerLog(config.initial_workers, sized=config.pool.workers is None)
     pool: WorkPool[Entry] = sized_pool(config, frontier.want_more, work_ceiling, workers.resized)
     workers.pool = pool
 
@@ -84,26 +84,26 @@ def assemble(
         schedule = SharedScheduleRoom(frontier, publish)
     else:
         polite = PoliteSchedule[Job](
-            rate=config.rate,
+            rate=config.politeness.rate,
             max_per_host=config.host_concurrency,
-            random_wait=config.random_wait,
+            random_wait=config.politeness.random_wait,
         )
         schedule = ScheduleRoom(polite, publish)
     pool.add_room(schedule)
     pool.add_room(frontier)
     frontier.attach(publish, pool.check_idle, lambda: pool.queued, correct)
     robots = None
-    if not config.ignore_robots:
+    if not config.politeness.ignore_robots:
         robots = RobotsCache(
             robots_fetcher(fetcher, frontier),  # once per crawl with --redis
-            config.user_agent,
+            config.fetch.user_agent,
             retry_period=ROBOTS_RETRY_PERIOD,
         )
     gate = HostGate(
         robots,
         schedule,
-        SitemapSeeder(fetcher, scope, frontier) if config.sitemaps else None,
-        max_crawl_delay=config.max_crawl_delay,
+        SitemapSeeder(fetcher, scope, frontier) if config.follow.sitemaps else None,
+        max_crawl_delay=config.politeness.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )
     return Machinery(scope, frontier, pool, schedule, gate, workers)
@@ -131,8 +131,10 @@ def pool_helpers(
     (``time_limit.py``)."""
     helpers: list[Callable[[], Awaitable[None]]] = [crawler.schedule.serve, crawler.frontier.serve]
     helpers.extend(more)
-    if crawler.config.max_time is not None:
+    if crawler.config.budgets.max_time is not None:
         helpers.append(
-            stop_at_time_limit(crawler.config.max_time, crawler.stop, lambda: crawler.stopping)
+            stop_at_time_limit(
+                crawler.config.budgets.max_time, crawler.stop, lambda: crawler.stopping
+            )
         )
     return helpers

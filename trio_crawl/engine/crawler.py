@@ -92,7 +92,9 @@ class Crawler:
         self.config = config
         self._fetcher = fetcher
         self._rng = rng or random.Random()
-        self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
+        self._retry = RetryPolicy(
+            retries=config.fetch.retries, max_retry_after=config.politeness.max_retry_after
+        )
         self.stats = CrawlStats()
         self._delivery = Delivery(
             self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update

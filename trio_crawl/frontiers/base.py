@@ -104,11 +104,11 @@ class Need(enum.Enum):
 def needs(config: CrawlConfig) -> frozenset[Need]:
     """What ``config`` asks of its frontier backend."""
     wanted: set[Need] = set()
-    if config.page_requisites:
+    if config.follow.page_requisites:
         wanted.add(Need.PAGE_REQUISITES)
     if config.handler is not None or any(not isinstance(s, str) for s in config.start_urls):
         wanted.add(Need.HANDLERS)
-    if config.random_wait:
+    if config.politeness.random_wait:
         wanted.add(Need.RANDOM_WAIT)
     if config.host_budget() is not None:
         wanted.add(Need.HOST_BUDGETS)

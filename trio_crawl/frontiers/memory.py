@@ -86,9 +86,9 @@ class MemoryFrontier:
         return cls(
             [*config.start_urls, *seeds],
             scope=scope,
-            max_depth=config.max_depth,
-            max_pages=config.max_pages,
-            late_starts=config.sitemaps,
+            max_depth=config.budgets.max_depth,
+            max_pages=config.budgets.max_pages,
+            late_starts=config.follow.sitemaps,
             host_budget=config.host_budget(),
         )
 
