@@ -117,3 +117,28 @@ def test_unset_flags_keep_the_library_defaults() -> None:
         group = option_group(flag.sets)
         holder = config if group is None else getattr(config, group)
         assert getattr(holder, flag.sets) == option_default(flag.sets), flag.sets
+
+
+@pytest.mark.parametrize(
+    ("argv", "group", "option", "value"),
+    [
+        (["--max-depth", "3"], "budgets", "max_depth", 3),
+        (["--span-hosts"], "follow", "span_hosts", True),
+        (["-A", "pdf", "-A", "jpg"], "follow", "accept", ("pdf", "jpg")),
+        (["--fetcher", "httpx"], "fetch", "backend", "httpx"),
+        (["--random-wait", "--rate", "2"], "politeness", "random_wait", True),
+        (["--no-parse-process"], "pool", "parse_process", False),
+        (["--render", "auto", "--render-wait", "2s"], "rendering", "render_wait", 2.0),
+        (["--mirror", "site", "-k"], "output", "convert_links", True),
+        (["--mirror", "site"], "fetch", "html_only", False),
+        (["--debug"], None, "debug", True),
+    ],
+)
+def test_a_flag_reaches_its_group(
+    argv: list[str], group: str | None, option: str, value: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIO_CRAWL_BROWSER", "sh")  # any executable: --render is not run here
+    args = build_parser().parse_args(["http://a.test/", *argv])
+    config = build_config(args, args.urls)
+    holder = config if group is None else getattr(config, group)
+    assert getattr(holder, option) == value
