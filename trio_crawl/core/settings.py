@@ -22,19 +22,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from .filters import UrlFilter
 from .host_budget import HostBudget
-from .http import DEFAULT_USER_AGENT, FetchConfig
+from .http import ClientSettings, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
-
-if TYPE_CHECKING:
-    # Only in annotations: http.cookiejar pulls in urllib.request and
-    # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
-    from http.cookiejar import CookieJar
 
 #: The HTTP clients a crawl can fetch with (``backend=``, ``--fetcher``).
 FETCHERS = ("curl", "httpx", "asks")
@@ -220,46 +215,31 @@ class Politeness:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Fetching:
+class Fetching(ClientSettings):
     """How a crawl's own fetcher talks to servers: the client, its limits,
-    and the crawl's identity (the fields from ``headers`` on). A fetcher
-    passed to ``run_crawl`` / ``open_crawler`` keeps its own. ``FetchConfig``
-    (``core/http.py``) is what one fetcher is given: these settings with the
-    connections, origins and credentials of the crawl resolved
-    (``fetch_config``). Example::
+    and the crawl's identity. A fetcher passed to ``run_crawl`` /
+    ``open_crawler`` keeps its own. The fields it shares with ``FetchConfig``
+    (``core/http.py``: ``user_agent``, ``timeout``, ``connect_timeout``,
+    ``max_bytes``, ``html_only``, ``ca_bundle``, ``http2``, ``cookies``,
+    ``proxy``) are written once, in ``ClientSettings``; ``fetch_config``
+    gives the fetcher those with the crawl's connections, origins and
+    credentials resolved. ``ca_bundle`` is checked, and the netrc file
+    read, when the fetcher is opened. Example::
 
         Fetching(timeout=10, retries=1, headers=[("Accept-Language", "fr")])
     """
 
-    #: Seconds for one exchange, and for its connection.
-    timeout: float = 30.0
-    connect_timeout: float = 10.0
     #: Retries of transient failures (timeouts, refused connections, 429, 502-504).
     retries: int = 2
-    user_agent: str = DEFAULT_USER_AGENT
-    #: The largest body read; a larger one is a ``too_large`` record.
-    max_bytes: int = 10 * 1024 * 1024
-    #: Read HTML bodies only (others are recorded unread).
-    html_only: bool = True
     #: The HTTP client: one of ``FETCHERS``.
     backend: str = "curl"
-    #: CA certificates (PEM file or hashed directory) for https; see FetchConfig.
-    #: Checked when the fetcher is opened.
-    ca_bundle: str | None = None
-    #: Offer HTTP/2 on https connections (default: HTTP/1.1 only).
-    http2: bool = False
     #: Extra request headers, ``(name, value)``; credential headers
     #: (Authorization, Cookie) go to the start URLs' origins only (core.identity).
     headers: Sequence[tuple[str, str]] = field(default=(), repr=False)
     #: HTTP basic auth ``(user, password)`` for the start URLs' origins only.
     auth: tuple[str, str] | None = field(default=None, repr=False)
-    #: A netrc file with basic-auth credentials for the start hosts (unless
-    #: ``auth``); read when the fetcher is opened.
+    #: A netrc file with basic-auth credentials for the start hosts (unless ``auth``).
     netrc_file: str | None = None
-    #: Cookies sent and kept during the crawl (None: no cookies); the caller saves it.
-    cookies: CookieJar | None = field(default=None, repr=False, compare=False)
-    #: Proxy URL for every request; "" for none; None: HTTP(S)_PROXY / NO_PROXY.
-    proxy: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _refuse(
