@@ -49,6 +49,7 @@ def test_flat_options_reach_their_groups() -> None:
         pool=trio_crawl.Pool(workers=3),
         debug=True,
     )
+    assert CrawlConfig.from_options("http://a.test/") == CrawlConfig(start_urls=["http://a.test/"])
     changed = config.with_options(max_depth=4, fail_fast=True)
     assert (changed.budgets.max_depth, changed.politeness.rate, changed.fail_fast) == (4, 5, True)
 

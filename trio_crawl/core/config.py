@@ -149,11 +149,13 @@ class CrawlConfig:
 
     @classmethod
     def from_options(
-        cls, start_urls: Iterable[str | Request], **options: Unpack[CrawlOptions]
+        cls, start_urls: str | Request | Iterable[str | Request], **options: Unpack[CrawlOptions]
     ) -> CrawlConfig:
-        """A config from the flat options (``max_depth=2, rate=5``), each
-        routed to its group by its name. An unknown name is a ``TypeError``,
-        as for any function."""
+        """A config from a start URL (or Request), or several, and the flat
+        options (``max_depth=2, rate=5``), each routed to its group by its
+        name. An unknown name is a ``TypeError``, as for any function."""
+        if isinstance(start_urls, str | Request):
+            start_urls = [start_urls]
         grouped: dict[str, dict[str, object]] = {group: {} for group in GROUPS}
         own: dict[str, object] = {}
         for name, value in options.items():
