@@ -97,7 +97,7 @@ async def fetch_all(base_url: str, count: int, workers: int = 64) -> Tally:
 
     # The fetcher is set up from the same options as a crawl. The start URL
     # is required by CrawlConfig but plays no part in fetching.
-    config = CrawlConfig(start_urls=[base_url], workers=workers)
+    config = CrawlConfig.from_options(start_urls=[base_url], workers=workers)
     async with trio_crawl.open_fetcher(config) as fetcher:
         send, receive = trio.open_memory_channel[str](0)
         async with trio.open_nursery() as nursery:

@@ -99,7 +99,7 @@ async def test_reject_drops_the_files_and_keeps_reading_html() -> None:
 
 def test_one_string_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^accept= must be a sequence of patterns"):
-        CrawlConfig(start_urls=["http://h/"], accept="pdf")
+        CrawlConfig.from_options(start_urls=["http://h/"], accept="pdf")
 
 
 def test_cli_accept_takes_comma_lists(tmp_path: Path) -> None:

@@ -14,19 +14,22 @@ import pytest
 
 import trio_crawl
 from trio_crawl import CrawlConfig
+from trio_crawl.core.config import GROUPS
 from trio_crawl.engine.api import CrawlOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_crawl_options_mirror_crawl_config() -> None:
-    fields = {f.name: f for f in dataclasses.fields(CrawlConfig)}
-    del fields["start_urls"]
     # CookieJar is imported for type checkers only (start-up cost): name it here
     names = {"CookieJar": http.cookiejar.CookieJar}
-    options = typing.get_type_hints(CrawlOptions, localns=names)
     config = typing.get_type_hints(CrawlConfig, localns=names)
-    assert set(options) == set(fields)
+    fields = {f.name for f in dataclasses.fields(CrawlConfig)} - {"start_urls", *GROUPS}
+    for group in GROUPS.values():  # a group's fields are options too
+        fields |= {f.name for f in dataclasses.fields(group)}
+        config |= typing.get_type_hints(group, localns=names)
+    options = typing.get_type_hints(CrawlOptions, localns=names)
+    assert set(options) == fields
     for name, hint in options.items():
         assert hint == config[name], name
     assert not CrawlOptions.__required_keys__  # every option has a default

@@ -27,9 +27,9 @@ import pytest
 import trio
 from test_depth import chain_site, final, url
 
-from trio_crawl import CrawlConfig, DepthUpdate, run_crawl
+from trio_crawl import CrawlConfig, CrawlOptions, DepthUpdate, run_crawl
 from trio_crawl.cli.flags import flag_for, in_flags
-from trio_crawl.cli.options import build_parser
+from trio_crawl.cli.parser import build_parser
 from trio_crawl.core.frontier import DepthCorrection
 from trio_crawl.engine.build import CrawlPlan, open_crawl
 from trio_crawl.errors import ConfigError
@@ -84,7 +84,7 @@ def test_the_crawler_is_under_250_lines() -> None:
 
 
 def test_a_plan_is_keyword_only_and_frozen() -> None:
-    config = CrawlConfig(start_urls=["http://a.test/"])
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"])
     with pytest.raises(TypeError):
         CrawlPlan(config)  # type: ignore[misc]
     plan = CrawlPlan(config=config)
@@ -97,7 +97,7 @@ async def test_the_builder_wires_every_hook_once(autojump_clock: object) -> None
     records: list[object] = []
     updates: list[DepthUpdate] = []
     responses: list[str] = []
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True)
     plan = CrawlPlan(
         config=config,
         fetcher=fetcher,
@@ -144,7 +144,7 @@ class RelayedFrontier:
 
 async def test_any_backend_hands_its_corrections_to_the_engine(autojump_clock: object) -> None:
     fetcher = FakeFetcher(chain_site(hang=5.0, length=8))
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True)
     scope = config.scope()
     frontier = RelayedFrontier(MemoryFrontier(config.start_urls, scope=scope))
     records: list[Any] = []
@@ -164,7 +164,7 @@ async def test_any_backend_hands_its_corrections_to_the_engine(autojump_clock: o
 
 
 def test_the_memory_frontier_calls_correct_after_the_record() -> None:
-    config = CrawlConfig(start_urls=["http://a.test/"])
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"])
     frontier = MemoryFrontier(config.start_urls, scope=config.scope())
     published: list[Any] = []
     corrections: list[DepthCorrection] = []
@@ -203,7 +203,7 @@ NEEDY = {
 
 
 def test_each_backend_serves_what_its_class_has() -> None:
-    config = CrawlConfig(start_urls=["http://a.test/"], **NEEDY)  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], **NEEDY)  # type: ignore[arg-type]
     assert unserved(config, MemoryFrontier) == []
     assert set(unserved(config, SqliteFrontier)) == {Need.PAGE_REQUISITES, Need.HANDLERS}
     assert set(unserved(config, RedisFrontier)) == {
@@ -214,7 +214,7 @@ def test_each_backend_serves_what_its_class_has() -> None:
     # The refusals' words are for needs the backend lacks, and only those.
     assert set(STATE_LIMITS) == set(unserved(config, SqliteFrontier))
     assert set(REDIS_LIMITS) == set(unserved(config, RedisFrontier))
-    config = CrawlConfig(start_urls=["http://a.test/"], page_requisites=True)
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], page_requisites=True)
     assert (
         unsupported(config)
         == "page_requisites=True cannot be combined with open_redis_frontier() yet"
@@ -338,7 +338,7 @@ def test_a_crawl_is_refused_for_its_backend_in_one_place() -> None:
 
 
 def test_a_limit_of_any_backend_is_refused_when_opened() -> None:
-    config = CrawlConfig(start_urls=["http://a.test/"], handler=lambda page: iter(()))
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], handler=lambda page: iter(()))
     spec = NoHandlersSpec()
     fetcher = FakeFetcher({})
     plan = CrawlPlan(config=config, fetcher=fetcher, frontier=spec)
@@ -420,22 +420,22 @@ def test_a_library_error_names_library_arguments(
     options: dict[str, Any], library: str, cli: str
 ) -> None:
     with pytest.raises(ConfigError) as refused:
-        CrawlConfig(start_urls=["http://a.test/"], **options)
+        CrawlConfig.from_options(start_urls=["http://a.test/"], **options)
     assert str(refused.value) == library
     assert in_flags(refused.value) == cli
 
 
 def test_a_start_url_with_a_password_names_the_arguments_to_use() -> None:
     with pytest.raises(ConfigError) as refused:
-        CrawlConfig(start_urls=["http://ann:pw@a.test/"])
+        CrawlConfig.from_options(start_urls=["http://ann:pw@a.test/"])
     assert str(refused.value).endswith("never sent; give them with auth=")
     assert in_flags(refused.value).endswith("never sent; give them with --user and --password")
 
 
 def test_every_flag_the_mapping_names_exists() -> None:
     options = {option for action in build_parser()._actions for option in action.option_strings}
-    for field in dataclasses.fields(CrawlConfig):
-        for argument in (f"{field.name}=", f"{field.name}=True"):
+    for name in ("start_urls", *CrawlOptions.__optional_keys__):
+        for argument in (f"{name}=", f"{name}=True"):
             flag = flag_for(argument)
             if flag is not None:
                 named = [word for word in flag.split() if word.startswith("-")]

@@ -221,7 +221,7 @@ def test_bad_handler_spec_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_every_option_has_help_text() -> None:
-    from trio_crawl.cli.options import build_parser
+    from trio_crawl.cli.parser import build_parser
 
     parser = build_parser()
     missing = [

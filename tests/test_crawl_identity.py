@@ -24,7 +24,7 @@ COMMON = [
 
 def config(**options: object) -> CrawlConfig:
     options.setdefault("start_urls", ["http://a.test/", "http://b.test/x/"])
-    return CrawlConfig(**options)  # type: ignore[arg-type]
+    return CrawlConfig.from_options(**options)  # type: ignore[arg-type]
 
 
 def stored(settings: dict[str, object]) -> dict[str, object]:

@@ -45,7 +45,7 @@ async def crawl(
     records: list[CrawlRecord] = []
     updates: list[DepthUpdate] = []
     options.setdefault("ignore_robots", True)
-    config = CrawlConfig(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
     crawler = Crawler(
         config,
         fetcher,
@@ -196,7 +196,7 @@ async def test_a_shorter_path_found_while_a_record_waits_goes_into_the_record(
     def archive(page_url: str, result: object) -> Later | None:
         return Later(5.0) if page_url == url("x") else None
 
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+    config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True, workers=4)
     crawler = Crawler(
         config,
         FakeFetcher(pages),

@@ -43,7 +43,7 @@ async def crawl(
 ) -> tuple[Crawler, list[CrawlRecord]]:
     records: list[CrawlRecord] = []
     options.setdefault("ignore_robots", True)
-    config = CrawlConfig(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(start_urls=start or [url(0)], **options)  # type: ignore[arg-type]
     crawler = Crawler(
         config,
         fetcher,
@@ -305,7 +305,7 @@ async def test_graceful_stop_finishes_in_flight_and_starts_nothing(autojump_cloc
     pages.update({url(i): FakePage(delay=2.0, links=[url(i + 100)]) for i in range(1, 50)})
     records: list[CrawlRecord] = []
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=[url(0)], workers=4, ignore_robots=True, grace=10)
+    config = CrawlConfig.from_options(start_urls=[url(0)], workers=4, ignore_robots=True, grace=10)
     crawler = Crawler(config, fetcher, on_record=[records.append])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(crawler.run)
@@ -320,7 +320,7 @@ async def test_graceful_stop_finishes_in_flight_and_starts_nothing(autojump_cloc
 async def test_second_stop_cancels_at_once(autojump_clock: object) -> None:
     pages = {url(0): FakePage(delay=100.0)}
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True)
     crawler = Crawler(config, fetcher)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(crawler.run)
@@ -335,7 +335,8 @@ async def test_second_stop_cancels_at_once(autojump_clock: object) -> None:
 async def test_grace_period_runs_out(autojump_clock: object) -> None:
     pages = {url(0): FakePage(delay=100.0)}
     crawler = Crawler(
-        CrawlConfig(start_urls=[url(0)], ignore_robots=True, grace=3), FakeFetcher(pages)
+        CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True, grace=3),
+        FakeFetcher(pages),
     )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(crawler.run)

@@ -36,14 +36,16 @@ async def crawl_with_disk(
     try:
         refetched = state.recover()
         state.add_seeds([url(0)])
-        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=workers, **options)  # type: ignore[arg-type]
+        config = CrawlConfig.from_options(
+            start_urls=[url(0)], ignore_robots=True, workers=workers, **options
+        )  # type: ignore[arg-type]
         fetcher = FakeFetcher(pages)
         records: list[CrawlRecord] = []
         frontier = SqliteFrontier(
             DiskBacklog(state),
             scope=Scope([url(0)]),
-            max_depth=config.max_depth,
-            max_pages=config.max_pages,
+            max_depth=config.budgets.max_depth,
+            max_pages=config.budgets.max_pages,
             window=window,
             already_started=state.progress()["done"],
             refetched=refetched,
@@ -131,7 +133,7 @@ async def test_a_record_whose_write_stopped_the_crawl_is_not_marked_done(tmp_pat
     state = CrawlState.open(tmp_path / "s.db")
     try:
         state.add_seeds([url(0)])
-        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=1)
+        config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True, workers=1)
         frontier = SqliteFrontier(DiskBacklog(state), scope=Scope([url(0)]), window=4)
         kept: list[str] = []
 

@@ -34,7 +34,7 @@ def site(n: int, fanout: int, rng: random.Random) -> dict[str, FakePage]:
 async def crawl(fetcher: object, **options: object) -> tuple[Crawler, list[CrawlRecord]]:
     records: list[CrawlRecord] = []
     options.setdefault("ignore_robots", True)
-    config = CrawlConfig(  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(  # type: ignore[arg-type]
         start_urls=[f"{HOSTS[0]}/0"], allow_domains=["b.test"], **options
     )
     crawler = Crawler(config, fetcher, on_record=[records.append], rng=random.Random(0))  # type: ignore[arg-type]

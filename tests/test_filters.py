@@ -129,7 +129,9 @@ async def test_no_parent_stays_in_the_start_directory() -> None:
 async def test_no_parent_from_a_file_in_the_directory_is_the_same() -> None:
     got = await fetched("/a/b/c.html", no_parent=True)
     assert got == {"/a/b/c.html"}  # it links nowhere; the point is what it admits:
-    url_filter = CrawlConfig(start_urls=["http://h/a/b/c.html"], no_parent=True).url_filter()
+    url_filter = CrawlConfig.from_options(
+        start_urls=["http://h/a/b/c.html"], no_parent=True
+    ).url_filter()
     assert url_filter.allows("http://h/a/b/sub/") and not url_filter.allows("http://h/a/bb/")
 
 
@@ -264,16 +266,16 @@ def test_parent_root_edge_cases() -> None:
 
 def test_bad_regex_is_a_one_line_config_error() -> None:
     with pytest.raises(ConfigError, match=r"^include=: bad regular expression '\(': .*$"):
-        CrawlConfig(start_urls=["http://h/"], include=["("])
+        CrawlConfig.from_options(start_urls=["http://h/"], include=["("])
     with pytest.raises(ConfigError, match=r"^exclude=: bad regular expression"):
-        CrawlConfig(start_urls=["http://h/"], exclude=["ok", "[z-a]"])
+        CrawlConfig.from_options(start_urls=["http://h/"], exclude=["ok", "[z-a]"])
     with pytest.raises(ConfigError, match="sequence of patterns"):
-        CrawlConfig(start_urls=["http://h/"], include="abc")
+        CrawlConfig.from_options(start_urls=["http://h/"], include="abc")
 
 
 def test_no_filters_keep_the_plain_scope() -> None:
-    assert type(CrawlConfig(start_urls=["http://h/"]).scope()) is Scope
-    scope = CrawlConfig(start_urls=["http://h/a/"], no_parent=True).scope()
+    assert type(CrawlConfig.from_options(start_urls=["http://h/"]).scope()) is Scope
+    scope = CrawlConfig.from_options(start_urls=["http://h/a/"], no_parent=True).scope()
     assert isinstance(scope, FilteredScope)
     assert not scope.allows("http://h/") and scope.allows_unfiltered("http://h/")
     assert not scope.allows_unfiltered("http://elsewhere/")

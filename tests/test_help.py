@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from trio_crawl.cli.options import build_parser
+from trio_crawl.cli.parser import build_parser
 
 from cli_helpers import run_cli
 
@@ -74,6 +74,10 @@ def test_units_reach_the_config() -> None:
          "-w", "1e2", "--grace", "500ms", "--rate", "1e-1"]
     )  # fmt: skip
     config = build_config(args, args.urls)
-    assert config.max_bytes == 1536 * 1024 * 1024
-    assert (config.timeout, config.max_time, config.grace) == (120.0, 3600.0, 0.5)
-    assert (config.workers, config.rate) == (100, 0.1)
+    assert config.fetch.max_bytes == 1536 * 1024 * 1024
+    assert (config.fetch.timeout, config.budgets.max_time, config.pool.grace) == (
+        120.0,
+        3600.0,
+        0.5,
+    )
+    assert (config.pool.workers, config.politeness.rate) == (100, 0.1)

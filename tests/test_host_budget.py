@@ -120,7 +120,7 @@ async def test_a_crawl_spans_hosts_within_its_budgets(autojump_clock: object) ->
 
 def test_budgets_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"^max_hosts= must be at least 1 \(got 0\)$"):
-        CrawlConfig(start_urls=[u(1)], max_hosts=0)
+        CrawlConfig.from_options(start_urls=[u(1)], max_hosts=0)
 
 
 def test_span_hosts_from_the_command_line_across_two_real_servers(tmp_path: Path) -> None:

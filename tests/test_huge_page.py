@@ -81,7 +81,9 @@ async def crawl_huge_page(
 ) -> tuple[list[CrawlRecord], Batches, int]:
     """(records, batches, URLs the frontier knows) of a crawl of the page."""
     start = f"{SITE}/"
-    config = CrawlConfig(start_urls=[start], ignore_robots=True, workers=1, max_pages=2)
+    config = CrawlConfig.from_options(
+        start_urls=[start], ignore_robots=True, workers=1, max_pages=2
+    )
     fetcher = FakeFetcher({start: FakePage(raw=body)})
     records: list[CrawlRecord] = []
     frontier: WatchedMemoryFrontier | WatchedSqliteFrontier

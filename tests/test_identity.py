@@ -39,6 +39,7 @@ from trio_crawl.core.identity import (
     start_credentials,
 )
 from trio_crawl.core.proxy import ProxyChooser, bypasses, environment_proxies
+from trio_crawl.engine.resources import check_resources
 from trio_crawl.errors import ConfigError
 from trio_crawl.fetch.cookies import CrawlCookieJar
 from trio_crawl.fetch.identity import Identity
@@ -104,12 +105,12 @@ def test_header_option_goes_everywhere_except_credential_headers() -> None:
 
 def test_credentials_never_show_in_reprs() -> None:
     creds = Credentials("http://a.test:80", "ann", SECRET)
-    config = CrawlConfig(
+    config = CrawlConfig.from_options(
         start_urls=["http://a.test/"],
         auth=("ann", SECRET),
         proxy=f"http://pu:{SECRET}@127.0.0.1:3128",
     )
-    bearer = CrawlConfig(
+    bearer = CrawlConfig.from_options(
         start_urls=["http://a.test/"], headers=[("Authorization", f"Bearer {SECRET}")]
     )
     for shown in (
@@ -151,15 +152,16 @@ def test_a_broken_netrc_file_is_named_not_quoted(tmp_path: Path) -> None:
     netrc = tmp_path / "netrc"
     netrc.write_text(f"machine a.test login ann password {SECRET} bogus-token\n")
     netrc.chmod(0o600)
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], netrc_file=str(netrc))
     with pytest.raises(ConfigError) as caught:
-        CrawlConfig(start_urls=["http://a.test/"], netrc_file=str(netrc))
+        check_resources(config)  # read where the crawl's fetcher is opened
     assert str(netrc) in str(caught.value)
     assert SECRET not in str(caught.value) and "bogus" not in str(caught.value)
 
 
 def test_start_urls_with_userinfo_are_refused_without_echo() -> None:
     with pytest.raises(ConfigError) as caught:
-        CrawlConfig(start_urls=[f"http://ann:{SECRET}@a.test/"])
+        CrawlConfig.from_options(start_urls=[f"http://ann:{SECRET}@a.test/"])
     assert SECRET not in str(caught.value)
 
 

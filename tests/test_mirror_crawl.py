@@ -315,7 +315,7 @@ async def test_a_stopped_conversion_ends_at_the_next_batch_and_says_so(tmp_path:
         page = root / "127.0.0.1" / f"p{i}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_bytes(b'<a href="/p0.html">x</a>')
-    config = CrawlConfig(
+    config = CrawlConfig.from_options(
         start_urls=["http://127.0.0.1/"], mirror=str(root), convert_links=True, html_only=False
     )
     batches = 0

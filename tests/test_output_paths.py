@@ -68,7 +68,7 @@ def test_a_dangling_symlink_names_its_future_target(tmp_path: Path) -> None:
 
 def test_every_output_option_of_the_parser_is_in_the_table() -> None:
     """An option that writes a file and is missing from the table could clash unseen."""
-    from trio_crawl.cli.options import build_parser
+    from trio_crawl.cli.parser import build_parser
 
     known = {dest for dest, _ in OUTPUT_OPTIONS}
     writers = {"output", "items", "warc", "save_cookies", "state", "mirror", "depth_updates"}

@@ -365,7 +365,9 @@ async def test_a_new_interpreter_child_starts_with_the_crawl_before_any_page_is_
 def test_a_crawl_known_to_be_small_starts_the_child_only_after_some_pages() -> None:
     def start_after(**settings: Any) -> int:
         process = parse_process_for(
-            trio_crawl.CrawlConfig(start_urls=["http://h.test/"], parse_process=True, **settings),
+            trio_crawl.CrawlConfig.from_options(
+                start_urls=["http://h.test/"], parse_process=True, **settings
+            ),
             auto=True,
         )
         assert process is not None

@@ -250,7 +250,7 @@ async def test_a_handler_that_cannot_cross_processes_is_refused(
     async def local(page: Page) -> None:
         return None
 
-    config = CrawlConfig(start_urls=[url(0)], handler=local)
+    config = CrawlConfig.from_options(start_urls=[url(0)], handler=local)
     with pytest.raises(
         ConfigError,
         match=r"^handler= with open_redis_frontier\(\): .* use a module-level function$",
@@ -276,7 +276,7 @@ async def test_a_retry_goes_through_redis_and_keeps_its_attempts(
 
 
 async def test_unreachable_redis_raises_one_error() -> None:
-    config = CrawlConfig(start_urls=[url(0)])
+    config = CrawlConfig.from_options(start_urls=[url(0)])
     with pytest.raises(RedisUnavailable, match="cannot connect to Redis"):
         async with open_redis_frontier(
             f"redis://127.0.0.1:{redis_fixture.free_port()}/0", "x", config
@@ -301,7 +301,7 @@ async def test_a_worker_taken_for_dead_loses_nothing_and_joins_again(
     frontiers = []
 
     async def one(i: int) -> None:
-        config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+        config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True, workers=4)
         async with open_redis_frontier(
             redis_server.url, crawl_id, config, name=f"w{i}", lease=0.3 if i == 0 else 5.0
         ) as frontier:
@@ -387,7 +387,7 @@ async def test_moves_of_a_sync_call_cut_off_by_the_end_are_sent_again(
     pages = {url(n): FakePage(links=[url(c) for c in graph.get(n, [])], delay=0.005)
              for n in range(62)}  # fmt: skip
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, workers=4)
+    config = CrawlConfig.from_options(start_urls=[url(0)], ignore_robots=True, workers=4)
     first: list[CrawlRecord] = []
     cut: list[int] = []
     with trio.fail_after(30):
@@ -427,7 +427,7 @@ async def test_the_consistency_check_finds_what_disagrees(
 
     from trio_crawl.frontiers.redis import keys_prefix
 
-    config = CrawlConfig(start_urls=[url(0), url(1), url(2)], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url(0), url(1), url(2)], ignore_robots=True)
     prefix = keys_prefix(crawl_id)
     async with open_redis_frontier(redis_server.url, crawl_id, config, name="c") as frontier:
         await assert_consistent(redis_server, crawl_id)  # three queued, none leased
@@ -459,7 +459,9 @@ async def test_settings_redis_cannot_serve_are_refused_before_any_fetch(
     from trio_crawl.frontiers.redis import unsupported
 
     fetcher = FakeFetcher({url(0): FakePage(links=[url(1)]), url(1): FakePage()})
-    config = CrawlConfig(start_urls=[url(0)], ignore_robots=True, page_requisites=True)
+    config = CrawlConfig.from_options(
+        start_urls=[url(0)], ignore_robots=True, page_requisites=True
+    )
     assert unsupported(config) is not None
     refused = r"^page_requisites=True cannot be combined with open_redis_frontier\(\) yet$"
     with pytest.raises(ConfigError, match=refused):

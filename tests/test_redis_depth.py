@@ -267,7 +267,7 @@ async def test_every_correction_of_a_page_is_written_by_the_worker_that_recorded
     it is written: by a (whose call makes the crawl done: a does not end
     before it has read the reply), or (``leaves``: a leaves first) by the
     next worker that calls."""
-    config = CrawlConfig(start_urls=[url("")], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url("")], ignore_robots=True)
     async with (
         open_redis_frontier(redis_server.url, crawl_id, config, name="a") as fa,
         open_redis_frontier(redis_server.url, crawl_id, config, name="b") as fb,
@@ -315,7 +315,7 @@ async def test_a_page_whose_worker_left_is_corrected_by_one_worker_from_then_on(
     """P is recorded by a at depth 3, and a leaves. c's call lowers it to 2:
     a is gone, so c writes that correction, and P's next ones: b's seed
     lowers it to 0, and c writes that too, after its first."""
-    config = CrawlConfig(start_urls=[url("")], ignore_robots=True)
+    config = CrawlConfig.from_options(start_urls=[url("")], ignore_robots=True)
     async with (
         open_redis_frontier(redis_server.url, crawl_id, config, name="a") as fa,
         open_redis_frontier(redis_server.url, crawl_id, config, name="b") as fb,

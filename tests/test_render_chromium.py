@@ -348,7 +348,9 @@ async def crawl_and_crash(
     records: dict[str, CrawlRecord] = {}
     with serve_site(crash_site(rendering)) as server:
         options: dict[str, Any] = {"render": True, "browser": BROWSER, "render_wait": 5.0}
-        config = trio_crawl.CrawlConfig(start_urls=[server.url("/")], retries=1, **options)
+        config = trio_crawl.CrawlConfig.from_options(
+            start_urls=[server.url("/")], retries=1, **options
+        )
         with trio.fail_after(LIMIT):
             async with trio_crawl.open_fetcher(config) as fetcher, trio.open_nursery() as nursery:
                 assert isinstance(fetcher, ChromiumFetcher)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_crawl.cli.main import main
-from trio_crawl.cli.options import build_parser
+from trio_crawl.cli.parser import build_parser
 from trio_crawl.core.browser import BROWSER_ENV, find_browser
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.models import FetchResult, RenderFailure

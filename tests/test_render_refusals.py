@@ -143,7 +143,7 @@ async def crawl_with(
     kept: list[Any] = []
     options = {"render": True, "browser": BROWSER, "render_wait": 10.0, **options}
     with serve_site(site) as server:
-        config = trio_crawl.CrawlConfig(start_urls=[server.url("/")], **options)
+        config = trio_crawl.CrawlConfig.from_options(start_urls=[server.url("/")], **options)
         with trio.fail_after(LIMIT):
             async with trio_crawl.open_fetcher(config) as fetcher, trio.open_nursery() as nursery:
                 assert isinstance(fetcher, ChromiumFetcher)

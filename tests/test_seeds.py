@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trio_crawl.cli.crawl import seeds_to_hold
-from trio_crawl.cli.options import SEEDS_IN_MEMORY, check_seeds
+from trio_crawl.cli.seeds import SEEDS_IN_MEMORY, check_seeds
 from trio_crawl.testing import Site, page, redirect, serve_site
 
 from cli_helpers import records_in, run_cli

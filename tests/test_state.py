@@ -237,7 +237,7 @@ def _old_schema_file(path: Path, settings: dict[str, object]) -> None:
 
 def test_a_file_of_the_old_schema_resumes_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    config = CrawlConfig(start_urls=[u(0)])
+    config = CrawlConfig.from_options(start_urls=[u(0)])
     _old_schema_file(
         path, {**StateIdentity.of(config, None).settings(), "scope_origins": ["http://a.test/"]}
     )

@@ -364,7 +364,7 @@ async def crawl_with_state(
     try:
         state.recover()
         state.add_seeds([url(0)])
-        config = CrawlConfig(
+        config = CrawlConfig.from_options(
             start_urls=[url(0)], ignore_robots=True, workers=workers, max_depth=max_depth
         )
         fetcher = FakeFetcher(pages)

@@ -43,7 +43,7 @@ def locked_message(path: Path, pid: int) -> str:
 
 
 def prepare(path: Path) -> PreparedState:
-    config = CrawlConfig(start_urls=[START])
+    config = CrawlConfig.from_options(start_urls=[START])
     return prepare_state(config, state_path=str(path), seeds=None, output=None, force=False)
 
 
@@ -54,7 +54,7 @@ import sys
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.frontiers.resume import prepare_state
 prepared = prepare_state(
-    CrawlConfig(start_urls=[sys.argv[2]]),
+    CrawlConfig.from_options(start_urls=[sys.argv[2]]),
     state_path=sys.argv[1], seeds=None, output=None, force=False,
 )
 prepared.state.add_seeds([sys.argv[2] + "more"])
@@ -115,7 +115,7 @@ def test_a_second_open_in_this_process_is_refused_until_the_first_closes(
 
 def test_a_refused_crawl_leaves_the_running_crawls_output_alone(tmp_path: Path) -> None:
     path, out = tmp_path / "crawl.db", tmp_path / "pages.jsonl"
-    config = CrawlConfig(start_urls=[START])
+    config = CrawlConfig.from_options(start_urls=[START])
     first = prepare_state(config, state_path=str(path), seeds=None, output=str(out), force=False)
     try:
         out.write_text('{"url": "http://lock.test/"}\n{"url": "http://lock.t')  # mid-write

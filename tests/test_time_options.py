@@ -108,7 +108,7 @@ def test_random_wait_stretches_a_crawl_delay_after_each_end_and_never_shortens_i
 
 def test_random_wait_needs_a_rate() -> None:
     with pytest.raises(ConfigError, match=r"^random_wait=True needs rate="):
-        CrawlConfig(start_urls=["http://a.test/"], random_wait=True)
+        CrawlConfig.from_options(start_urls=["http://a.test/"], random_wait=True)
 
 
 def chain(n: int, delay: float) -> dict[str, FakePage]:
@@ -131,7 +131,9 @@ async def crawl(
 ) -> tuple[CrawlSummary, FakeFetcher, list[CrawlRecord]]:
     records: list[CrawlRecord] = []
     fetcher = FakeFetcher(pages)
-    config = CrawlConfig(start_urls=["http://a.test/0"], ignore_robots=True, **options)  # type: ignore[arg-type]
+    config = CrawlConfig.from_options(
+        start_urls=["http://a.test/0"], ignore_robots=True, **options
+    )  # type: ignore[arg-type]
     crawler = Crawler(config, fetcher, on_record=[records.append], rng=random.Random(3))  # type: ignore[arg-type]
     with trio.fail_after(10_000):
         summary = await crawler.run()
@@ -189,7 +191,7 @@ def test_a_crawl_that_ends_first_is_not_touched_by_max_time() -> None:
 
 def test_max_time_must_be_positive() -> None:
     with pytest.raises(ConfigError, match=r"^max_time= must be a number of seconds > 0 \(got 0\)"):
-        CrawlConfig(start_urls=["http://a.test/"], max_time=0)
+        CrawlConfig.from_options(start_urls=["http://a.test/"], max_time=0)
 
 
 def slow_site(n: int, delay: float) -> Site:

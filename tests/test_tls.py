@@ -28,10 +28,12 @@ import pytest
 import trio
 
 from trio_crawl.cli.common import UsageError
-from trio_crawl.cli.options import build_config, build_parser
+from trio_crawl.cli.options import build_config
+from trio_crawl.cli.parser import build_parser
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import CrawlRecord
+from trio_crawl.engine.resources import check_resources
 from trio_crawl.errors import ConfigError, FetchError
 from trio_crawl.fetch.curl.handle import HTTP2 as CURL_HAS_HTTP2
 from trio_crawl.fetch.tls import ca_locations, is_tls_failure
@@ -340,8 +342,9 @@ def test_cli_flags_reach_the_fetch_config(ca_file: str) -> None:
     plain = build_config(args, args.urls).fetch_config()
     assert (plain.ca_bundle, plain.http2) == (None, False)
     missing = os.path.join(ca_file, "missing")
+    config = CrawlConfig.from_options(start_urls=[url], ca_bundle=missing)  # no I/O here
     with pytest.raises(ConfigError, match=r"^ca_bundle=: no such file or directory: "):
-        CrawlConfig(start_urls=[url], ca_bundle=missing)
+        check_resources(config)  # where the crawl's fetcher is opened
     args = build_parser().parse_args([url, "--ca-bundle", missing])
     with pytest.raises(UsageError, match=r"^--ca-bundle: no such file or directory: "):
         build_config(args, args.urls)

@@ -72,7 +72,7 @@ def test_an_authorization_header_beside_basic_auth_is_refused(extra: list[str], 
 
 def test_the_library_refuses_both_too() -> None:
     with pytest.raises(ConfigError, match=r"^headers= has an Authorization header and auth="):
-        CrawlConfig(
+        CrawlConfig.from_options(
             start_urls=["http://h/"], headers=[("Authorization", "Bearer x")], auth=("u", "p")
         )
 

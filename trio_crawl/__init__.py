@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .core.models import CrawlRecord, DepthUpdate, ErrorInfo, FetchResult
     from .core.pool_sizing import PoolSizer, PoolSizerSettings
     from .core.scrape import Handler, Page, Request
+    from .core.settings import Budgets, Fetching, Follow, Output, Politeness, Pool, Rendering
     from .core.stats import CrawlSummary
     from .engine.api import CrawlOptions, RunningCrawl, open_crawler, open_fetcher, run_crawl
     from .engine.statistics import EngineStatistics
@@ -77,6 +78,13 @@ _HOMES = {
     "Handler": "core.scrape",
     "Page": "core.scrape",
     "Request": "core.scrape",
+    "Budgets": "core.settings",
+    "Fetching": "core.settings",
+    "Follow": "core.settings",
+    "Output": "core.settings",
+    "Politeness": "core.settings",
+    "Pool": "core.settings",
+    "Rendering": "core.settings",
     "CrawlSummary": "core.stats",
     "CrawlOptions": "engine.api",
     "RunningCrawl": "engine.api",
@@ -122,6 +130,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Budgets",
     "ConfigError",
     "CrawlConfig",
     "CrawlError",
@@ -135,15 +144,21 @@ __all__ = [
     "FetchError",
     "FetchResult",
     "Fetcher",
+    "Fetching",
+    "Follow",
     "FrontierBackend",
     "FrontierSpec",
     "Handler",
     "MemoryFrontier",
+    "Output",
     "OutputError",
     "Page",
+    "Politeness",
+    "Pool",
     "PoolSizer",
     "PoolSizerSettings",
     "RedisFrontier",
+    "Rendering",
     "Request",
     "Room",
     "RunningCrawl",

@@ -46,7 +46,7 @@ def may_exit_now() -> bool:
     closed, would be flushed by the teardown alone)."""
     import threading
 
-    options = sys.modules.get("trio_crawl.cli.options")
+    options = sys.modules.get("trio_crawl.cli.handlers")
     if options is not None and getattr(options, "LOADED_HANDLERS", None):
         return False
     main_thread = threading.main_thread()

@@ -47,8 +47,8 @@ for one kind of use:
 * ``admin.py``: ``--status``, ``--delete-crawl`` and the consistency check,
   which need no worker (``RedisRefused``, ``RedisLost``).
 
-The command line maps this tree to exit codes and one-line messages (README,
-"Exit codes"); every ``str()`` here is such a line.
+The command line maps this tree to exit codes and one-line messages (the exit
+codes of docs/manual/command-line.md); every ``str()`` here is such a line.
 
 This module imports nothing from the package, so every layer may use it.
 """

@@ -2,7 +2,7 @@
 and the one-line messages on stderr (``trio-crawl: error: ...``), with any
 credentials in them masked.
 
-Exit codes (the README's table):
+Exit codes (the table in docs/manual/command-line.md):
 
 ====  ==================================================================
 0     the crawl completed, even if some pages failed

@@ -48,17 +48,12 @@ from .common import (
     tell,
 )
 from .flags import in_flags
+from .handlers import HandlerWatch
 from .identity import save_cookies
-from .options import (
-    HandlerWatch,
-    build_config,
-    check_combinations,
-    check_fetcher,
-    check_seeds,
-    check_writable,
-    workers_within_fd_limit,
-)
+from .limits import workers_within_fd_limit
+from .options import build_config, check_combinations, check_fetcher, check_writable
 from .progress import complete_note, print_summary, show_progress, time_limit_note
+from .seeds import check_seeds
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -305,7 +300,7 @@ async def crawl_with_ui(
     the crawl starts."""
     console = None if quiet and not show else stderr_console()  # rich: not for -q
     sinks = Sinks(outputs)
-    signals = SignalWatch(None if quiet else console, config.grace)
+    signals = SignalWatch(None if quiet else console, config.pool.grace)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
         async with trio.open_nursery() as watching:
             async with open_crawl(sinks.plan(config, frontier, warc)) as built:
@@ -334,11 +329,11 @@ async def crawl_with_ui(
         updates = outputs.depth_updates
         print_summary(summary, hint, None if updates is None else updates.path)
         latency_hint = None
-        if config.workers is not None:  # a sized pool follows the latency itself
+        if config.pool.workers is not None:  # a sized pool follows the latency itself
             latency_hint = latency_bound_hint(
                 summary,
-                workers=config.workers,
-                per_host=config.per_host_concurrency,
+                workers=config.pool.workers,
+                per_host=config.politeness.per_host_concurrency,
                 cpu_seconds=time.process_time() - cpu_at_start,
                 max_workers=workers_within_fd_limit(),
             )
@@ -353,7 +348,7 @@ async def crawl_with_ui(
     if signals.code != EXIT_OK:
         return Ending(signals.code)
     timed_out = time_limit_note(
-        summary, config.max_time, state=resumable, state_refused_by=refuses_state(config)
+        summary, config.budgets.max_time, state=resumable, state_refused_by=refuses_state(config)
     )
     if timed_out is not None and not quiet:
         say(timed_out)
@@ -367,7 +362,7 @@ async def crawl_with_ui(
 def refuses_state(config: CrawlConfig) -> str | None:
     """The option of this crawl that ``--state`` cannot be combined with, if any
     (the state file keeps neither requisites nor handlers' Python functions)."""
-    if config.page_requisites:
+    if config.follow.page_requisites:
         return "--page-requisites"
     if config.handler is not None:
         return "--handler"
@@ -377,7 +372,7 @@ def refuses_state(config: CrawlConfig) -> str | None:
 def seeds_to_hold(args: argparse.Namespace, start_urls: Sequence[str]) -> list[str] | None:
     """Check the ``--seeds`` file (a warning for skipped lines); its URLs when
     the crawl keeps them in memory: a file of at most
-    ``options.SEEDS_IN_MEMORY`` URLs, without ``--state`` or ``--max-queue``
+    ``seeds.SEEDS_IN_MEMORY`` URLs, without ``--state`` or ``--max-queue``
     (they ask for the disk)."""
     seeds = getattr(args, "seeds", None)
     if not seeds:
@@ -393,7 +388,7 @@ def seeds_to_hold(args: argparse.Namespace, start_urls: Sequence[str]) -> list[s
 def memory_frontier_of_seeds(config: CrawlConfig, seeds: Sequence[str]) -> FrontierBackend:
     """The memory frontier for a small seeds file. It could serve handlers and
     ``--page-requisites``, but ``--seeds`` refuses them whatever the file's
-    size, so that a file growing past ``options.SEEDS_IN_MEMORY`` changes
+    size, so that a file growing past ``seeds.SEEDS_IN_MEMORY`` changes
     nothing but where the queue waits."""
     from ..frontiers.memory import MemoryFrontier
 
@@ -487,7 +482,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
     try:
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
-        check_fetcher(config.backend)
+        check_fetcher(config.fetch.backend)
         held_seeds = seeds_to_hold(args, start_urls)
         if args.output is None and sys.stdout.isatty():
             records = new_default_output()
@@ -544,7 +539,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         if outputs is not None:
             outputs.close()
     if crawled is not None:
-        problem = save_cookies(crawled.cookies, getattr(args, "save_cookies", None))
+        problem = save_cookies(crawled.fetch.cookies, getattr(args, "save_cookies", None))
         if problem is not None and ending.message is None:
             ending = Ending(EXIT_OUTPUT, problem)
     if ending.message is not None:

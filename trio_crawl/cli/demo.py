@@ -12,7 +12,7 @@ from ..sites.demo import demo_site
 from ..sites.server import serve_site
 from .common import EXIT_USAGE, UsageError, fail, tell
 from .crawl import run_crawl_command
-from .options import build_parser
+from .parser import build_parser
 
 DEFAULT_OUTPUT = "demo-crawl.jsonl"
 

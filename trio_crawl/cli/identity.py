@@ -1,8 +1,8 @@
 """The command line's identity options: headers, cookies, basic auth, proxy.
 
-``add_identity_options`` adds them to a parser; ``identity_options`` turns
-them into ``CrawlConfig`` options (reading the cookie file), raising
-``ConfigError`` with a one-line message that never quotes a secret;
+Their flags are in the option table (``cli/option_table.py``);
+``identity_options`` turns them into ``CrawlConfig`` options (reading the
+cookie file), raising ``ConfigError`` with a one-line message that never quotes a secret;
 ``save_cookies`` writes the jar back at the end (``--save-cookies``). The
 rules themselves are in ``core.identity``, ``core.proxy`` and ``fetch.identity``.
 """
@@ -13,8 +13,8 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from ..core.config import CrawlOptions
 from ..core.identity import parse_header
-from ..engine.api import CrawlOptions
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,45 +22,7 @@ if TYPE_CHECKING:
 
     from ..fetch.cookies import CrawlCookieJar
 
-__all__ = ["add_identity_options", "identity_options", "load_cookies", "save_cookies"]
-
-
-def add_identity_options(p: argparse._ActionsContainer) -> None:
-    """Headers, cookies, basic auth and proxy (README, Identity)."""
-    p.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="send this header (repeatable); Authorization and Cookie only to the start "
-        "URLs' hosts",
-    )
-    p.add_argument(
-        "--cookies",
-        metavar="FILE",
-        help="send and keep cookies, starting from "
-        "this Netscape cookie file (as curl -b / wget --load-cookies read it)",
-    )
-    p.add_argument(
-        "--save-cookies",
-        metavar="FILE",
-        help="keep cookies during the crawl and "
-        "write them all to this Netscape cookie file at the end",
-    )
-    p.add_argument("--user", help="HTTP basic auth user for the start URLs' hosts only")
-    p.add_argument("--password", help="HTTP basic auth password (with --user)")
-    p.add_argument(
-        "--netrc", action="store_true", help="basic auth for the start hosts from ~/.netrc"
-    )
-    p.add_argument("--netrc-file", metavar="FILE", help="like --netrc, from FILE")
-    p.add_argument(
-        "--proxy",
-        metavar="URL",
-        help="send every request through this http(s) "
-        "proxy ('' for none; default: $HTTP_PROXY / $HTTPS_PROXY / $NO_PROXY, "
-        "never for localhost)",
-    )
+__all__ = ["identity_options", "load_cookies", "save_cookies"]
 
 
 def identity_options(args: argparse.Namespace) -> CrawlOptions:

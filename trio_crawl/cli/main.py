@@ -19,7 +19,7 @@ from ..errors import ConfigError, StateUsageError
 from .common import EXIT_OK, EXIT_USAGE, UsageError, answer, fail
 from .crawl import run_crawl_command
 from .flags import in_flags
-from .options import build_parser
+from .parser import build_parser
 
 
 def run_cli(argv: Sequence[str]) -> int:

@@ -1,8 +1,9 @@
 """Which browser ``--render`` runs: named, from the environment, or on PATH.
 
 Pure (the environment and the PATH lookup are passed in), so the choice and
-its one-line errors are tested directly; the config calls it, so a crawl
-that cannot render fails before anything is fetched.
+its one-line errors are tested directly; the crawl calls it when it opens
+its fetcher (``engine/resources.py``), so a crawl that cannot render fails
+before anything is fetched, while making a config reads no PATH.
 """
 
 from __future__ import annotations

@@ -22,8 +22,30 @@ DEFAULT_USER_AGENT = "trio-crawl/0.1 (+https://github.com/trio-crawl/trio-crawl)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FetchConfig:
-    """How a fetcher talks to servers. Keyword-only; all fields have defaults.
+class ClientSettings:
+    """How to talk to servers, as a user says it: written once, here, for
+    the two configurations that hold it. ``FetchConfig`` (one fetcher's)
+    adds what a fetcher is given resolved, and ``core.settings.Fetching``
+    (a crawl's) adds the crawl's own choices (the client, its retries, the
+    credentials to resolve).
+    """
+
+    user_agent: str = DEFAULT_USER_AGENT
+    timeout: float = 30.0  # total seconds for one exchange
+    connect_timeout: float = 10.0
+    max_bytes: int = 10 * 1024 * 1024
+    html_only: bool = True
+    ca_bundle: str | None = None
+    http2: bool = False
+    cookies: CookieJar | None = field(default=None, repr=False, compare=False)
+    proxy: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchConfig(ClientSettings):
+    """How a fetcher talks to servers (``ClientSettings``), with its
+    connections, headers and credentials resolved. Keyword-only; all fields
+    have defaults.
 
     ``max_connections`` should match the number of crawler tasks, so that the
     pool never makes a crawler wait for a slot another crawler is not using.
@@ -35,16 +57,7 @@ class FetchConfig:
     connections; without it every fetcher speaks HTTP/1.1.
     """
 
-    user_agent: str = DEFAULT_USER_AGENT
-    timeout: float = 30.0  # total seconds for one exchange
-    connect_timeout: float = 10.0
-    max_bytes: int = 10 * 1024 * 1024
     max_connections: int = 16
-    html_only: bool = True
-    ca_bundle: str | None = None
-    http2: bool = False
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     trusted_origins: tuple[str, ...] = ()
     credentials: tuple[Credentials, ...] = field(default=(), repr=False)
-    cookies: CookieJar | None = field(default=None, repr=False, compare=False)
-    proxy: str | None = field(default=None, repr=False)

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, Unpack
+from collections.abc import AsyncIterator, Iterable
+from typing import TypeVar, Unpack
 
 import trio
 
 from ..core.config import CrawlConfig
+from ..core.config import CrawlOptions as CrawlOptions  # re-exported: the library's face
 from ..core.models import CrawlRecord
-from ..core.scrape import Handler, Request
+from ..core.scrape import Request
 from ..core.stats import CrawlSummary
 from ..fetch.base import Fetcher
 from ..frontiers.base import FrontierSpec
@@ -26,11 +27,6 @@ from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback
 from .fetchers import open_fetcher as open_fetcher  # re-exported: the library's face
 from .statistics import EngineStatistics
-
-if TYPE_CHECKING:
-    # Only in annotations: http.cookiejar pulls in urllib.request and
-    # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
-    from http.cookiejar import CookieJar
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -42,66 +38,11 @@ UNREAD_ITEMS_WARNING = 10.0
 StartURLs = str | Request | Iterable[str | Request]
 
 
-class CrawlOptions(TypedDict, total=False):
-    """The keyword options of ``open_crawler`` and ``run_crawl``: the fields
-    of ``CrawlConfig`` except ``start_urls`` (a test keeps the two in step),
-    so that mypy catches a misspelt or mistyped option."""
-
-    workers: int | None
-    max_workers: int | None
-    max_depth: int | None
-    max_pages: int | None
-    timeout: float
-    connect_timeout: float
-    retries: int
-    rate: float | None
-    per_host_concurrency: int | None
-    ignore_robots: bool
-    sitemaps: bool
-    page_requisites: bool
-    allow_domains: Sequence[str]
-    span_hosts: bool
-    max_pages_per_host: int | None
-    max_hosts: int | None
-    include: Sequence[str]
-    exclude: Sequence[str]
-    no_parent: bool
-    accept: Sequence[str]
-    reject: Sequence[str]
-    user_agent: str
-    max_bytes: int
-    html_only: bool
-    grace: float
-    max_time: float | None
-    random_wait: bool
-    max_retry_after: float
-    max_crawl_delay: float
-    backend: str
-    thread_parse_bytes: int
-    parse_process: bool | None
-    debug: bool
-    handler: Handler | None
-    fail_fast: bool
-    ca_bundle: str | None
-    http2: bool
-    headers: Sequence[tuple[str, str]]
-    auth: tuple[str, str] | None
-    netrc_file: str | None
-    cookies: CookieJar | None
-    proxy: str | None
-    render: bool | Literal["auto"]
-    render_wait: float
-    browser: str | None
-    mirror: str | None
-    convert_links: bool
-    adjust_extension: bool
-
-
 def crawl_config(start_urls: StartURLs, options: CrawlOptions) -> CrawlConfig:
     """``CrawlConfig`` from a URL (or Request), or several, and the options."""
     if isinstance(start_urls, str | Request):
         start_urls = [start_urls]
-    return CrawlConfig(start_urls=list(start_urls), **options)
+    return CrawlConfig.from_options(start_urls, **options)
 
 
 def _single(exc: BaseException) -> BaseException:

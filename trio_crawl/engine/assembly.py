@@ -85,7 +85,7 @@ def assemble(
             return math.inf
         return per_host * (schedule.schedule.hosts_in_flight + 1) + pool.queued
 
-    workers = workers or WorkerLog(config.initial_workers, sized=config.workers is None)
+    workers = workers or WorkerLog(config.initial_workers, sized=config.pool.workers is None)
     want_more = held.want_more if held is not None else _nothing_held
     pool: WorkPool[Entry] = sized_pool(config, want_more, work_ceiling, workers.resized)
     workers.pool = pool
@@ -97,9 +97,9 @@ def assemble(
         schedule = SharedScheduleRoom(frontier, publish)
     else:
         polite = PoliteSchedule[Job](
-            rate=config.rate,
+            rate=config.politeness.rate,
             max_per_host=config.host_concurrency,
-            random_wait=config.random_wait,
+            random_wait=config.politeness.random_wait,
         )
         schedule = ScheduleRoom(polite, publish)
     pool.add_room(schedule)
@@ -107,18 +107,18 @@ def assemble(
         pool.add_room(held)
     frontier.attach(publish, pool.check_idle, lambda: pool.queued, correct)
     robots = None
-    if not config.ignore_robots:
+    if not config.politeness.ignore_robots:
         robots = RobotsCache(
             robots_fetcher(fetcher, frontier),  # once per crawl with --redis
-            config.user_agent,
+            config.fetch.user_agent,
             retry_period=ROBOTS_RETRY_PERIOD,
         )
-    seeds = frontier if config.sitemaps and isinstance(frontier, AdmitsSeeds) else None
+    seeds = frontier if config.follow.sitemaps and isinstance(frontier, AdmitsSeeds) else None
     gate = HostGate(
         robots,
         schedule,
         SitemapSeeder(fetcher, scope, seeds) if seeds is not None else None,
-        max_crawl_delay=config.max_crawl_delay,
+        max_crawl_delay=config.politeness.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )
     return Machinery(scope, frontier, held, pool, schedule, gate, workers)
@@ -153,8 +153,10 @@ def pool_helpers(
     if crawler.held is not None:
         helpers.append(crawler.held.serve)
     helpers.extend(more)
-    if crawler.config.max_time is not None:
+    if crawler.config.budgets.max_time is not None:
         helpers.append(
-            stop_at_time_limit(crawler.config.max_time, crawler.stop, lambda: crawler.stopping)
+            stop_at_time_limit(
+                crawler.config.budgets.max_time, crawler.stop, lambda: crawler.stopping
+            )
         )
     return helpers

@@ -117,7 +117,7 @@ class BuiltCrawl:
         if self._failure is None and self.archive is not None and self.archive.error is not None:
             return OutputError(str(self.plan.warc), self.archive.error)
         if self._failure is None and self.mirror is not None and self.mirror.error is not None:
-            return OutputError(str(self.plan.config.mirror), self.mirror.error)
+            return OutputError(str(self.plan.config.output.mirror), self.mirror.error)
         return self._failure
 
     def raise_if_failed(self) -> None:
@@ -152,7 +152,7 @@ class BuiltCrawl:
     def _mirror_failed(self, error: OSError) -> None:
         # As for the archive: a page whose body is not on disk gets no record.
         if self._failure is None:
-            self._failure = OutputError(str(self.plan.config.mirror), error)
+            self._failure = OutputError(str(self.plan.config.output.mirror), error)
         if self._crawler is not None:
             self._crawler.abort()
 
@@ -197,7 +197,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
             on_response.append(built._to_archive)
             if is_rendering(fetcher):  # the browser's own requests too
                 fetcher.archive_to(built._to_browser_archive)
-        if config.mirror is not None:
+        if config.output.mirror is not None:
             on_response.append(built._to_mirror)
         built._crawler = Crawler(
             config,
@@ -223,7 +223,7 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
                     defer_start=plan.hold_warc,
                 )
             )
-        if config.mirror is not None:  # converts the links when the block ends
+        if config.output.mirror is not None:  # converts the links when the block ends
             from ..mirror.output import open_mirror  # imported for a mirror only
 
             built.mirror = await stack.enter_async_context(

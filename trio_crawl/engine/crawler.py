@@ -39,7 +39,6 @@ import trio
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry
 from ..core.models import CrawlRecord, FetchResult
-from ..core.retry import RetryPolicy
 from ..core.stats import CrawlStats, CrawlSummary
 from ..core.url import host_port
 from ..errors import FetchError
@@ -93,7 +92,7 @@ class Crawler:
         self.config = config
         self._fetcher = fetcher
         self._rng = rng or random.Random()
-        self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
+        self._retry = config.retry_policy()
         self.stats = CrawlStats()
         self._delivery = Delivery(
             self.stats, on_record=on_record, on_item=on_item, on_depth_update=on_depth_update

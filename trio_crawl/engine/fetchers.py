@@ -10,6 +10,7 @@ from ..core.config import FETCHERS, CrawlConfig
 from ..core.http import FetchConfig
 from ..errors import ConfigError
 from ..fetch.base import Fetcher
+from .resources import check_resources
 
 
 @contextlib.asynccontextmanager
@@ -19,7 +20,7 @@ async def open_fetcher(
     """A fetcher owned by the block: ``backend`` ("curl", "httpx" or "asks";
     default: ``config.backend`` for a CrawlConfig, else "curl"), configured by
     ``config``; a CrawlConfig with ``render`` renders its pages through it.
-    asks runs only on trio < 0.24 (README: ``nox -s asks``).
+    asks runs only on trio < 0.24 (docs/manual/fetchers.md; ``nox -s asks``).
 
     Example (no crawl, just fetching)::
 
@@ -27,14 +28,17 @@ async def open_fetcher(
             result = await f.fetch("http://127.0.0.1:8000/")
     """
     if isinstance(config, CrawlConfig):
+        check_resources(config)  # the CA bundle, netrc file and browser it names
         fetch_config = config.fetch_config()
-        backend = backend or config.backend
+        backend = backend or config.fetch.backend
     else:
         fetch_config = config
         backend = backend or "curl"
     if backend not in FETCHERS:
         raise ConfigError(f"unknown fetcher backend {backend!r}: one of {', '.join(FETCHERS)}")
-    if isinstance(config, CrawlConfig) and config.render:  # --render: pages through Chromium
+    if (
+        isinstance(config, CrawlConfig) and config.rendering.render
+    ):  # --render: pages through Chromium
         from .render import open_render_fetcher
 
         async with (

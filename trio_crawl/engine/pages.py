@@ -121,7 +121,7 @@ class PageReader:
                 return PageOutcome()
             if result.body_skipped or not is_html_content_type(result.content_type):
                 return PageOutcome()
-            if self._config.page_requisites:
+            if self._config.follow.page_requisites:
                 links, refs = await self._in_thread_if_big(
                     extract_links_and_requisites, result, entry.url
                 )
@@ -144,10 +144,10 @@ class PageReader:
         """Whether the page's links go to the frontier in chunks: a big HTML
         page read for links alone, and a frontier that takes them."""
         return (
-            len(result.body) >= self._config.thread_parse_bytes
+            len(result.body) >= self._config.pool.thread_parse_bytes
             and self._chunked is not None
             and entry.payload is not REQUISITE
-            and not self._config.page_requisites
+            and not self._config.follow.page_requisites
             and not result.body_skipped
             and is_html_content_type(result.content_type)
         )
@@ -193,7 +193,7 @@ class PageReader:
         """The page's links; big bodies are parsed in a thread, so one huge
         page does not stall every other crawler, and others in the parse
         co-process when it takes them."""
-        if self.process is not None and len(result.body) < self._config.thread_parse_bytes:
+        if self.process is not None and len(result.body) < self._config.pool.thread_parse_bytes:
             links = await self.process.links(result.body, url, result.content_type)
             if links is not None:
                 return links
@@ -202,7 +202,7 @@ class PageReader:
     async def _in_thread_if_big(
         self, parse: Callable[[bytes, str, str | None], T], result: FetchResult, url: str
     ) -> T:
-        if len(result.body) >= self._config.thread_parse_bytes:
+        if len(result.body) >= self._config.pool.thread_parse_bytes:
             return await self.run_in_thread(parse, result.body, url, result.content_type)
         return parse(result.body, url, result.content_type)
 

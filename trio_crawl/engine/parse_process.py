@@ -153,16 +153,16 @@ def parse_process_for(config: CrawlConfig, *, auto: bool) -> ParseProcess | None
     unset and ``auto``, the machine and the crawl) want one."""
     links_only = (
         config.handler is None
-        and not config.page_requisites
+        and not config.follow.page_requisites
         and not any(isinstance(s, Request) and s.handler for s in config.start_urls)
     )
     wanted = parse_process_wanted(
-        config.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
+        config.pool.parse_process, auto=auto, links_only=links_only, cpus=usable_cpus()
     )
     if not wanted:
         return None
-    small = config.max_depth == 0 or (
-        config.max_pages is not None and config.max_pages < EARLY_START_PAGES
+    small = config.budgets.max_depth == 0 or (
+        config.budgets.max_pages is not None and config.budgets.max_pages < EARLY_START_PAGES
     )
     return ParseProcess(start_after=START_AFTER if small else None)
 

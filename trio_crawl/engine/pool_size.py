@@ -27,13 +27,13 @@ def sized_pool(
     """The pool for ``config``: ``on_take`` refills a disk frontier, ``ceiling``
     says what the work can use now, ``on_resize`` hears every new size."""
     sizer = None
-    if config.workers is None:
+    if config.pool.workers is None:
         top = config.worker_ceiling
         start = config.initial_workers
         sizer = PoolSizer(PoolSizerSettings(max_workers=top, floor=start, initial=start))
     return WorkPool[Entry](
         config.initial_workers,
-        grace=config.grace,
+        grace=config.pool.grace,
         on_take=on_take,
         sizer=sizer,
         sample_seconds=SAMPLE_SECONDS,

@@ -27,6 +27,7 @@ from ..fetch.chromium import (
 from ..fetch.chromium.session import RobotsLookup
 from ..fetch.chromium.subrequests import NoTurn
 from .politeness import HostSlots, ScheduleRoom
+from .resources import resolve_browser
 from .robots_gate import RobotsCache
 
 
@@ -35,33 +36,32 @@ async def open_render_fetcher(
     config: CrawlConfig, inner: Fetcher
 ) -> AsyncIterator[ChromiumFetcher]:
     """``inner`` with its HTML pages rendered under ``config``'s rules."""
-    assert config.browser is not None  # CrawlConfig resolves it when render is set
     settings = RenderSettings(
-        executable=config.browser,
-        user_agent=config.user_agent,
+        executable=resolve_browser(config),  # looked up on PATH now, not in the config
+        user_agent=config.fetch.user_agent,
         # A tab is heavy (tens of MB): a self-sized pool does not grow the
         # browser; its workers wait for one of the first pool size's tabs.
         max_tabs=config.initial_workers,
-        render_wait=config.render_wait,
-        timeout=config.timeout,
-        auto=config.render == "auto",
-        proxy=config.proxy,
-        keep_requisites=config.page_requisites,
-        retries=config.retries,
-        cookies=config.cookies,
+        render_wait=config.rendering.render_wait,
+        timeout=config.fetch.timeout,
+        auto=config.rendering.render == "auto",
+        proxy=config.fetch.proxy,
+        keep_requisites=config.follow.page_requisites,
+        retries=config.fetch.retries,
+        cookies=config.fetch.cookies,
     )
     policy = RequestPolicy(
         config.scope().allows,
-        page_requisites=config.page_requisites,
-        obey_robots=not config.ignore_robots,
+        page_requisites=config.follow.page_requisites,
+        obey_robots=not config.politeness.ignore_robots,
     )
 
     def robots(fetcher: Fetcher) -> RobotsLookup:
-        cache = RobotsCache(fetcher, config.user_agent)
+        cache = RobotsCache(fetcher, config.fetch.user_agent)
         return cache.policy_nowait, cache.policy_for
 
     async with open_chromium_fetcher(
-        inner, settings, policy, None if config.ignore_robots else robots
+        inner, settings, policy, None if config.politeness.ignore_robots else robots
     ) as fetcher:
         yield fetcher
 

@@ -29,7 +29,7 @@ the ``--state`` file, resumable) and ``RedisFrontier`` (``redis``, one crawl
 shared by many processes; ``serve`` is where it waits for their work, and
 it also speaks ``SharedPoliteness`` and ``SharedRobots`` below).
 
-What each backend guarantees (the README's "Backends" table says the same)::
+What each backend guarantees (the "Backends" table of docs/manual/ending.md says the same)::
 
                           memory        sqlite (state=)      redis
     fetched once          yes           yes, across runs     yes, across workers [1]
@@ -118,15 +118,15 @@ class Need(enum.Enum):
 def needs(config: CrawlConfig) -> frozenset[Need]:
     """What ``config`` asks of its frontier backend."""
     wanted: set[Need] = set()
-    if config.page_requisites:
+    if config.follow.page_requisites:
         wanted.add(Need.PAGE_REQUISITES)
     if config.handler is not None or any(not isinstance(s, str) for s in config.start_urls):
         wanted.add(Need.HANDLERS)
-    if config.random_wait:
+    if config.politeness.random_wait:
         wanted.add(Need.RANDOM_WAIT)
     if config.host_budget() is not None:
         wanted.add(Need.HOST_BUDGETS)
-    if config.sitemaps:
+    if config.follow.sitemaps:
         wanted.add(Need.SITEMAPS)
     return frozenset(wanted)
 

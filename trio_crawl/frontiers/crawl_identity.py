@@ -52,13 +52,13 @@ class CrawlIdentity:
         """The rule 1 fields of ``config``, for a subclass's constructor."""
         return {
             "start_urls": tuple(sorted(config.start_url_strings)),
-            "allow_domains": tuple(sorted(config.allow_domains)),
-            "max_depth": config.max_depth,
-            "max_pages": config.max_pages,
+            "allow_domains": tuple(sorted(config.follow.allow_domains)),
+            "max_depth": config.budgets.max_depth,
+            "max_pages": config.budgets.max_pages,
             "filters": config.url_filter().identity(),
-            "span_hosts": True if config.span_hosts else None,
-            "max_pages_per_host": config.max_pages_per_host,
-            "max_hosts": config.max_hosts,
+            "span_hosts": True if config.follow.span_hosts else None,
+            "max_pages_per_host": config.budgets.max_pages_per_host,
+            "max_hosts": config.budgets.max_hosts,
         }
 
     def settings(self) -> dict[str, Any]:
@@ -100,9 +100,9 @@ class SharedIdentity(CrawlIdentity):
     def of(cls, config: CrawlConfig) -> SharedIdentity:
         return SharedIdentity(
             **CrawlIdentity.fields_of(config),
-            rate=config.rate,
-            per_host_concurrency=config.per_host_concurrency,
-            ignore_robots=config.ignore_robots,
+            rate=config.politeness.rate,
+            per_host_concurrency=config.politeness.per_host_concurrency,
+            ignore_robots=config.politeness.ignore_robots,
         )
 
 

@@ -78,13 +78,13 @@ class MemoryFrontier:
         be in it) and to ``--no-parent`` (its filter's roots), to the budgets
         (always fetched, and counted) and to depth (0); not to the redirect
         rule: the URL filters judge where a seed redirects, as with a seeds
-        file on disk (README, "Filters")."""
+        file on disk (docs/manual/scope.md)."""
         return cls(
             [*config.start_urls, *seeds],
             scope=scope,
-            max_depth=config.max_depth,
-            max_pages=config.max_pages,
-            late_starts=config.sitemaps,
+            max_depth=config.budgets.max_depth,
+            max_pages=config.budgets.max_pages,
+            late_starts=config.follow.sitemaps,
             host_budget=config.host_budget(),
         )
 

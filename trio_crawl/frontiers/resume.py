@@ -234,7 +234,7 @@ def _prepare(
     state.add_seeds(_origins_of(config.start_url_strings, origins))
     if seeds is not None:
         seed_urls = _origins_of(seed_lines(Path(seeds), canonicalize), origins)
-        if config.no_parent:  # seeds are start URLs: --no-parent keeps below them too
+        if config.follow.no_parent:  # seeds are start URLs: --no-parent keeps below them too
             seed_urls = _noting_roots(seed_urls, url_filter)
         state.add_seeds(seed_urls)
     wanted = {**identity.settings(), "scope_origins": sorted(origins)}

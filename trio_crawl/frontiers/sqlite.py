@@ -147,13 +147,13 @@ class SqliteFrontier:
         return cls(
             prepared.backlog,
             scope=prepared.scope,
-            max_depth=config.max_depth,
-            max_pages=config.max_pages,
+            max_depth=config.budgets.max_depth,
+            max_pages=config.budgets.max_pages,
             window=window,
             already_started=prepared.already_started,
             refetched=prepared.refetched,
             prepared=prepared,
-            late_starts=config.sitemaps,
+            late_starts=config.follow.sitemaps,
         )
 
     @property

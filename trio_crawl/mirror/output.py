@@ -157,18 +157,18 @@ async def open_mirror(
     (``link.error``, which the caller reports), nothing is converted. ``warn``
     is told each file that could not be saved (default: the
     ``trio_crawl.mirror`` logger)."""
-    assert config.mirror is not None
-    root = config.mirror
+    assert config.output.mirror is not None
+    root = config.output.mirror
     try:
         files = await trio.to_thread.run_sync(MirrorFiles, root)
         folds = await trio.to_thread.run_sync(files.case_insensitive)
     except OSError as exc:
         raise OutputError(root, exc) from None
-    layout = MirrorLayout(adjust_extension=config.adjust_extension, case_insensitive=folds)
+    layout = MirrorLayout(adjust_extension=config.output.adjust_extension, case_insensitive=folds)
     link = MirrorLink(files, layout, on_failure, warn or _log_warning)
     try:
         yield link
-        if config.convert_links and link.error is None:
+        if config.output.convert_links and link.error is None:
             try:
                 link.statistics.converted = await link.convert_links(_host_schemes(config, layout))
             except OSError as exc:

@@ -175,7 +175,7 @@ def open_crawl_archive(
         "format": "WARC File Format 1.1",
         "start-urls": list(config.start_url_strings),
     }
-    headers = {"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate, br"}
+    headers = {"User-Agent": config.fetch.user_agent, "Accept-Encoding": "gzip, deflate, br"}
     return open_archive_link(
         path,
         info=info,

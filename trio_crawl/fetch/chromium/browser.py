@@ -2,8 +2,9 @@
 
 Rules:
 
-1. The executable was chosen by ``core.browser.find_browser`` (the config
-   checks it); a browser that cannot be started is a ``ConfigError``.
+1. The executable was chosen by ``core.browser.find_browser`` (checked when
+   the crawl opens its fetcher: ``engine/resources.py``); a browser that
+   cannot be started is a ``ConfigError``.
 2. Chromium runs headless with ``--remote-debugging-pipe`` (fd 3: our
    commands, fd 4: its answers; no TCP port), in a new temporary
    ``--user-data-dir`` removed afterwards, which is also its ``HOME`` and

@@ -127,7 +127,7 @@ class RedisFrontier:
         self._calls = Calls(client, keys_prefix(crawl_id), crawl_id, redact_url(url), lease)
         self._config = config
         self._scope = config.scope()
-        self._max_depth = config.max_depth
+        self._max_depth = config.budgets.max_depth
         self._name = name
         self._notice = notice or logging.getLogger(__name__).warning
         self.window = window or max(128, 8 * config.initial_workers)
@@ -196,14 +196,14 @@ class RedisFrontier:
                 self.lease,
                 may_create=not again,
                 identity_json=json.dumps(identity.settings(), sort_keys=True),
-                max_pages=config.max_pages,
-                rate=config.rate,
-                per_host_concurrency=config.per_host_concurrency,
-                read_robots=not config.ignore_robots,
-                max_depth=config.max_depth,
+                max_pages=config.budgets.max_pages,
+                rate=config.politeness.rate,
+                per_host_concurrency=config.politeness.per_host_concurrency,
+                read_robots=not config.politeness.ignore_robots,
+                max_depth=config.budgets.max_depth,
                 # Sitemap seeds come at depth 0 mid-crawl: with max_depth, a
                 # finished page keeps its links for ever (core rule 7).
-                settle=not (config.sitemaps and config.max_depth is not None),
+                settle=not (config.follow.sitemaps and config.budgets.max_depth is not None),
                 starts=starts,
             ),
         )
