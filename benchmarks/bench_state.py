@@ -1,4 +1,4 @@
-"""Speed and memory of the on-disk crawl state (``trio_crawl.frontiers.sqlite_state``).
+"""Speed and memory of the on-disk crawl state (``trio_crawl.frontiers.sqlite.state``).
 
 Figures, on one core, with real SQLite files in a temporary directory:
 
@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from trio_crawl.frontiers.sqlite_state import Admit, CrawlState, Finish, Op, Start
+from trio_crawl.frontiers.sqlite import Admit, CrawlState, Finish, Op, Start
 
 LINKS_PER_PAGE = 30
 

@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, Crawler, CrawlRecord
 from trio_crawl.core.url import Scope
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
-from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState, DiskBacklog, SqliteFrontier
 
 from fakes import FakeFetcher, FakePage
 

@@ -22,10 +22,8 @@ from trio_crawl.core.distinct import DistinctCounter
 from trio_crawl.core.frontier import Entry
 from trio_crawl.core.parse import LINK_CHUNK
 from trio_crawl.core.url import Scope
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.memory import MemoryFrontier
-from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState, DiskBacklog, SqliteFrontier
 
 from fakes import FakeFetcher, FakePage
 

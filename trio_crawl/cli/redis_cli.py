@@ -49,7 +49,7 @@ from ..frontiers.redis import (
     url_problem,
     url_without_password,
 )
-from ..frontiers.resume import repair_output
+from ..frontiers.sqlite.resume import repair_output
 from .common import (
     EXIT_OK,
     EXIT_REDIS_LOST,
