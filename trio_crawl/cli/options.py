@@ -649,7 +649,7 @@ def check_seeds(path: str, *, other_urls: bool, keep: int = SEEDS_IN_MEMORY) -> 
         if not first:
             first.append((number, text))
 
-    from ..frontiers.sqlite.seeds import seed_lines  # SQLite's module: for --seeds only
+    from ..frontiers.seeds import seed_lines  # for --seeds only
 
     kept: list[str] | None = []
     good = 0

@@ -5,7 +5,6 @@ The package face. Its modules, one job each:
 ``frontier.py``      ``SqliteFrontier`` (the backend face): the memory window, depth corrections
 ``disk_backlog.py``  the trio side: every call to the file in one worker thread, offers batched
 ``resume.py``        preparing a crawl before the loop starts: resume, reconcile, ``--status``
-``seeds.py``         reading a seeds file
 ``state.py``         ``CrawlState``, the file's face, and the rules every module keeps
 ``connection.py``    opening the file, one thread at a time, disk failures told as such
 ``lock.py``          one crawl per file (``flock``)

@@ -36,8 +36,8 @@ from ...core.crawl_identity import StateIdentity
 from ...core.filters import UrlFilter
 from ...core.url import Scope, canonicalize
 from ...errors import StateInUseError, StateLockedError, StateUsageError
+from ..seeds import seed_lines
 from .disk_backlog import DiskBacklog
-from .seeds import seed_lines
 from .state import CrawlState
 
 

@@ -2,7 +2,9 @@
 
 Read twice by design: once by the command line, which checks the file and
 keeps a small one in memory (``cli/options.py``), and again by the SQLite
-frontier, which streams a large one into the state file (``resume.py``).
+frontier, which streams a large one into the state file
+(``frontiers/sqlite/resume.py``). Outside the SQLite package, so that a
+small seeds file crawled in memory imports neither it nor ``sqlite3``.
 """
 
 from __future__ import annotations
