@@ -14,9 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_crawl.frontiers import disk_backlog
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
-from trio_crawl.frontiers.sqlite_state import CrawlState, Offered, Start
+from trio_crawl.frontiers.sqlite import CrawlState, DiskBacklog, Offered, Start, disk_backlog
 
 SITE = "http://backlog.test"
 
@@ -26,7 +24,7 @@ def url(n: int | str) -> str:
 
 
 def known(state: CrawlState) -> dict[str, int]:
-    conn = state._conn
+    conn = state._file.conn
     assert conn is not None
     return {u: d for u, d in conn.execute("SELECT url, depth FROM urls")}
 

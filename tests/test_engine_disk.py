@@ -16,9 +16,7 @@ from trio_crawl.core.scope import Scope
 
 # The private engine: it runs on a SqliteFrontier built here (a small window).
 from trio_crawl.engine.crawler import Crawler
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
-from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState, DiskBacklog, SqliteFrontier
 
 from fakes import FakeFetcher, FakePage
 

@@ -10,7 +10,7 @@ import pytest
 
 import trio_crawl
 from trio_crawl import errors
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState
 
 
 def test_every_error_is_a_crawl_error_and_is_drawn_in_the_tree() -> None:
@@ -28,7 +28,7 @@ def test_a_full_disk_under_the_state_file_is_a_state_write_error(tmp_path: Path)
     db = tmp_path / "crawl.db"
     state = CrawlState.open(db)
     try:
-        conn = state._conn
+        conn = state._file.conn
         assert conn is not None
         used = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {used + 2}")  # a disk that fills up

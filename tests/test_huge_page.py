@@ -25,10 +25,8 @@ from trio_crawl.core.scope import Scope
 # The private engine: it runs on frontiers built here that watch their batches.
 from trio_crawl.engine.crawler import Crawler
 from trio_crawl.engine.distinct import DistinctCounter
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
 from trio_crawl.frontiers.memory import MemoryFrontier
-from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState, DiskBacklog, SqliteFrontier
 
 from fakes import FakeFetcher, FakePage
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from trio_crawl.frontiers.sqlite_state import CrawlState
+from trio_crawl.frontiers.sqlite import CrawlState
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 

@@ -32,9 +32,6 @@ from trio_crawl.sites.site import Site, page
 #: Modules of features a plain crawl does not use.
 OPTIONAL = (
     "trio_crawl.frontiers.sqlite",
-    "trio_crawl.frontiers.sqlite_state",
-    "trio_crawl.frontiers.resume",
-    "trio_crawl.frontiers.disk_backlog",
     "sqlite3",
     "trio_crawl.frontiers.redis",
     "trio_crawl.cli.redis_cli",
@@ -129,7 +126,7 @@ def test_the_face_imports_optional_frontiers_on_first_use() -> None:
     assert set(LAZY_NAMES.values()) <= set(report["after"])
     redis, sqlite = report["names"]
     assert redis == "trio_crawl.frontiers.redis.frontier"
-    assert sqlite == "trio_crawl.frontiers.sqlite"
+    assert sqlite == "trio_crawl.frontiers.sqlite.frontier"
 
 
 def test_every_public_name_resolves_to_its_module() -> None:

@@ -1,4 +1,4 @@
-"""The on-disk crawl state (``frontiers/sqlite_state.py``) and its prefilters
+"""The on-disk crawl state (``frontiers/sqlite/state.py``) and its prefilters
 (``frontiers/bloom.py``).
 
 Rules of this suite: synchronous, no trio, no network; every test uses real SQLite
@@ -37,9 +37,7 @@ from hypothesis.stateful import (
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.frontiers.bloom import BloomFilter, GrowingBloom, RecentSet
 from trio_crawl.frontiers.crawl_identity import StateIdentity
-from trio_crawl.frontiers.resume import prepare_state
-from trio_crawl.frontiers.sqlite_state import (
-    APPLICATION_ID,
+from trio_crawl.frontiers.sqlite import (
     Admit,
     CrawlState,
     Finish,
@@ -48,6 +46,8 @@ from trio_crawl.frontiers.sqlite_state import (
     Start,
     State,
 )
+from trio_crawl.frontiers.sqlite.resume import prepare_state
+from trio_crawl.frontiers.sqlite.schema import APPLICATION_ID
 
 STATE_NAMES = [s.name.lower() for s in State]
 
@@ -106,8 +106,8 @@ def test_new_file_is_marked_ours_in_wal_mode(tmp_path: Path) -> None:
 
 def test_connection_is_synchronous_normal(tmp_path: Path) -> None:
     state = CrawlState.open(tmp_path / "c.db")
-    assert state._conn is not None
-    assert state._conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    assert state._file.conn is not None
+    assert state._file.conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
     state.close()
 
 
@@ -798,10 +798,10 @@ def test_files_copied_mid_transaction_open_at_the_last_commit(tmp_path: Path) ->
         wal_at_commit = wal.stat().st_size
         # A tiny page cache makes SQLite spill the open transaction into the WAL,
         # so the copy holds uncommitted frames: what a kill -9 leaves behind.
-        assert state._conn is not None
-        state._conn.execute("PRAGMA cache_size = 8")
+        assert state._file.conn is not None
+        state._file.conn.execute("PRAGMA cache_size = 8")
         big = [Admit(u(i), 2, in_memory=True) for i in range(200, 3000)]
-        # _runs hands the Admit run to SQLite when it meets the Finish, then the
+        # runs() hands the Admit run to SQLite when it meets the Finish, then the
         # copy happens before the Start (op 2801) is read: mid-transaction.
         ops: list[Op] = [*big, Finish(u(0)), Start(u(5))]
         state.apply(CopyingOps(ops, copy_at=2801, src=path, dst=copy))
@@ -818,7 +818,7 @@ def test_files_copied_mid_transaction_open_at_the_last_commit(tmp_path: Path) ->
 
 CHILD = r"""
 import sys
-from trio_crawl.frontiers.sqlite_state import Admit, CrawlState, Finish, Start
+from trio_crawl.frontiers.sqlite import Admit, CrawlState, Finish, Start
 state = CrawlState.open(sys.argv[1])
 i = 0
 while True:

@@ -4,7 +4,7 @@ The state file used to keep the depth at which a URL was first found, so a
 slow shallow page left its URLs too deep, and ``max_depth`` cut off pages a
 shorter path brings within reach. Now the file lowers known rows, passes the
 decrease on through the links a page keeps while it may still be lowered
-(``sqlite_state`` rule 7), and the engine corrects records already written.
+(``frontiers/sqlite/state.py`` rule 7), and the engine corrects records already written.
 The first tests drive ``CrawlState`` directly (synchronous, no trio); the
 property test crawls random sites, whose pages answer after random delays,
 through the whole engine.
@@ -32,14 +32,14 @@ from trio_crawl.core.scope import Scope
 # The private engine: it runs on a SqliteFrontier built here (a small window).
 from trio_crawl.engine.crawler import Crawler
 from trio_crawl.frontiers.bloom import RecentDepths
-from trio_crawl.frontiers.disk_backlog import DiskBacklog
-from trio_crawl.frontiers.sqlite import SqliteFrontier
-from trio_crawl.frontiers.sqlite_state import (
+from trio_crawl.frontiers.sqlite import (
     Admit,
     CrawlState,
+    DiskBacklog,
     Finish,
     Lowered,
     Offered,
+    SqliteFrontier,
     Start,
     State,
 )
@@ -54,7 +54,7 @@ def url(n: int | str) -> str:
 
 
 def depth_of(state: CrawlState, page: str) -> tuple[int, str | None]:
-    conn = state._conn
+    conn = state._file.conn
     assert conn is not None
     row = conn.execute("SELECT depth, referrer FROM urls WHERE url = ?", (page,)).fetchone()
     return int(row[0]), row[1]
@@ -167,7 +167,7 @@ def test_links_are_forgotten_once_no_shorter_path_can_come(tmp_path: Path) -> No
 
 
 def _rows(state: CrawlState) -> list[tuple[Any, ...]]:
-    conn = state._conn
+    conn = state._file.conn
     assert conn is not None
     urls = conn.execute("SELECT url, depth, referrer, state, attempts FROM urls ORDER BY id")
     rows = [*urls.fetchall()]
@@ -488,7 +488,7 @@ def test_an_undone_offer_leaves_no_depth_behind(tmp_path: Path) -> None:
         fetch(state, url("b"))
         state.offer_links(url("b"), [url("c")], room=9, max_depth=None)
         fetch(state, url("c"))
-        conn = state._conn
+        conn = state._file.conn
         assert conn is not None
         conn.execute(
             "CREATE TEMP TRIGGER refuse BEFORE INSERT ON out_links"

@@ -1,4 +1,4 @@
-"""Per-host budgets on the ``--state`` file (``frontiers/sqlite_hosts.py``).
+"""Per-host budgets on the ``--state`` file (``frontiers/sqlite/hosts.py``).
 
 The memory frontier (``core/frontier.py`` with ``core/host_budget.py``) is
 the reference: the state file, offered the same URLs in the same order,
@@ -35,8 +35,8 @@ from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.scope import Scope
 from trio_crawl.core.url import host_port
-from trio_crawl.frontiers import sqlite_hosts
-from trio_crawl.frontiers.sqlite_state import Admit, CrawlState
+from trio_crawl.frontiers.sqlite import Admit, CrawlState
+from trio_crawl.frontiers.sqlite import hosts as sqlite_hosts
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Site, SiteRequest, page, redirect
 
@@ -169,7 +169,7 @@ def test_the_state_file_admits_what_the_memory_frontier_admits(
 def crash_before_commit(state: CrawlState, links: list[str]) -> None:
     """Offer ``links`` with the hosts table's write failing, as a kill
     between the counting and the COMMIT would: nothing of it may stay."""
-    ledger = state._ledger
+    ledger = state._books.ledger
     assert ledger is not None
 
     def fail(conn: sqlite3.Connection) -> None:

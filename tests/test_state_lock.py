@@ -20,13 +20,13 @@ import pytest
 
 from trio_crawl.core.config import CrawlConfig
 from trio_crawl.errors import StateInUseError, StateLockedError, StateUsageError
-from trio_crawl.frontiers.resume import (
+from trio_crawl.frontiers.sqlite import CrawlState
+from trio_crawl.frontiers.sqlite.resume import (
     PreparedState,
     prepare_state,
     status_text,
     stored_start_urls,
 )
-from trio_crawl.frontiers.sqlite_state import CrawlState
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="locks need fcntl")
 
@@ -52,7 +52,7 @@ def prepare(path: Path) -> PreparedState:
 HOLDER = r"""
 import sys
 from trio_crawl.core.config import CrawlConfig
-from trio_crawl.frontiers.resume import prepare_state
+from trio_crawl.frontiers.sqlite.resume import prepare_state
 prepared = prepare_state(
     CrawlConfig.from_options(start_urls=[sys.argv[2]]),
     state_path=sys.argv[1], seeds=None, output=None, force=False,

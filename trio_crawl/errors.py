@@ -33,7 +33,7 @@ crawl is a bug (ours, or a handler's). The tree::
 
 Foreign errors are translated where they arise, once, with the original as
 ``__cause__``: libcurl's and httpx's in ``fetch/errors.py`` (to
-``FetchError``), sqlite3's in ``frontiers/sqlite_state.py`` (to
+``FetchError``), sqlite3's in ``frontiers/sqlite/connection.py`` (to
 ``StateWriteError``), OS errors of outputs in ``outputs/`` (to
 ``OutputError``), and coredis's in four places of ``frontiers/redis/``, each
 for one kind of use:

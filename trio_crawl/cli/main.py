@@ -40,14 +40,14 @@ def run_cli(argv: Sequence[str]) -> int:
         if args.status:
             if not args.state:
                 raise UsageError("--status needs --state FILE")
-            from ..frontiers.resume import status_text  # SQLite: for --state only
+            from ..frontiers.sqlite.resume import status_text  # SQLite: for --state only
 
             answer(status_text(args.state))
             return EXIT_OK
         urls = [*getattr(args, "render_urls", []), *args.urls]  # --render URL ...
         start_urls = [parse_start_url(u) for u in urls]
         if not start_urls and args.state:
-            from ..frontiers.resume import stored_start_urls  # SQLite: for --state only
+            from ..frontiers.sqlite.resume import stored_start_urls  # SQLite: for --state only
 
             start_urls = stored_start_urls(args.state) or []
         if not start_urls and not args.seeds:

@@ -41,7 +41,7 @@ def check_seeds(path: str, *, other_urls: bool, keep: int = SEEDS_IN_MEMORY) -> 
         if not first:
             first.append((number, text))
 
-    from ..frontiers.disk_backlog import seed_lines  # SQLite's module: for --seeds only
+    from ..frontiers.seeds import seed_lines
 
     kept: list[str] | None = []
     good = 0

@@ -64,7 +64,7 @@ Rules
    target, the redirecting URL, at the same depth). Corrections are rare:
    they need a shallow page slower than a whole chain of deeper ones.
    With ``remember_seen=False`` the ``--state`` database dedups and lowers
-   depths itself (``frontiers/sqlite_state.py`` rule 7); ``lower`` applies
+   depths itself (``frontiers/sqlite/state.py`` rule 7); ``lower`` applies
    what it found to the entries in memory.
 """
 

@@ -20,7 +20,7 @@ Rules
 
 The rule itself (``fits``) is apart from the counts, so that a frontier
 keeping its counts elsewhere decides the same way: the ``--state`` file keeps
-them in its ``hosts`` table (``frontiers/sqlite_hosts.py``).
+them in its ``hosts`` table (``frontiers/sqlite/hosts.py``).
 """
 
 from __future__ import annotations

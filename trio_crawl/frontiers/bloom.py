@@ -4,7 +4,7 @@ Rules
 -----
 1. ``BloomFilter.might_contain(key)`` returning False is definitive: the key was never
    added. True only means "maybe": the caller must ask the source of truth (the
-   ``urls`` table of ``CrawlState`` in ``frontiers/sqlite_state.py``). There are
+   ``urls`` table of ``CrawlState`` in ``frontiers/sqlite/state.py``). There are
    no false negatives, ever.
 2. ``RecentSet`` is exact: a key it holds was added; a key it does not hold may or may
    not have been. It remembers a bounded number of recently used keys, so the links

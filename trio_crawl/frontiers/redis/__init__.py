@@ -2,17 +2,19 @@
 
 The package face. Its modules, one job each:
 
-``frontier.py``   ``RedisFrontier`` (the backend face) and ``open_redis_frontier``
-``calls.py``      every call to Redis, bounded, its errors translated once
-``outbox.py``     what this worker holds (leases) and has yet to send (the batch)
-``liveness.py``   the heartbeat and the wake-up listener
-``robots.py``     robots.txt fetched once per crawl and shared
-``payloads.py``   a Request's handler and meta as they cross processes
-``client.py``     connecting: the client, its URL (masked, checked), server checks
-``admin.py``      what the CLI does from outside a crawl: status, check, delete
-``support.py``    settings a Redis crawl cannot serve, refused at the start
-``wire.py``       the positional format of the functions' arguments and replies
-``lua.py``        loads ``functions.lua``, the server side (Redis Functions)
+``frontier.py``     ``RedisFrontier`` (the backend face)
+``opening.py``      ``open_redis_frontier``: connect, create or join, register, leave
+``registration.py`` what ``hello`` sends to join, and what a (re)joining worker says
+``calls.py``        every call to Redis, bounded, its errors translated once
+``outbox.py``       what this worker holds (leases) and has yet to send (the batch)
+``liveness.py``     the heartbeat and the wake-up listener
+``robots.py``       robots.txt fetched once per crawl and shared
+``payloads.py``     a Request's handler and meta as they cross processes
+``client.py``       connecting: the client, its URL (masked, checked), server checks
+``admin.py``        what the CLI does from outside a crawl: status, check, delete
+``support.py``      settings a Redis crawl cannot serve, refused at the start
+``wire.py``         the positional format of the functions' arguments and replies
+``lua.py``          loads ``functions.lua``, the server side (Redis Functions)
 
 Errors (``trio_crawl.errors``, re-exported here): ``RedisFrontierError``,
 ``RedisUnavailable``, ``RedisLost``, ``RedisRefused``, ``CrawlGone``,
@@ -42,7 +44,8 @@ from .client import (
     url_problem,
     url_without_password,
 )
-from .frontier import RedisFrontier, open_redis_frontier
+from .frontier import RedisFrontier
+from .opening import open_redis_frontier
 from .support import refuse_unsupported
 from .wire import url_digest
 

@@ -57,11 +57,10 @@ exactly the pages within ``max_depth`` links are fetched, each once.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -76,18 +75,17 @@ from ...core.frontier import (
     RedirectOutcome,
 )
 from ...core.models import FetchResult
-from ...core.scrape import Request
-from ...errors import CrawlMismatch, RedisLost
+from ...errors import RedisLost
 from ..base import DEFAULT_LEASE, Correct, Publish
 from ..crawl_identity import SharedIdentity
 from . import wire
 from .calls import Calls
-from .client import default_worker_name, keys_prefix, open_client, redact_url, refuse_eviction
+from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
 from .outbox import BATCH_DELAY, Batch, Lease, put_back
 from .payloads import decode_payload, encode_payload
+from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
-from .support import CHOSEN_BY, refuse_unsupported
 
 if TYPE_CHECKING:
     import coredis
@@ -107,8 +105,9 @@ def _uncorrected(correction: DepthCorrection) -> None:
 class RedisFrontier:
     """A ``FrontierBackend`` shared through Redis; see the module docstring.
 
-    Make one with ``open_redis_frontier``, which connects, creates or joins
-    the crawl and registers this worker.
+    Make one with ``open_redis_frontier`` (``opening.py``), which connects,
+    creates or joins the crawl and registers this worker (``hello``, with
+    ``registration.py``).
     """
 
     def __init__(
@@ -182,31 +181,10 @@ class RedisFrontier:
         """Create the crawl (admitting the start URLs) or join it; register.
         ``again``: this worker was taken for dead and joins once more (a
         crawl whose keys are gone is then ``CrawlGone``, never re-created)."""
-        config = self._config
-        identity = SharedIdentity.of(config)
-        starts: list[object] = []
-        for start in config.start_urls:
-            url = start.url if isinstance(start, Request) else start
-            starts += wire.admission(url, 0, "", "", encode_payload(start))
+        identity = SharedIdentity.of(self._config)
+        args = hello_args(self._config, identity, self._name, self.lease, again=again)
         sent_at = trio.current_time()
-        raw = await self._calls.fcall(
-            "hello",
-            wire.hello_args(
-                self._name,
-                self.lease,
-                may_create=not again,
-                identity_json=json.dumps(identity.settings(), sort_keys=True),
-                max_pages=config.budgets.max_pages,
-                rate=config.politeness.rate,
-                per_host_concurrency=config.politeness.per_host_concurrency,
-                read_robots=not config.politeness.ignore_robots,
-                max_depth=config.budgets.max_depth,
-                # Sitemap seeds come at depth 0 mid-crawl: with max_depth, a
-                # finished page keeps its links for ever (core rule 7).
-                settle=not (config.follow.sitemaps and config.budgets.max_depth is not None),
-                starts=starts,
-            ),
-        )
+        raw = await self._calls.fcall("hello", args)
         reply = wire.HelloReply.parse(raw)
         self._calls.joined = True
         self._alive_until = sent_at + self.lease
@@ -220,11 +198,7 @@ class RedisFrontier:
             differing = identity.differing(self.stored_settings)
             if differing:
                 await self._calls.fcall("bye", [self.owner])
-                raise CrawlMismatch(
-                    f"crawl {self.crawl_id!r} in Redis has other settings "
-                    f"({', '.join(differing)} differ): run it with the same arguments, "
-                    "or give no URL to join it as it is, or use a new --crawl-id"
-                )
+                raise mismatch(self.crawl_id, differing)
 
     def _counters(self, counts: wire.Counters) -> None:
         self._remote = counts
@@ -596,59 +570,4 @@ class RedisFrontier:
         self.reregistered += 1
         before = self.owner
         await self.hello(again=True)
-        self._notice(
-            f"worker {before} was silent longer than its lease ({self.lease:g} s; frozen or "
-            "stalled): Redis handed the pages it held to other workers, which fetch again "
-            "(and mark refetched) those it was fetching or had not reported done; it "
-            f"starts none of the others; it joined again as {self.owner}"
-        )
-
-
-@contextlib.asynccontextmanager
-async def open_redis_frontier(
-    url: str,
-    crawl_id: str,
-    config: CrawlConfig,
-    *,
-    name: str | None = None,
-    window: int | None = None,
-    lease: float = DEFAULT_LEASE,
-    notice: Callable[[str], None] | None = None,
-    chosen_by: str = CHOSEN_BY,
-) -> AsyncIterator[RedisFrontier]:
-    """Connect to Redis at ``url``, create or join crawl ``crawl_id``, and
-    register this process as one of its workers.
-
-    Raises ``ConfigError`` (before connecting) for a setting Redis cannot
-    serve (``support.unsupported``; ``chosen_by``: the argument it names),
-    ``RedisUnavailable`` (cannot connect,
-    or a server that may evict keys: its ``maxmemory-policy`` must be
-    ``noeviction``), ``RedisRefused`` (an error reply such as OOM),
-    ``CrawlMismatch`` (the crawl exists with other settings) and, from
-    inside the block, ``RedisLost`` (``RedisRefused`` for an error reply,
-    ``CrawlGone`` when the crawl's keys vanish): single exceptions, never
-    groups. ``notice`` receives one-line warnings (this worker was taken for
-    dead and joined again); the default logs them. The password may be in
-    ``url`` or in the environment variable ``TRIO_CRAWL_REDIS_PASSWORD``.
-
-    A crawl on Redis is run with ``run_crawl(..., frontier=redis_frontier(url,
-    crawl_id))`` (or ``open_crawler``), which opens it with this function.
-    """
-    refuse_unsupported(config, RedisFrontier, chosen_by)
-    async with open_client(url) as client:
-        frontier = RedisFrontier(
-            client,
-            crawl_id,
-            config,
-            name=name or default_worker_name(None),
-            window=window,
-            lease=lease,
-            url=url,
-            notice=notice,
-        )
-        await refuse_eviction(client, url)
-        await frontier.hello()
-        try:
-            yield frontier
-        finally:
-            await frontier.aclose()
+        self._notice(rejoined(before, self.lease, self.owner))

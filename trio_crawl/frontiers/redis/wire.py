@@ -2,8 +2,9 @@
 
 Redis Functions take flat lists of arguments and answer flat lists, so the
 meaning of each position is a contract between this module and
-``redis_functions.lua``. Every list sent and every reply read is built or
-parsed here, and nowhere else, so the two sides can be compared at a glance.
+``functions.lua`` (beside it, loaded by ``lua.py``). Every list sent and
+every reply read is built or parsed here, and nowhere else, so the two sides
+can be compared at a glance.
 
 Ops of a sync call (the Lua ``sync``):
 

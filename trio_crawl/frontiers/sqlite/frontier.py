@@ -18,7 +18,7 @@ parent has no record (it is fetched again on resume); between 2 and 3 the
 output file, reconciled on resume, says the URL is done.
 
 Depth is the shortest path, as in memory, and nothing waits for it: the state
-file lowers a known URL when a shorter path turns up (``sqlite_state`` rule 7)
+file lowers a known URL when a shorter path turns up (``state.py`` rule 7)
 and says which rows it lowered. An entry the crawlers hold takes the new
 depth (its record will say it); a URL whose record is out gets a correction
 (``correct``, given by ``attach``), also when a previous run wrote the record,
@@ -27,7 +27,7 @@ file's thread (the file then still says "in flight": ``_settling``).
 The lowered depths are in the file, so a resumed crawl goes on from them.
 
 Per-host budgets (``max_pages_per_host``, ``max_hosts``) are the file's to
-keep too (``sqlite_state`` rule 8, ``sqlite_hosts``): it counts each host's
+keep too (``state.py`` rule 8, ``hosts.py``): it counts each host's
 URLs in the transaction that admits them, as the memory frontier counts
 them at admission, so a resume goes on from exact counts. A redirect
 whose target the budgets refuse is ``BUDGET``, as in memory; the refused
@@ -41,13 +41,15 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from ..core.config import CrawlConfig
-from ..core.frontier import DepthCorrection, Entry, Frontier, FrontierStatistics, RedirectOutcome
-from ..core.scope import Scope
-from .base import Correct, Publish
+from ...core.config import CrawlConfig
+from ...core.frontier import DepthCorrection, Entry, Frontier, FrontierStatistics, RedirectOutcome
+from ...core.scope import Scope
+from ..base import Correct, Publish
 from .disk_backlog import FLUSH_INTERVAL, DiskBacklog
+from .marks import Finish, Start
+from .offering import Lowered, Offered
 from .resume import PreparedState, prepare_state
-from .sqlite_state import Finish, Lowered, Offered, Start, State
+from .schema import State
 
 #: Queued URLs held in memory by default; the rest wait on disk.
 DEFAULT_WINDOW = 10_000
@@ -81,7 +83,7 @@ class SqliteFrontier:
         ``already_started`` counts pages a previous run fetched (the page
         budget); URLs in ``refetched`` were in flight when it stopped.
         ``late_starts``: sitemap seeds may come mid-crawl at depth 0, so with a
-        ``max_depth`` every page keeps its links (``sqlite_state`` rule 7).
+        ``max_depth`` every page keeps its links (``state.py`` rule 7).
         Per-host budgets are the state's (``CrawlState.use_host_budget``,
         called by ``open`` before the seeds are added): a backlog whose
         state was given none admits whatever the crawl's config says."""
@@ -120,7 +122,7 @@ class SqliteFrontier:
         self._in_transit: dict[str, Lowered] = {}
         self._offers_open: set[int] = set()
         self._next_ticket = 0
-        #: New URLs the host budgets refused (the file decides: ``sqlite_state``
+        #: New URLs the host budgets refused (the file decides: ``state.py``
         #: rule 8), as ``Frontier.statistics`` counts them in memory.
         self._refused = 0
 

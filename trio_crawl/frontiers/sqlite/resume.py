@@ -13,11 +13,11 @@ Resuming is "run the same command again". In order:
    ``"refetched": true`` (the server may have seen them twice);
 4. start URLs and seeds are (re)queued: idempotent, known URLs are left alone.
    With per-host budgets, the ``hosts`` table counts them (made, or counted
-   again, first: ``sqlite_hosts``); the budgets are this run's, the counts
+   again, first: ``hosts.py``); the budgets are this run's, the counts
    the file's.
 
 One crawl per state file: ``prepare_state`` opens it locked (``CrawlState.open``
-with ``lock=True``; see sqlite_state's "One crawl per file") for as long as the
+with ``lock=True``; see ``lock.py``, "One crawl per file") for as long as the
 crawl runs, and a second crawl on the same file gets ``StateLockedError`` at
 once. ``status_text`` and ``stored_start_urls`` only read, and take no lock.
 """
@@ -31,14 +31,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.config import CrawlConfig
-from ..core.filters import UrlFilter
-from ..core.scope import Scope
-from ..core.url import canonicalize
-from ..errors import StateInUseError, StateLockedError, StateUsageError
-from .crawl_identity import StateIdentity
-from .disk_backlog import DiskBacklog, seed_lines
-from .sqlite_state import CrawlState
+from ...core.config import CrawlConfig
+from ...core.filters import UrlFilter
+from ...core.scope import Scope
+from ...core.url import canonicalize
+from ...errors import StateInUseError, StateLockedError, StateUsageError
+from ..crawl_identity import StateIdentity
+from ..seeds import seed_lines
+from .disk_backlog import DiskBacklog
+from .state import CrawlState
 
 
 #: Settings that define "the same crawl".
@@ -227,7 +228,7 @@ def _prepare(
         scope_origins = []
     refetched = state.recover()
     budget = config.host_budget()
-    if budget is not None:  # before the seeds: they count (sqlite_state rule 8)
+    if budget is not None:  # before the seeds: they count (state.py rule 8)
         state.use_host_budget(budget)
     origins = set(scope_origins)
     url_filter = config.url_filter()

@@ -1,6 +1,6 @@
 """The trio side of ``--state``: the disk backlog the engine feeds from.
 
-``CrawlState`` (``sqlite_state.py``) is synchronous SQLite; this wraps it for the
+``CrawlState`` (``state.py``) is synchronous SQLite; this wraps it for the
 engine. Every call runs in a worker thread, one at a time (a limiter of one:
 the connection is never used by two threads at once), so the event loop
 never waits on the disk.
@@ -40,14 +40,16 @@ What the engine relies on
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 import trio
 
-from .sqlite_state import Admit, CrawlState, Finish, Offered, Op, Row, Start
+from .disk_queue import Row
+from .marks import Admit, Finish, Op, Start
+from .offering import Offered
+from .state import CrawlState
 
 T = TypeVar("T")
 
@@ -236,23 +238,3 @@ def _run_offers(batch: list[_Offer]) -> None:
             offer.offered = offer.call()
         except BaseException as exc:  # the caller's to raise, as from its own call
             offer.error = exc
-
-
-def seed_lines(
-    path: Path,
-    canonical: Callable[[str], str | None],
-    on_bad_line: Callable[[int, str], None] | None = None,
-) -> Iterable[str]:
-    """Canonical URLs from a seeds file, one per line, read lazily. Blank lines
-    and ``#`` comments are skipped; lines that are not http(s) URLs too, and
-    ``on_bad_line(line_number, text)`` hears of each of those."""
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            url = canonical(text)
-            if url is not None:
-                yield url
-            elif on_bad_line is not None:
-                on_bad_line(number, text)

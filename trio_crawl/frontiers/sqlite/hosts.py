@@ -1,4 +1,5 @@
-"""Per-host budgets in the ``--state`` file: the ``hosts`` table. Synchronous.
+"""Per-host budgets in the ``--state`` file (``state.py`` rule 8): the ``hosts``
+table. Synchronous.
 
 The memory frontier counts admitted URLs per host in a dict
 (``core/host_budget.py``); a crawl on a state file keeps the same counts in
@@ -33,8 +34,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
-from ..core.host_budget import HostBudget
-from ..core.url import host_port
+from ...core.host_budget import HostBudget
+from ...core.url import host_port
 
 #: Hosts whose committed counts are kept in memory (rule 4), ~150 bytes each.
 CACHE_HOSTS = 65_536
@@ -57,9 +58,9 @@ def _host_port_or_none(url: str) -> str | None:
 class HostLedger:
     """A ``HostBudget``'s counts in the state file's ``hosts`` table.
 
-    Used by ``CrawlState`` on its connection, in its thread; ``admits`` and
-    ``count`` only inside a transaction, followed by ``write`` before the
-    COMMIT and ``commit`` after it (or ``rollback``)."""
+    Kept in the ``CrawlState``'s books, used on its connection, in its
+    thread; ``admits`` and ``count`` only inside a transaction, followed by
+    ``write`` before the COMMIT and ``commit`` after it (or ``rollback``)."""
 
     def __init__(self, conn: sqlite3.Connection, budget: HostBudget) -> None:
         """Use ``open``: this takes a table already checked."""
@@ -146,6 +147,18 @@ class HostLedger:
         for host, n in Counter(map(_host_port_or_none, urls)).items():
             if host is not None:
                 self._add(host, self.pages(conn, host), n)
+
+    @staticmethod
+    def last_id(conn: sqlite3.Connection) -> int:
+        """The greatest row id (0: none): rows are never deleted, so the rows
+        inserted next have greater ids (``count_rows_after`` counts them)."""
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0])
+
+    def count_rows_after(self, conn: sqlite3.Connection, last: int) -> None:
+        """Count by host the rows inserted after row ``last``: the seeds and
+        ``Admit`` ops an INSERT OR IGNORE added (in the open transaction)."""
+        rows = conn.execute("SELECT url FROM urls WHERE id > ?", (last,))
+        self.count(conn, (url for (url,) in rows))
 
     def _add(self, host: str, pages: int | None, n: int = 1) -> None:
         if pages is None:
