@@ -37,6 +37,11 @@ def load_handler(spec: str) -> Handler:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import handler module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module raised while it was imported
+        raise UsageError(
+            f"--handler {spec}: importing {module_name!r} raised "
+            f"{type(exc).__name__}: {exc}".rstrip(": ")
+        ) from None
     handler = getattr(module, attr, None)
     if not callable(handler):
         raise UsageError(f"{module_name!r} has no callable {attr!r}")

@@ -66,7 +66,7 @@ def load_cookies(path: str | None) -> CrawlCookieJar:
         return jar
     try:
         jar.load(path, ignore_discard=True, ignore_expires=True)
-    except LoadError:  # its message quotes a line: a cookie, maybe
+    except (LoadError, UnicodeDecodeError):  # its message quotes a line: a cookie, maybe
         raise ConfigError(f"--cookies {path}: not a Netscape cookie file") from None
     except OSError as exc:
         raise ConfigError(f"cannot read cookie file {path!r}: {exc.strerror or exc}") from None

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..errors import ConfigError
 from .url import DEFAULT_PORTS, canonicalize, host_port, mask_credentials, split_authority
 
 __all__ = ["MAX_URL_LENGTH", "Scope", "is_path_trap"]
 
 
-def _domain(text: str) -> str:
+def allowed_domain(text: str) -> str:
     """An allow-domain normalized the way WHATWG normalizes a URL's host
     (lower case, UTS #46 IDNA, IPv4 forms), so that it compares with the
     hosts of canonical URLs. A leading ``*.`` or ``.`` is accepted and ignored:
@@ -24,12 +25,16 @@ def _domain(text: str) -> str:
     name = text.strip()
     name = name.removeprefix("*.").strip(".")
     if not name or any(c in name for c in "/\\:?#@[]* "):
-        raise ValueError(
-            f"allow-domain must be a host name like example.com, got {mask_credentials(text)!r}"
+        raise ConfigError(
+            f"allow_domains= takes host names like example.com, got {mask_credentials(text)!r}",
+            "allow_domains=",
         )
     url = canonicalize(f"http://{name}/")
     if url is None:
-        raise ValueError(f"invalid allow-domain {text!r}")
+        raise ConfigError(
+            f"allow_domains= takes host names like example.com, got {text!r}",
+            "allow_domains=",
+        )
     return split_authority(url)[1]
 
 
@@ -123,7 +128,7 @@ class Scope:
             if port in ("80", "443"):  # the http <-> https upgrade stays in scope
                 host_ports.add(f"{host}:{'443' if port == '80' else '80'}")
         self.host_ports: frozenset[str] = frozenset(host_ports)
-        domains = tuple(dict.fromkeys(_domain(d) for d in allow_domains))
+        domains = tuple(dict.fromkeys(allowed_domain(d) for d in allow_domains))
         self._domains = frozenset(domains)
         self._suffixes = tuple("." + d for d in domains)
         self._cache: dict[str, bool] = {}

@@ -30,6 +30,7 @@ from .filters import UrlFilter
 from .host_budget import HostBudget
 from .http import ClientSettings, FetchConfig
 from .identity import HEADER_NAME, HEADER_VALUE, start_credentials, start_origins
+from .scope import allowed_domain
 
 #: The HTTP clients a crawl can fetch with (``backend=``, ``--fetcher``).
 FETCHERS = ("curl", "httpx", "asks")
@@ -55,7 +56,7 @@ def _refuse(checks: Sequence[tuple[bool, str, str]]) -> None:
 
 
 def _patterns(name: str, value: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(value, str):  # one pattern, not its characters
+    if isinstance(value, str):  # one pattern (or domain), not its characters
         raise ConfigError(f"{name}= must be a sequence of patterns, not one string", f"{name}=")
     return tuple(value)
 
@@ -94,7 +95,9 @@ class Follow:
     page_requisites: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "allow_domains", tuple(self.allow_domains))
+        object.__setattr__(self, "allow_domains", _patterns("allow_domains", self.allow_domains))
+        for domain in self.allow_domains:
+            allowed_domain(domain)  # ConfigError, now rather than when the crawl opens
         for name in ("include", "exclude", "accept", "reject"):
             object.__setattr__(self, name, _patterns(name, getattr(self, name)))
         # A pattern that does not compile: ConfigError, now rather than mid-crawl.
@@ -254,6 +257,12 @@ class Fetching(ClientSettings):
                 (self.max_bytes > 0, "max_bytes=", f"must be > 0 (got {self.max_bytes})"),
                 (self.backend in FETCHERS, "backend=", f"must be one of {', '.join(FETCHERS)}"),
                 (bool(self.user_agent.strip()), "user_agent=", "must not be empty"),
+                (
+                    not self.user_agent.strip().startswith("/"),
+                    "user_agent=",
+                    "must begin with a product name (robots.txt rules are matched against "
+                    f"the text before its first '/' or space; got {self.user_agent!r})",
+                ),
             ]
         )
         self._check_identity()

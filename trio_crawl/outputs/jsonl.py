@@ -71,7 +71,14 @@ class OutputFile:
         except FileNotFoundError:
             fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
             created = True
-        return cls(path, fd, created=created, owned=True)
+        output = cls(path, fd, created=created, owned=True)
+        if output._regular:
+            try:  # a file that looks regular and cannot be written at its end
+                os.lseek(fd, 0, os.SEEK_END)  # (/proc/version: EINVAL): refused now
+            except OSError:
+                output.discard()
+                raise
+        return output
 
     @classmethod
     def create_new(cls, path: str) -> OutputFile:
