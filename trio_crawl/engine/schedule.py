@@ -44,7 +44,7 @@ Rules
    when its last request left no gap, else by the first ``try_start``/``pop_ready``
    whose ``now`` has passed it (``forget_idle(now)`` does it on demand).
    What rules 6 and 9 still need of it is only a Crawl-delay, kept as one
-   float (``_delays``); a forgotten host seen
+   float (``_HostTable.delays``); a forgotten host seen
    again starts fresh, which is what it would have done: its next start
    was already due. Retries deferred for it (rule 4) do not keep it. The one
    visible difference: when ``pop_ready`` hands over jobs of several hosts
@@ -65,6 +65,13 @@ Rules
    sees them, whatever the jitter, with no slack needed. That is what wget's
    ``--wait`` (between retrievals) and Nutch (the next fetch time is the end
    of the last fetch plus the delay) do. With ``rate`` too, both rules hold.
+
+Parts
+-----
+``PoliteSchedule`` makes the transitions; ``_Host`` is one host's state and
+parked queues; ``_HostTable`` knows which hosts are held and forgets idle ones
+(rule 8); ``_ReadyTimes`` is the heap of times at which hosts may start
+again, with per-host capacity (rules 2, 5 and 7).
 """
 
 from __future__ import annotations
@@ -110,6 +117,178 @@ class _Host(Generic[J]):
     #: The time under which this host sits in the timed heap (None: not there).
     armed: float | None = None
 
+    def is_idle(self) -> bool:
+        """Nothing in flight, parked or reserved (rule 8)."""
+        return not (self.in_flight or self.queue or self.urgent or self.reserved)
+
+    def unreserve(self, job: J) -> bool:
+        """Take ``job`` out of the reserved set; whether it was there."""
+        reserved = self.reserved
+        if reserved is None or job not in reserved:
+            return False
+        reserved.discard(job)
+        if not reserved:
+            self.reserved = None
+        return True
+
+    def unpark(self, job: J) -> bool:
+        """Take ``job`` out of the parked queues; whether it was there."""
+        if self.urgent is not None and job in self.urgent:
+            self.urgent = Fifo(other for other in self.urgent if other != job) or None
+        elif job in self.queue:
+            self.queue = Fifo(other for other in self.queue if other != job)
+        else:
+            return False
+        return True
+
+    def unpark_where(self, predicate: Callable[[J], bool]) -> list[J]:
+        """Take the parked jobs ``predicate`` picks, urgent ones first."""
+        urgent = self.urgent or Fifo[J]()
+        gone = [job for job in (*urgent, *self.queue) if predicate(job)]
+        if gone:
+            self.urgent = Fifo(job for job in urgent if not predicate(job)) or None
+            self.queue = Fifo(job for job in self.queue if not predicate(job))
+        return gone
+
+
+class _HostTable(Generic[J]):
+    """Which hosts the schedule holds state for, and their forgetting once
+    idle and due (rule 8): a forgotten host leaves only its Crawl-delay."""
+
+    def __init__(self, forget: bool) -> None:
+        self._forget = forget
+        #: Hosts that are busy, or idle but not yet due (rule 8).
+        self.hosts: dict[str, _Host[J]] = {}
+        #: host -> the Crawl-delay of a host not in ``hosts`` that has one.
+        self.delays: dict[str, float] = {}
+        #: Idle hosts to forget once due: (next start, seq, host); stale
+        #: entries (the host got busy again) are skipped.
+        self.idle: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+
+    def get(self, host: str) -> _Host[J]:
+        """``host``'s state; a host not known starts fresh, with its delay."""
+        state = self.hosts.get(host)
+        if state is None:
+            state = _Host(delay=self.delays.pop(host, 0.0))
+            self.hosts[host] = state
+        return state
+
+    def crawl_delay(self, host: str) -> float:
+        state = self.hosts.get(host)
+        return self.delays.get(host, 0.0) if state is None else state.delay
+
+    def set_delay(self, host: str, gap: float) -> _Host[J] | None:
+        """Set ``host``'s Crawl-delay; its state if it is known."""
+        state = self.hosts.get(host)
+        if state is not None:
+            state.delay = gap
+        elif gap:
+            self.delays[host] = gap
+        else:
+            self.delays.pop(host, None)  # the default: nothing to remember
+        return state
+
+    def may_forget(self, host: str, state: _Host[J]) -> None:
+        """Forget an idle host now if its next start is not held back (no
+        gap since its last start), else once it is due (rule 8)."""
+        if not self._forget or not state.is_idle():
+            return
+        if state.next_start == _NEVER:
+            self._drop(host, state)
+        else:
+            heapq.heappush(self.idle, (state.next_start, next(self._seq), host))
+
+    def forget_due(self, now: float) -> None:
+        """Forget the idle hosts whose next start is due by ``now``."""
+        idle = self.idle
+        while idle and idle[0][0] <= now:
+            when, _, host = heapq.heappop(idle)
+            state = self.hosts.get(host)
+            if state is not None and state.next_start == when and state.is_idle():
+                self._drop(host, state)
+
+    def _drop(self, host: str, state: _Host[J]) -> None:
+        del self.hosts[host]
+        if state.delay:
+            self.delays[host] = state.delay
+
+
+class _ReadyTimes(Generic[J]):
+    """The timed heap: hosts whose parked jobs only time (not a finishing
+    request) can free, under the time they may start (rules 2, 5 and 7)."""
+
+    def __init__(self, hosts: dict[str, _Host[J]], max_per_host: int | None, spaced: bool) -> None:
+        self._hosts = hosts
+        self.max_per_host = max_per_host
+        #: Starts are spaced (a rate): a host hands over one job at a time.
+        self._spaced = spaced
+        #: (when, seq, host); an entry is stale unless it is its host's ``armed``.
+        self.heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+
+    def has_capacity(self, state: _Host[J]) -> bool:
+        limit = 1 if state.delay else self.max_per_host  # rule 9: one at a time
+        reserved = 0 if state.reserved is None else len(state.reserved)
+        return limit is None or state.in_flight + reserved < limit
+
+    def eligible(self, state: _Host[J]) -> bool:
+        """Has queued jobs that only time (not a finishing request) can free."""
+        return (
+            bool(state.queue or state.urgent) and not state.reserved and self.has_capacity(state)
+        )
+
+    def arm(self, host: str, state: _Host[J]) -> None:
+        """Make sure a host with startable queued jobs is in the timed heap."""
+        if self.eligible(state) and state.armed != state.next_start:
+            state.armed = state.next_start
+            heapq.heappush(self.heap, (state.next_start, next(self._seq), host))
+
+    def earliest(self) -> float | None:
+        """The first time a host in the heap may start (rule 7), dropping
+        stale entries on the way."""
+        heap = self.heap
+        while heap:
+            when, _, host = heap[0]
+            state = self._hosts.get(host)
+            if state is not None and state.armed == when and self.eligible(state):
+                return when
+            heapq.heappop(heap)  # stale entry
+            if state is not None and state.armed == when:
+                state.armed = None
+        return None
+
+    def hand_over(self, now: float) -> list[J]:
+        """Take the parked jobs whose turn has come by ``now``, reserving
+        their hosts' slots (rule 5), and re-arm their hosts."""
+        ready: list[J] = []
+        heap = self.heap
+        while heap and heap[0][0] <= now:
+            when, _, host = heapq.heappop(heap)
+            timed_state = self._hosts.get(host)
+            if timed_state is None or timed_state.armed != when:
+                continue  # stale entry
+            state = timed_state
+            state.armed = None
+            while (
+                (state.urgent or state.queue)
+                and self.has_capacity(state)
+                and now >= state.next_start
+                and (not self._spaced or not state.reserved)
+            ):
+                if state.urgent:
+                    job = state.urgent.popleft()
+                    if not state.urgent:
+                        state.urgent = None
+                else:
+                    job = state.queue.popleft()
+                if state.reserved is None:
+                    state.reserved = set()
+                state.reserved.add(job)
+                ready.append(job)
+            self.arm(host, state)
+        return ready
+
 
 class PoliteSchedule(Generic[J]):
     """See the module docstring for the rules."""
@@ -130,19 +309,13 @@ class PoliteSchedule(Generic[J]):
         self._base_interval = 0.0 if rate is None else (1.0 / rate) * (1 + RATE_SLACK)
         self._max_per_host = max_per_host
         self._rng = (rng or random.Random()) if random_wait else None
-        self._forget = forget_idle_hosts
-        #: Hosts that are busy, or idle but not yet due (rule 8).
-        self._hosts: dict[str, _Host[J]] = {}
-        #: host -> the Crawl-delay of a host not in ``_hosts`` that has
-        #: one (rule 8).
-        self._delays: dict[str, float] = {}
-        #: Idle hosts to forget once due: (next start, seq, host); stale
-        #: entries (the host got busy again) are skipped.
-        self._idle: list[tuple[float, int, str]] = []
+        self._table = _HostTable[J](forget_idle_hosts)
+        #: The table's dict and idle heap, shared (never rebound): read
+        #: on every call, without a hop.
+        self._hosts, self._idle = self._table.hosts, self._table.idle
+        self._ready = _ReadyTimes(self._hosts, max_per_host, spaced=bool(self._base_interval))
         self._deferred: list[tuple[float, int, J, str]] = []
         self._seq = itertools.count()
-        #: Hosts that have queued jobs and might become startable by time.
-        self._timed: list[tuple[float, int, str]] = []
         self._queued = 0
         #: Hosts with at least one request in flight.
         self.hosts_in_flight = 0
@@ -152,14 +325,9 @@ class PoliteSchedule(Generic[J]):
     def set_crawl_delay(self, host: str, delay: float | None) -> None:
         """Apply a robots.txt Crawl-delay (rule 9), on top of the rate."""
         gap = delay if delay is not None and delay > 0 else 0.0
-        state = self._hosts.get(host)
+        state = self._table.set_delay(host, gap)
         if state is not None:
-            state.delay = gap
-            self._arm(host, state)  # no delay any more: may start now
-        elif gap:
-            self._delays[host] = gap
-        else:
-            self._delays.pop(host, None)  # the default: nothing to remember
+            self._ready.arm(host, state)  # no delay any more: may start now
 
     @property
     def interval(self) -> float:
@@ -168,10 +336,7 @@ class PoliteSchedule(Generic[J]):
 
     def crawl_delay(self, host: str) -> float:
         """``host``'s least gap after the end of a request (rule 9; 0: none)."""
-        state = self._hosts.get(host)
-        if state is not None:
-            return state.delay
-        return self._delays.get(host, 0.0)
+        return self._table.crawl_delay(host)
 
     @property
     def known_hosts(self) -> int:
@@ -192,18 +357,9 @@ class PoliteSchedule(Generic[J]):
 
     def next_deadline(self) -> float | None:
         best: float | None = self._deferred[0][0] if self._deferred else None
-        timed = self._timed
-        while timed:
-            when, _, host = timed[0]
-            state = self._hosts.get(host)
-            if state is None or state.armed != when or not self._eligible(state):
-                heapq.heappop(timed)  # stale entry
-                if state is not None and state.armed == when:
-                    state.armed = None
-                continue
-            if best is None or when < best:
-                best = when
-            break
+        when = self._ready.earliest()
+        if when is not None and (best is None or when < best):
+            best = when
         return best
 
     # -- transitions -------------------------------------------------------
@@ -212,24 +368,24 @@ class PoliteSchedule(Generic[J]):
         """May ``job`` start now? If yes, record the start; if not, park it
         (``urgent``: ahead of the host's other parked jobs, rule 3)."""
         if self._idle and self._idle[0][0] <= now:
-            self.forget_idle(now)
-        state = self._host(host)
+            self._table.forget_due(now)
+        state = self._table.get(host)
         if not self._base_interval and not state.delay and self._max_per_host is None:
             # Unlimited host (the default): nothing to wait for, nothing to order.
-            _unreserve(state, job)
+            state.unreserve(job)
             if not state.in_flight:
                 self.hosts_in_flight += 1
             state.in_flight += 1
             return True
-        if _unreserve(state, job):
+        if state.unreserve(job):
             self._record_start(state, now)
-            self._arm(host, state)
+            self._ready.arm(host, state)
             return True
         if (
             not state.urgent
             and (urgent or not state.queue)
             and not state.reserved
-            and self._has_capacity(state)
+            and self._ready.has_capacity(state)
             and now >= state.next_start
         ):
             self._record_start(state, now)
@@ -241,7 +397,7 @@ class PoliteSchedule(Generic[J]):
         else:
             state.urgent.append(job)
         self._queued += 1
-        self._arm(host, state)
+        self._ready.arm(host, state)
         return False
 
     def release(self, host: str, now: float) -> None:
@@ -257,8 +413,8 @@ class PoliteSchedule(Generic[J]):
             if self._rng is not None:
                 gap *= max(1.0, self._rng.uniform(*RANDOM_WAIT_RANGE))
             state.next_start = max(state.next_start, now + gap)
-        self._arm(host, state)
-        self._may_forget(host, state)
+        self._ready.arm(host, state)
+        self._table.may_forget(host, state)
 
     def withdraw(self, job: J, host: str) -> None:
         """``job``, parked or reserved, will not start after all (its
@@ -266,24 +422,19 @@ class PoliteSchedule(Generic[J]):
         state = self._hosts.get(host)
         if state is None:
             return
-        if state.urgent is not None and job in state.urgent:
-            kept = Fifo(other for other in state.urgent if other != job)
-            state.urgent = kept or None
+        if state.unpark(job):
             self._queued -= 1
-        elif job in state.queue:
-            state.queue = Fifo(other for other in state.queue if other != job)
-            self._queued -= 1
-        _unreserve(state, job)
-        self._arm(host, state)
-        self._may_forget(host, state)
+        state.unreserve(job)
+        self._ready.arm(host, state)
+        self._table.may_forget(host, state)
 
     def unreserve(self, job: J, host: str) -> None:
         """A reserved job will not start after all (stopping, budget spent)."""
         state = self._hosts.get(host)
         if state is not None:
-            _unreserve(state, job)
-            self._arm(host, state)
-            self._may_forget(host, state)
+            state.unreserve(job)
+            self._ready.arm(host, state)
+            self._table.may_forget(host, state)
 
     def defer(self, job: J, host: str, not_before: float) -> None:
         """Park ``job`` until ``not_before`` (a retry back-off)."""
@@ -292,41 +443,16 @@ class PoliteSchedule(Generic[J]):
     def pop_ready(self, now: float) -> list[J]:
         """Jobs that may start now, each with its host slot reserved."""
         if self._idle and self._idle[0][0] <= now:
-            self.forget_idle(now)
+            self._table.forget_due(now)
         deferred = self._deferred
         while deferred and deferred[0][0] <= now:
             _, _, job, host = heapq.heappop(deferred)
-            state = self._host(host)
+            state = self._table.get(host)
             state.queue.append(job)
             self._queued += 1
-            self._arm(host, state)
-        ready: list[J] = []
-        timed = self._timed
-        while timed and timed[0][0] <= now:
-            when, _, host = heapq.heappop(timed)
-            timed_state = self._hosts.get(host)
-            if timed_state is None or timed_state.armed != when:
-                continue  # stale entry
-            state = timed_state
-            state.armed = None
-            while (
-                (state.urgent or state.queue)
-                and self._has_capacity(state)
-                and now >= state.next_start
-                and (not self._base_interval or not state.reserved)
-            ):
-                if state.urgent:
-                    job = state.urgent.popleft()
-                    if not state.urgent:
-                        state.urgent = None
-                else:
-                    job = state.queue.popleft()
-                self._queued -= 1
-                if state.reserved is None:
-                    state.reserved = set()
-                state.reserved.add(job)
-                ready.append(job)
-            self._arm(host, state)
+            self._ready.arm(host, state)
+        ready = self._ready.hand_over(now)
+        self._queued -= len(ready)
         return ready
 
     def remove_where(self, predicate: Callable[[J], bool]) -> list[J]:
@@ -338,15 +464,12 @@ class PoliteSchedule(Generic[J]):
             self._deferred = [item for item in self._deferred if not predicate(item[2])]
             heapq.heapify(self._deferred)
         for host, state in list(self._hosts.items()):
-            urgent = state.urgent or Fifo[J]()
-            gone = [job for job in (*urgent, *state.queue) if predicate(job)]
+            gone = state.unpark_where(predicate)
             if gone:
-                state.urgent = Fifo(job for job in urgent if not predicate(job)) or None
-                state.queue = Fifo(job for job in state.queue if not predicate(job))
                 self._queued -= len(gone)
                 removed.extend(gone)
-                self._arm(host, state)
-                self._may_forget(host, state)
+                self._ready.arm(host, state)
+                self._table.may_forget(host, state)
         return removed
 
     def drain(self) -> list[J]:
@@ -359,54 +482,18 @@ class PoliteSchedule(Generic[J]):
             state.urgent = None
             state.queue.clear()
         self._queued = 0
-        self._timed.clear()
+        self._ready.heap.clear()
         for host, state in list(self._hosts.items()):
             state.armed = None
-            self._may_forget(host, state)
+            self._table.may_forget(host, state)
         return jobs
 
     def forget_idle(self, now: float) -> None:
         """Forget the idle hosts whose next start is due by ``now`` (rule 8).
         ``try_start`` and ``pop_ready`` do it as time passes."""
-        idle = self._idle
-        while idle and idle[0][0] <= now:
-            when, _, host = heapq.heappop(idle)
-            state = self._hosts.get(host)
-            if state is not None and state.next_start == when and self._is_idle(state):
-                self._forget_host(host, state)
+        self._table.forget_due(now)
 
     # -- internals ---------------------------------------------------------
-
-    def _host(self, host: str) -> _Host[J]:
-        state = self._hosts.get(host)
-        if state is None:
-            state = _Host(delay=self._delays.pop(host, 0.0))
-            self._hosts[host] = state
-        return state
-
-    @staticmethod
-    def _is_idle(state: _Host[J]) -> bool:
-        return not (state.in_flight or state.queue or state.urgent or state.reserved)
-
-    def _may_forget(self, host: str, state: _Host[J]) -> None:
-        """Forget an idle host now if its next start is not held back (no
-        gap since its last start), else once it is due (rule 8)."""
-        if not self._forget or not self._is_idle(state):
-            return
-        if state.next_start == _NEVER:
-            self._forget_host(host, state)
-        else:
-            heapq.heappush(self._idle, (state.next_start, next(self._seq), host))
-
-    def _forget_host(self, host: str, state: _Host[J]) -> None:
-        del self._hosts[host]
-        if state.delay:
-            self._delays[host] = state.delay
-
-    def _has_capacity(self, state: _Host[J]) -> bool:
-        limit = 1 if state.delay else self._max_per_host  # rule 9: one at a time
-        reserved = 0 if state.reserved is None else len(state.reserved)
-        return limit is None or state.in_flight + reserved < limit
 
     def _record_start(self, state: _Host[J], now: float) -> None:
         if not state.in_flight:
@@ -419,26 +506,3 @@ class PoliteSchedule(Generic[J]):
         # also what "never" says, and it lets the host be forgotten (rule 8).
         # A Crawl-delay is counted when the request ends (``release``).
         state.next_start = now + gap if gap > 0 else _NEVER
-
-    def _eligible(self, state: _Host[J]) -> bool:
-        """Has queued jobs that only time (not a finishing request) can free."""
-        return (
-            bool(state.queue or state.urgent) and not state.reserved and self._has_capacity(state)
-        )
-
-    def _arm(self, host: str, state: _Host[J]) -> None:
-        """Make sure a host with startable queued jobs is in the timed heap."""
-        if self._eligible(state) and state.armed != state.next_start:
-            state.armed = state.next_start
-            heapq.heappush(self._timed, (state.next_start, next(self._seq), host))
-
-
-def _unreserve(state: _Host[J], job: J) -> bool:
-    """Take ``job`` out of its host's reserved set; whether it was there."""
-    reserved = state.reserved
-    if reserved is None or job not in reserved:
-        return False
-    reserved.discard(job)
-    if not reserved:
-        state.reserved = None
-    return True
