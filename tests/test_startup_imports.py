@@ -160,7 +160,7 @@ INTERRUPTED_IMPORT = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, InterruptTrioImport())
-    sys.argv = ["trio-crawl", "--version"]
+    sys.argv = ["trio-crawl", "http://127.0.0.1:1/", "-q", "-o", os.devnull]
     ENTRY
     """
 )
@@ -180,9 +180,32 @@ def test_ctrl_c_while_importing_exits_130_without_a_traceback(entry: str) -> Non
     result = run_python(INTERRUPTED_IMPORT.replace("ENTRY", entry))
     assert result.stderr == "trio-crawl: error: interrupted before the crawl started\n"
     assert result.returncode == 130
-    assert result.stdout == ""  # stopped before --version was answered
+    assert result.stdout == ""  # stopped before anything was crawled
 
 
 def test_the_console_script_is_the_guarded_entry() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     assert pyproject["project"]["scripts"] == {"trio-crawl": "trio_crawl.__main__:run"}
+
+
+def test_the_entry_answers_the_version_before_loading_the_crawler() -> None:
+    """``trio-crawl --version`` is a quarter of a second's imports otherwise
+    (trio, the engine, the fetchers): issue #36 item 11."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        sys.argv = ["trio-crawl", "--version"]
+        from trio_crawl.__main__ import run
+        try:
+            run()
+        except SystemExit as exc:
+            code = exc.code
+        print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+        """
+    )
+    result = run_python(code)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"trio-crawl {trio_crawl.__version__}", result.stderr
+    report = json.loads(lines[-1])
+    assert report["code"] == 0
+    assert loaded(report["modules"], ("trio", "trio_crawl.cli", "trio_crawl.engine")) == []

@@ -27,6 +27,11 @@ INTERRUPTED = "trio-crawl: error: interrupted before the crawl started\n"
 
 
 def run() -> NoReturn:
+    if sys.argv[1:] == ["--version"]:  # answered before the crawler's modules load
+        from .core.version import VERSION
+
+        sys.stdout.write(f"trio-crawl {VERSION}\n")
+        sys.exit(0)
     try:
         from .cli.main import main
     except KeyboardInterrupt:
