@@ -422,9 +422,12 @@ async def test_cancellation_at_random_points_leaks_nothing(open_fetcher: Fetcher
 
             async def worker(seed: int) -> None:
                 rng = random.Random(seed)
-                for _ in range(50):
+                for i in range(50):
                     url = rng.choice(urls)
-                    with trio.move_on_after(rng.uniform(0, 0.04)) as scope:
+                    # One fetch in ten may finish (a busy machine cancels all
+                    # the others before they do); the rest end at random points.
+                    budget = 10.0 if i % 10 == 0 and url != stuck else rng.uniform(0, 0.04)
+                    with trio.move_on_after(budget) as scope:
                         try:
                             await fetcher.fetch(url)
                         except FetchError:

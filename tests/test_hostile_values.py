@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from trio_crawl.cli import handlers
 from trio_crawl.cli.main import run_cli
 from trio_crawl.cli.option_kinds import Flag
 from trio_crawl.cli.option_table import sections
@@ -53,6 +54,9 @@ def test_a_hostile_value_is_a_clear_answer(
     option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # files an option may create stay here
+    # --handler modules imported here must not count for later tests in this
+    # process (the entry's fast exit waits for none it finds listed).
+    monkeypatch.setattr(handlers, "LOADED_HANDLERS", [])
     monkeypatch.delenv("TRIO_CRAWL_REDIS_PASSWORD", raising=False)
     for value in HOSTILE:
         argv = ["http://127.0.0.1:1/", "-q", "-o", os.devnull, "--timeout", "2s", option, value]
@@ -105,6 +109,7 @@ def test_the_new_users_mistakes_are_one_line_and_exit_2(
         pytest.skip("no /proc/version here")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(handlers, "LOADED_HANDLERS", [])
     (tmp_path / "binary.txt").write_bytes(b"\x00\x01\xff\xfe cookie?")
     (tmp_path / "raises_on_import.py").write_text("x = 1 / 0\n")
     argv = ["http://127.0.0.1:1/", "-q", *(["-o", os.devnull] if "-o" not in args else []), *args]
