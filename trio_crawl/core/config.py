@@ -211,6 +211,14 @@ class CrawlConfig:
                 "netrc_file=",
             )
         self.url_filter()  # the --no-parent roots of the start URLs
+        if self.follow.sitemaps and self.politeness.ignore_robots:
+            # The sitemaps are read off robots.txt, which this crawl never fetches.
+            raise ConfigError(
+                "sitemaps=True reads the sitemaps robots.txt lists, and ignore_robots=True "
+                "fetches no robots.txt: give one of them",
+                "sitemaps=True",
+                "ignore_robots=True",
+            )
 
     @property
     def worker_ceiling(self) -> int:
