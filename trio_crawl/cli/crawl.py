@@ -521,7 +521,8 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             repair_output(updates_path)
         if frontier is not None and frontier.durable and frontier.complete:
             if not args.quiet:  # nothing is opened for writing: the output stays as it is
-                say(complete_note(args.state, frontier.done, args.output))
+                say(complete_note(args.state, frontier.done, args.output, frontier.recorded_in))
+            frontier.keep_recorded_in()
             return EXIT_OK
         # With --state the output is the resume's list of what is done: never held.
         outputs.hold = not outputs.append and not getattr(args, "state", None)
