@@ -191,10 +191,15 @@ def test_the_memory_frontier_calls_correct_after_the_record() -> None:
 # -- capabilities, refused when the crawl is opened ---------------------------
 
 
+async def no_items(page: object) -> None:
+    """A handler that gives nothing (a crawl refuses one that is not async)."""
+    return None
+
+
 #: A crawl that needs everything a backend may be asked.
 NEEDY = {
     "page_requisites": True,
-    "handler": lambda page: iter(()),
+    "handler": no_items,
     "random_wait": True,
     "rate": 1.0,
     "max_pages_per_host": 5,
@@ -271,7 +276,7 @@ def _quiet_site() -> Site:
             "the file does not record which URLs are requisites",
         ),
         (
-            {"handler": lambda page: iter(())},
+            {"handler": no_items},
             "handler= cannot be combined with state=: "
             "handlers and their requests carry Python functions",
         ),
@@ -338,7 +343,7 @@ def test_a_crawl_is_refused_for_its_backend_in_one_place() -> None:
 
 
 def test_a_limit_of_any_backend_is_refused_when_opened() -> None:
-    config = CrawlConfig.from_options(start_urls=["http://a.test/"], handler=lambda page: iter(()))
+    config = CrawlConfig.from_options(start_urls=["http://a.test/"], handler=no_items)
     spec = NoHandlersSpec()
     fetcher = FakeFetcher({})
     plan = CrawlPlan(config=config, fetcher=fetcher, frontier=spec)
@@ -445,7 +450,7 @@ def test_every_flag_the_mapping_names_exists() -> None:
 def test_the_cli_names_the_flag_that_chose_the_state_file(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     done = run_cli(
-        "http://127.0.0.1:1/", "-q", "-o", str(out), "--handler", "json:dumps",
+        "http://127.0.0.1:1/", "-q", "-o", str(out), "--handler", "asyncio:sleep",
         "--items", str(tmp_path / "items.jsonl"), "--max-queue", "5",
     )  # fmt: skip
     assert done.returncode == 2

@@ -108,7 +108,7 @@ def test_a_held_seeds_file_still_refuses_handlers(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://127.0.0.1:9/\n")
     result = run_cli(
-        "--seeds", str(seeds), "--handler", "json:loads", "--items", str(tmp_path / "i.jsonl")
+        "--seeds", str(seeds), "--handler", "asyncio:sleep", "--items", str(tmp_path / "i.jsonl")
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1

@@ -21,6 +21,7 @@ Exit codes (the table in docs/manual/command-line.md):
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -63,7 +64,19 @@ class UsageError(Exception):
 
 class UsageParser(argparse.ArgumentParser):
     """An argument parser whose errors are ``UsageError`` (one line, exit 2),
-    not argparse's usage dump and exit."""
+    not argparse's usage dump and exit.
+
+    A word that starts with ``-`` and a digit (``-5s``, ``-1K``, ``-.5``) is
+    a value, never an option: argparse alone takes only ``-5`` and ``-1.5``
+    for numbers, so ``--timeout -5s`` said "expected one argument" instead
+    of the option's own check ("--timeout must be > 0"). No option of ours
+    is spelled like a number, which is what argparse's rule guards."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse's own rule, widened to numbers with units (sizes, durations);
+        # every argparse since 3.2 reads this attribute, on the parser alone.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)

@@ -53,7 +53,7 @@ from .identity import save_cookies
 from .limits import workers_within_fd_limit
 from .options import build_config, check_combinations, check_fetcher, check_writable
 from .progress import complete_note, print_summary, show_progress, time_limit_note
-from .seeds import check_seeds
+from .seeds import check_seeds, start_hosts_note
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -369,17 +369,28 @@ def refuses_state(config: CrawlConfig) -> str | None:
     return None
 
 
-def seeds_to_hold(args: argparse.Namespace, start_urls: Sequence[str]) -> list[str] | None:
-    """Check the ``--seeds`` file (a warning for skipped lines); its URLs when
-    the crawl keeps them in memory: a file of at most
+def seeds_to_hold(
+    args: argparse.Namespace, start_urls: Sequence[str], max_hosts: int | None = None
+) -> list[str] | None:
+    """Check the ``--seeds`` file (a warning for skipped lines, and for start
+    URLs, canonical, and seeds on more hosts than ``max_hosts``); its URLs
+    when the crawl keeps them in memory: a file of at most
     ``seeds.SEEDS_IN_MEMORY`` URLs, without ``--state`` or ``--max-queue``
     (they ask for the disk)."""
     seeds = getattr(args, "seeds", None)
-    if not seeds:
+    counting = max_hosts is not None
+    hosts = {host_port(url) for url in start_urls} if counting else set()
+    found = None
+    if seeds:
+        found = check_seeds(seeds, other_urls=bool(start_urls), count_hosts=counting)
+        if found.warning:
+            say(f"warning: {found.warning}")
+        hosts |= found.hosts
+    note = start_hosts_note(max_hosts, hosts)
+    if note is not None:
+        say(f"warning: {note}")
+    if found is None:
         return None
-    found = check_seeds(seeds, other_urls=bool(start_urls))
-    if found.warning:
-        say(f"warning: {found.warning}")
     if getattr(args, "state", None) or getattr(args, "max_queue", None) is not None:
         return None
     return found.urls
@@ -483,7 +494,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         check_combinations(args)
         config = build_config(args, start_urls, watch if args.fail_fast else None)
         check_fetcher(config.fetch.backend)
-        held_seeds = seeds_to_hold(args, start_urls)
+        held_seeds = seeds_to_hold(args, config.start_url_strings, config.budgets.max_hosts)
         if args.output is None and sys.stdout.isatty():
             records = new_default_output()
             say(f"records go to {records.path} (-o FILE to choose, -o - for the terminal)")
@@ -510,7 +521,8 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
             repair_output(updates_path)
         if frontier is not None and frontier.durable and frontier.complete:
             if not args.quiet:  # nothing is opened for writing: the output stays as it is
-                say(complete_note(args.state, frontier.done, args.output))
+                say(complete_note(args.state, frontier.done, args.output, frontier.recorded_in))
+            frontier.keep_recorded_in()
             return EXIT_OK
         # With --state the output is the resume's list of what is done: never held.
         outputs.hold = not outputs.append and not getattr(args, "state", None)

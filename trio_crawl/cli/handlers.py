@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import inspect
 import os
@@ -13,7 +14,7 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from typing import Any, cast
 
-from ..core.scrape import Handler, Page, Request
+from ..core.scrape import Handler, Page, Request, is_async_handler
 from .common import UsageError
 
 __all__ = ["LOADED_HANDLERS", "HandlerWatch", "load_handler"]
@@ -45,6 +46,11 @@ def load_handler(spec: str) -> Handler:
     handler = getattr(module, attr, None)
     if not callable(handler):
         raise UsageError(f"{module_name!r} has no callable {attr!r}")
+    if not is_async_handler(handler):  # it would fail every page, one record at a time
+        raise UsageError(
+            f"--handler {spec}: {attr} is not an async function (async def, yielding or "
+            "returning items and Requests)"
+        )
     return cast(Handler, handler)
 
 
@@ -79,6 +85,8 @@ class HandlerWatch:
                 return self._generator(produced, page.url)
             return self._awaitable(cast(Awaitable[Iterable[object] | None], produced), page.url)
 
+        # It is what it wraps: is_async_handler (the config's check) looks through it.
+        functools.update_wrapper(watched, handler)
         self._wrapped[handler] = self._wrapped[watched] = watched
         return watched
 

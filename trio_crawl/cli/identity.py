@@ -36,6 +36,9 @@ def identity_options(args: argparse.Namespace) -> CrawlOptions:
         raise ConfigError("--user and --password go together (or use --netrc)")
     if args.user is not None:
         options["auth"] = (args.user, args.password)
+    netrc = "--netrc-file" if args.netrc_file else "--netrc" if args.netrc else None
+    if args.user is not None and netrc:  # the library would take --user's and ignore the file
+        raise ConfigError(f"--user and {netrc} both give the credentials: keep one of them")
     basic_auth = "--user" if args.user is not None else "--netrc" if args.netrc else None
     if args.netrc_file:
         basic_auth = basic_auth or "--netrc-file"

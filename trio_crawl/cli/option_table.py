@@ -376,7 +376,7 @@ def _state(with_urls: bool) -> list[Flag]:
             f"pages are fetched again (default {DEFAULT_LEASE:g}s)",
             parse=DURATION,
             default=DEFAULT_LEASE,
-            metavar="SECONDS",
+            metavar="DURATION",
         ),
         Flag(
             ("--delete-crawl",),

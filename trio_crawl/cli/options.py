@@ -30,6 +30,7 @@ from .output_paths import output_clash, outputs_of
 __all__ = [
     "build_config",
     "check_combinations",
+    "check_directory",
     "check_fetcher",
     "check_limits",
     "check_writable",
@@ -70,6 +71,8 @@ def build_config(
         options.update(identity_options(args))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if getattr(args, "mirror", None):
+        check_directory(args.mirror, "--mirror")
     if getattr(args, "save_cookies", None):
         check_writable(args.save_cookies, "cookie file")
     if getattr(args, "handler", None):
@@ -149,6 +152,20 @@ def check_fetcher(backend: str) -> None:
             importlib.import_module({"curl": "pycurl", "httpx": "httpx2"}[backend])
     except ImportError as exc:
         raise UsageError(f"--fetcher {backend}: {exc}") from None
+
+
+def check_directory(path: str, flag: str) -> None:
+    """``path`` is a directory, or can become one: no file is in the way
+    (found now, before anything is fetched, not as "File exists" at the
+    first save)."""
+    existing = os.path.abspath(path)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        shown = path if existing == os.path.abspath(path) else existing
+        raise UsageError(
+            f"{flag} {path}: not a directory" + ("" if shown == path else f" ({shown} is a file)")
+        )
 
 
 def check_writable(path: str, what: str) -> str:

@@ -12,6 +12,7 @@ from ..core.config import option_default
 from .common import UsageParser
 from .option_kinds import LIBRARY, Flag
 from .option_table import sections
+from .units import DURATION_UNITS, SIZE_UNITS
 
 __all__ = ["USAGE", "build_parser"]
 
@@ -41,6 +42,17 @@ def _add(container: argparse._ActionsContainer, flag: Flag) -> None:
     container.add_argument(*flag.flags, **keywords)
 
 
+def units_note() -> str:
+    """The units the values take, read off ``cli/units.py``'s tables, so
+    that ``--help`` says exactly what is accepted."""
+    sizes = ", ".join(unit.upper() for unit in SIZE_UNITS if unit)
+    durations = ", ".join(unit for unit in DURATION_UNITS if unit)
+    return (
+        f"Sizes take {sizes} (10M, 1.5G; 1024-based); durations {durations} "
+        "(500ms, 90s, 2m, 1d; a plain number is seconds); counts 1e3."
+    )
+
+
 def build_parser(
     prog: str = "trio-crawl", *, with_urls: bool = True, default_output: str | None = None
 ) -> argparse.ArgumentParser:
@@ -50,8 +62,7 @@ def build_parser(
     p = UsageParser(
         prog=prog,
         usage=USAGE if with_urls else "%(prog)s [options]",
-        description="Crawl web sites and write one JSON line per URL tried. "
-        "Sizes take K, M, G (10M, 1.5G); durations s, m, h (90s, 2m); counts 1e3.",
+        description="Crawl web sites and write one JSON line per URL tried. " + units_note(),
         epilog="Run `trio-crawl demo` to crawl a built-in local site, and "
         "`trio-crawl report FILE -o report.html` for an HTML report on a crawl.",
     )

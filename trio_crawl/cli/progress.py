@@ -8,6 +8,7 @@ rich draws both, and is imported by the functions that draw: a quiet crawl
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import TYPE_CHECKING, TextIO
 
@@ -246,12 +247,19 @@ def time_limit_note(
     return f"stopped at --max-time {max_time:g}s: {left} left; {then}"
 
 
-def complete_note(state: str, done: int, output: str) -> str:
+def complete_note(state: str, done: int, output: str, recorded_in: str | None = None) -> str:
     """What a ``--state`` crawl that has nothing left to fetch says, instead
-    of crawling nothing and printing a summary of 0 pages."""
+    of crawling nothing and printing a summary of 0 pages. The records are
+    where that crawl wrote them (``recorded_in``, stored in the state file),
+    which this run's ``-o`` (``output``) may not be."""
+    records = output
+    if recorded_in is not None and os.path.abspath(output) != recorded_in:
+        records = recorded_in
+        where = f"their records in {recorded_in}, where that crawl wrote them; {output} untouched"
+    else:
+        where = f"their records in {output}"
     return (
-        f"the crawl in {state} is complete ({counted(done, 'URL')} done, "
-        f"their records in {output}): "
-        f"nothing left to fetch. Report on it: trio-crawl report {shlex.quote(output)} "
+        f"the crawl in {state} is complete ({counted(done, 'URL')} done, {where}): "
+        f"nothing left to fetch. Report on it: trio-crawl report {shlex.quote(records)} "
         "-o report.html; to crawl again, remove or rename the state file"
     )

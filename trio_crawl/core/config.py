@@ -29,7 +29,7 @@ from .http import FetchConfig
 from .pool_sizing import DEFAULT_PER_HOST, INITIAL_WORKERS
 from .retry import RetryPolicy
 from .scope import Scope
-from .scrape import Handler, Request
+from .scrape import Handler, Request, is_async_handler
 from .settings import FETCHERS, Budgets, Fetching, Follow, Output, Politeness, Pool, Rendering
 from .url import parse_start_url
 
@@ -38,7 +38,15 @@ if TYPE_CHECKING:
     # http.client (~8 ms at start-up); a crawl with cookies imports it itself.
     from http.cookiejar import CookieJar
 
-__all__ = ["FETCHERS", "CrawlConfig", "CrawlOptions", "option_default", "option_group"]
+__all__ = [
+    "FETCHERS",
+    "CrawlConfig",
+    "CrawlOptions",
+    "UnknownOption",
+    "option_default",
+    "option_group",
+    "unknown_option",
+]
 
 
 class CrawlOptions(TypedDict, total=False):
@@ -113,6 +121,23 @@ TOP_LEVEL = ("handler", "fail_fast", "debug")
 _ROUTE = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
 
 
+class UnknownOption(ConfigError, TypeError):
+    """A keyword no option has (``max_dpeth=``). A ``ConfigError``, as every
+    bad setting is, and a ``TypeError``, as Python's own answer to an
+    unexpected keyword argument is, so that either ``except`` catches it."""
+
+
+def unknown_option(name: str) -> UnknownOption:
+    """The error for the keyword ``name``, with the nearest option's name
+    (a misspelling is the likely cause: the type checker names it too)."""
+    import difflib  # only on this error path
+
+    known = [*TOP_LEVEL, *_ROUTE]
+    near = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {near[0]}=?" if near else ""
+    return UnknownOption(f"unknown option {name}={hint}", f"{name}=")
+
+
 def option_group(name: str) -> str | None:
     """The group (``"budgets"``) a flat option (``"max_depth"``) belongs to;
     None for ``CrawlConfig``'s own fields (``handler``); ``KeyError`` for no option."""
@@ -156,7 +181,8 @@ class CrawlConfig:
     ) -> CrawlConfig:
         """A config from a start URL (or Request), or several, and the flat
         options (``max_depth=2, rate=5``), each routed to its group by its
-        name. An unknown name is a ``TypeError``, as for any function."""
+        name. An unknown name is a ``ConfigError`` naming the nearest known
+        one (``unknown_option``); mypy finds it first, from ``CrawlOptions``."""
         if isinstance(start_urls, str | Request):
             start_urls = [start_urls]
         grouped: dict[str, dict[str, object]] = {group: {} for group in GROUPS}
@@ -167,9 +193,7 @@ class CrawlConfig:
             elif name in _ROUTE:
                 grouped[_ROUTE[name]][name] = value
             else:
-                raise TypeError(
-                    f"CrawlConfig.from_options() got an unexpected keyword argument {name!r}"
-                )
+                raise unknown_option(name)
         groups = {group: GROUPS[group](**values) for group, values in grouped.items()}
         return cls(start_urls=list(start_urls), **groups, **own)  # type: ignore[arg-type]
 
@@ -178,6 +202,8 @@ class CrawlConfig:
         changed: dict[str, dict[str, object]] = {}
         own: dict[str, object] = {}
         for name, value in options.items():
+            if name not in TOP_LEVEL and name not in _ROUTE:
+                raise unknown_option(name)
             group = option_group(name)
             if group is None:
                 own[name] = value
@@ -211,6 +237,21 @@ class CrawlConfig:
                 "netrc_file=",
             )
         self.url_filter()  # the --no-parent roots of the start URLs
+        if self.follow.sitemaps and self.politeness.ignore_robots:
+            # The sitemaps are read off robots.txt, which this crawl never fetches.
+            raise ConfigError(
+                "sitemaps=True reads the sitemaps robots.txt lists, and ignore_robots=True "
+                "fetches no robots.txt: give one of them",
+                "sitemaps=True",
+                "ignore_robots=True",
+            )
+        if self.handler is not None and not is_async_handler(self.handler):
+            name = getattr(self.handler, "__qualname__", type(self.handler).__name__)
+            raise ConfigError(
+                f"handler= must be an async function (async def) yielding or returning "
+                f"items and Requests; {name} is not, and every page would fail",
+                "handler=",
+            )
 
     @property
     def worker_ceiling(self) -> int:

@@ -16,6 +16,7 @@ Pure data plus lazy views of a response; the engine drives the handlers.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -37,6 +38,27 @@ class Offload(Protocol):
     uses trio's worker threads), so this module needs no trio import."""
 
     async def __call__(self, fn: Callable[..., T], /, *args: Any) -> T: ...
+
+
+def is_async_handler(handler: object) -> bool:
+    """Whether ``handler`` is an async function (``async def``, a generator
+    or a coroutine), seen through ``functools.partial``, ``functools.wraps``
+    (``__wrapped__``) and an object's ``__call__``. A plain function cannot
+    be told from the outside to return an awaitable, and one that does not
+    fails every page of a crawl, so a crawl refuses it when it is made."""
+    seen = handler
+    for _ in range(16):  # partials of wrappers of partials: a bounded unwrapping
+        if inspect.iscoroutinefunction(seen) or inspect.isasyncgenfunction(seen):
+            return True
+        if isinstance(seen, functools.partial):
+            seen = seen.func
+        elif hasattr(seen, "__wrapped__"):
+            seen = seen.__wrapped__
+        elif not inspect.isroutine(seen) and not inspect.isclass(seen) and callable(seen):
+            seen = type(seen).__call__
+        else:
+            return False
+    return False
 
 
 class Handler(Protocol):

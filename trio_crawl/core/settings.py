@@ -375,6 +375,14 @@ class Pool:
                 "max_workers=",  # first: "workers=" is inside it
                 "workers=",
             )
+        if self.workers is not None and self.max_workers is not None:
+            # One would be ignored: a pinned pool never grows, so never to max_workers.
+            raise ConfigError(
+                "workers= pins the number of workers, max_workers= bounds a self-sized "
+                "pool: give one of them",
+                "max_workers=",  # first: "workers=" is inside it
+                "workers=",
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

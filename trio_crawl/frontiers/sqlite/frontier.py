@@ -176,6 +176,18 @@ class SqliteFrontier:
         return self.resumed and (self._backlog.queued_on_disk == 0 or self.core.budget_spent)
 
     @property
+    def recorded_in(self) -> str | None:
+        """Where the earlier runs of a resumed crawl wrote their records (None:
+        to stdout, or a new crawl)."""
+        return None if self._prepared is None else self._prepared.recorded_in
+
+    def keep_recorded_in(self) -> None:
+        """Leave the state file naming the earlier runs' output (a run that
+        writes nothing: a complete crawl run again with another ``-o``)."""
+        if self._prepared is not None:
+            self._prepared.keep_recorded_in()
+
+    @property
     def done(self) -> int:
         """URLs the state file has as done (their records are in the output)."""
         return self._backlog.state.progress()["done"]

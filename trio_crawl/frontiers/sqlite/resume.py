@@ -53,6 +53,19 @@ class PreparedState:
     resumed: bool
     temporary_dir: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: The output the earlier runs wrote their records to (their absolute
+    #: path, as stored), if they had one: a run given another ``-o`` has
+    #: its records elsewhere.
+    recorded_in: str | None = None
+
+    def keep_recorded_in(self) -> None:
+        """Store ``recorded_in`` as the crawl's output again (this run's
+        ``-o`` replaced it when the file was opened): for a run that writes
+        nothing, so that ``--status`` and a later run still find the records."""
+        if self.recorded_in is None:
+            return
+        settings = self.state.load_settings() or {}
+        self.state.save_settings({**settings, "output": self.recorded_in})
 
     def close(self) -> None:
         self.state.close()
@@ -217,6 +230,8 @@ def _prepare(
                 "run it with the same arguments, or add --force to continue it with these"
             )
         scope_origins = list(stored.get("scope_origins") or [])
+        earlier = stored.get("output")
+        recorded_in = earlier if isinstance(earlier, str) else None
         if output is not None and output != "-":
             cut = repair_output(output)
             if cut:
@@ -226,6 +241,7 @@ def _prepare(
                 notes.append(f"{marked:,} URLs recorded in {output} marked done")
     else:
         scope_origins = []
+        recorded_in = None
     refetched = state.recover()
     budget = config.host_budget()
     if budget is not None:  # before the seeds: they count (state.py rule 8)
@@ -254,6 +270,7 @@ def _prepare(
         resumed=resumed,
         temporary_dir=temporary_dir,
         notes=notes,
+        recorded_in=recorded_in,
     )
 
 
