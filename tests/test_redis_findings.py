@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from trio_crawl.testing import Site, page, serve_site
+
 import redis_fixture
 from cli_helpers import run_cli as cli
 from redis_fixture import RedisServer
@@ -22,6 +24,46 @@ crawl_id = redis_fixture.crawl_id
 own_redis = redis_fixture.own_redis
 
 TIMEOUT = 90
+
+
+def test_deleting_a_crawl_deletes_no_other_crawl_whose_id_it_begins(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """Crawl ``p``'s keys are a prefix of crawl ``p}:x``'s unless ``}`` is
+    escaped; glob characters in an id must not match other ids either."""
+    import trio
+
+    from trio_crawl import redis_frontier, run_crawl
+    from trio_crawl.frontiers.redis import crawl_status
+
+    site = Site({"/": page()})
+    ids = [crawl_id + tail for tail in ("", "}:x", "*", "b", "?", "[b]", "%7D")]
+
+    async def crawl_each(url: str) -> None:
+        for name in ids:
+            frontier = redis_frontier(redis_server.url, name)
+            await run_crawl([url], frontier=frontier, ignore_robots=True)
+
+    with serve_site(site) as server:
+        trio.run(crawl_each, server.url("/"))
+
+    def done(name: str) -> bool:
+        status = trio.run(crawl_status, redis_server.url, name)
+        return status is not None and status["done"] == 1 and status["finished"] == 1
+
+    assert all(done(name) for name in ids)
+    kept = [crawl_id + "b", crawl_id + "}:x", crawl_id + "%7D"]
+    for name in ids:
+        if name in kept:
+            continue
+        deleted = cli("--redis", redis_server.url, "--crawl-id", name, "--delete-crawl")
+        assert deleted.returncode == 0, deleted.stderr
+        assert f"deleted crawl {name!r}" in deleted.stderr
+        assert trio.run(crawl_status, redis_server.url, name) is None
+        assert [other for other in kept if not done(other)] == [], name
+    shown = cli("--redis", redis_server.url, "--crawl-id", crawl_id + "}:x", "--status")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"crawl {crawl_id}}}:x: done\n"), shown.stdout
 
 
 @pytest.mark.parametrize("option", ["--max-hosts", "--max-pages-per-host"])
