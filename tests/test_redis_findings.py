@@ -8,6 +8,7 @@ joining a crawl Redis lost, and the budgets' refusal worded in flags.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,41 @@ def test_deleting_a_crawl_deletes_no_other_crawl_whose_id_it_begins(
     shown = cli("--redis", redis_server.url, "--crawl-id", crawl_id + "}:x", "--status")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"crawl {crawl_id}}}:x: done\n"), shown.stdout
+
+
+def test_every_worker_whose_output_holds_a_lost_crawls_records_warns(
+    own_redis: Any, tmp_path: Path
+) -> None:
+    """After FLUSHALL (or a restart without AOF), the worker that starts
+    the crawl anew warns about its output's records, and so does one that
+    joins the new crawl with records of the lost one in its output."""
+    redis = own_redis()
+    site = Site({"/": page("/a", "/b"), "/a": page(), "/b": page()})
+    joiner, starter = tmp_path / "joiner.jsonl", tmp_path / "starter.jsonl"
+    with serve_site(site) as server:
+        url = server.url("/")
+        common = ["--redis", redis.url, "--crawl-id", "lost"]
+        first = cli(url, *common, "-o", str(joiner))
+        assert first.returncode == 0, first.stderr
+        assert "warning" not in first.stderr
+        assert len(joiner.read_text().splitlines()) == 3
+        assert redis.command("FLUSHALL") == "+OK"
+        anew = cli(url, *common, "-o", str(starter))  # a new output: nothing to warn of
+        assert anew.returncode == 0, anew.stderr
+        assert "warning" not in anew.stderr
+        joined = cli(*common, "-o", str(joiner))  # joins the new crawl: warns
+        assert joined.returncode == 0, joined.stderr
+        assert "joined crawl 'lost'" in joined.stderr
+        warnings = [line for line in joined.stderr.splitlines() if "warning" in line]
+        assert warnings == [
+            f"trio-crawl: warning: the 3 records already in {joiner} are not of crawl 'lost' "
+            "as Redis knows it (Redis lost that crawl and another worker started it anew, "
+            "or the output is another crawl's): their pages are fetched again"
+        ], joined.stderr
+        for output in (joiner, starter):  # a worker the crawl knows: no warning
+            rerun = cli(*common, "-o", str(output))
+            assert rerun.returncode == 0, rerun.stderr
+            assert "warning" not in rerun.stderr
 
 
 @pytest.mark.parametrize("option", ["--max-hosts", "--max-pages-per-host"])

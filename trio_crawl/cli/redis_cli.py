@@ -238,6 +238,15 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
                 f"anew: the {earlier:,} records already in {output} are from an "
                 "earlier crawl, and their pages are fetched again"
             )
+        elif earlier and not frontier.known_name:
+            # Joining a crawl that never had this worker: another worker
+            # started it anew after Redis lost the one these records are of.
+            _warn(
+                f"the {earlier:,} records already in {output} are not of crawl "
+                f"{args.crawl_id!r} as Redis knows it (Redis lost that crawl and "
+                "another worker started it anew, or the output is another crawl's): "
+                "their pages are fetched again"
+            )
 
     async def work() -> int:
         # Opened by the crawl builder, as the library's run_crawl(frontier=) does.
