@@ -7,12 +7,18 @@ joining a crawl Redis lost, and the budgets' refusal worded in flags.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trio_crawl.testing import Site, page, serve_site
+from trio_crawl.testing import Response, Site, SiteRequest, page, serve_site
 
 import redis_fixture
 from cli_helpers import run_cli as cli
@@ -25,6 +31,96 @@ crawl_id = redis_fixture.crawl_id
 own_redis = redis_fixture.own_redis
 
 TIMEOUT = 90
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "trio_crawl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def waiting_for(event: threading.Event) -> Callable[[SiteRequest], Response]:
+    """A route that answers once ``event`` is set (60 s at most)."""
+
+    def answer(request: SiteRequest) -> Response:
+        event.wait(60)
+        return page()
+
+    return answer
+
+
+@pytest.fixture
+def held_site() -> Iterator[tuple[str, threading.Event]]:
+    """A root linking to two pages that answer once the event is set: the
+    crawl cannot end before it."""
+    event = threading.Event()
+    site = Site({"/": page("/a", "/b"), "/a": waiting_for(event), "/b": waiting_for(event)})
+    with serve_site(site) as server:
+        try:
+            yield server.url("/"), event
+        finally:
+            event.set()
+
+
+def children(pid: int, n: int) -> list[int]:
+    """The ``n`` child processes of ``pid`` (waiting up to 30 s for them)."""
+    deadline = time.monotonic() + 30
+    found: list[int] = []
+    while time.monotonic() < deadline:
+        found = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [int(c) for c in listed.read().split()]
+        if len(found) >= n:
+            return sorted(found)
+        time.sleep(0.02)
+    raise AssertionError(f"{pid} has children {found}, not {n}")
+
+
+def test_processes_without_an_output_is_one_line_and_exit_2(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    result = cli(
+        "http://127.0.0.1:1/", "--redis", redis_server.url, "--crawl-id", crawl_id,
+        "--processes", "2",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        "trio-crawl: error: --processes needs an output file (-o FILE): each worker writes "
+        "its own\n"
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_processes_workers_do_not_carry_the_password_in_their_arguments(
+    own_redis: Any, tmp_path: Path, held_site: tuple[str, threading.Event]
+) -> None:
+    """``ps -ef`` shows a forked child with its parent's command line: with
+    a password in the URL the workers are fresh processes, whose arguments
+    hold the URL without it; the password is in their environment."""
+    redis = own_redis(password="s3cret-pw")
+    url, event = held_site
+    out = tmp_path / "out.jsonl"
+    parent = start(
+        url, "--redis", redis.url, "--crawl-id", "pw", "--processes", "2", "-o", str(out)
+    )
+    try:
+        workers = children(parent.pid, 2)
+        for pid in workers:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert not any(b"s3cret-pw" in arg for arg in argv), argv
+            assert b"redis://default@127.0.0.1:%d/0" % redis.port in argv, argv
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert b"TRIO_CRAWL_REDIS_PASSWORD=s3cret-pw" in environ
+    finally:
+        event.set()
+        _, stderr = parent.communicate(timeout=TIMEOUT)
+    assert parent.returncode == 0, stderr
+    assert "s3cret-pw" not in stderr
 
 
 def test_deleting_a_crawl_deletes_no_other_crawl_whose_id_it_begins(

@@ -429,11 +429,14 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     """Start ``--processes N`` workers of the crawl here and wait for them all.
 
     Workers are forked from this process when it can (POSIX, no thread
-    running): they start crawling at once, without importing everything
-    again (about 0.5 s of CPU each). Otherwise each is a ``python -m
-    trio_crawl`` subprocess. SIGINT and SIGTERM are passed on to them."""
-    if args.output == "-":
-        return fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
+    running, no password in the ``--redis`` URL): they start crawling at
+    once, without importing everything again (about 0.5 s of CPU each).
+    Otherwise each is a ``python -m trio_crawl`` subprocess, whose command
+    line never holds the password. SIGINT and SIGTERM are passed on to them."""
+    if args.output in ("-", None):  # stdout, said or meant: N workers cannot share it
+        return fail(
+            "--processes needs an output file (-o FILE): each worker writes its own", EXIT_USAGE
+        )
     worker_args, env = worker_commands(args, argv)
     pids: list[int] = []
     started = time.monotonic()
@@ -445,7 +448,10 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        fork = hasattr(os, "fork") and threading.active_count() == 1
+        # A forked worker keeps the parent's command line (ps, /proc/PID/cmdline):
+        # with a password in the URL each worker is a fresh process instead,
+        # whose arguments hold the URL without it (the password: ``env``).
+        fork = hasattr(os, "fork") and threading.active_count() == 1 and not env
         for one in worker_args:
             pids.append(
                 _fork_worker(one, previous, run_cli, env) if fork else _spawn_worker(one, env)
