@@ -8,6 +8,8 @@ joining a crawl Redis lost, and the budgets' refusal worded in flags.
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -121,6 +123,36 @@ def test_processes_workers_do_not_carry_the_password_in_their_arguments(
         _, stderr = parent.communicate(timeout=TIMEOUT)
     assert parent.returncode == 0, stderr
     assert "s3cret-pw" not in stderr
+
+
+def test_a_worker_killed_by_a_signal_is_said_in_words_and_exit_75(
+    redis_server: RedisServer,
+    crawl_id: str,
+    tmp_path: Path,
+    held_site: tuple[str, threading.Event],
+) -> None:
+    url, event = held_site
+    out = tmp_path / "out.jsonl"
+    args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
+    parent = start(*args, "--processes", "2", "--lease", "1")
+    try:
+        victim = children(parent.pid, 2)[1]
+        os.kill(victim, signal.SIGKILL)
+    finally:
+        event.set()
+        _, stderr = parent.communicate(timeout=TIMEOUT)
+    assert parent.returncode == 75, stderr
+    assert "Traceback" not in stderr
+    assert re.search(r"\(exit 0, killed by SIGKILL\)|\(killed by SIGKILL, exit 0\)", stderr)
+    (line,) = [line for line in stderr.splitlines() if "error:" in line]
+    assert re.fullmatch(
+        r"trio-crawl: error: worker [12] was killed by SIGKILL: its pages go back to the crawl "
+        r"when its lease runs out; run the same command again to resume",
+        line,
+    ), line
+    assert " -9" not in stderr
+    again = cli(*args, "--processes", "2")  # the crawl is done or resumes: 0
+    assert again.returncode == 0, again.stderr
 
 
 def test_deleting_a_crawl_deletes_no_other_crawl_whose_id_it_begins(
