@@ -83,6 +83,20 @@ def children(pid: int, n: int) -> list[int]:
     raise AssertionError(f"{pid} has children {found}, not {n}")
 
 
+def own_arguments(parent: int, child: int) -> list[bytes]:
+    """``child``'s command line once it has one of its own (exec'd): until
+    then (and for ever, if it was forked) it is empty or its parent's."""
+    inherited = Path(f"/proc/{parent}/cmdline").read_bytes()
+    deadline = time.monotonic() + 10
+    argv = b""
+    while time.monotonic() < deadline:
+        argv = Path(f"/proc/{child}/cmdline").read_bytes()
+        if argv and argv != inherited:
+            break
+        time.sleep(0.02)
+    return argv.split(b"\0")
+
+
 def test_processes_without_an_output_is_one_line_and_exit_2(
     redis_server: RedisServer, crawl_id: str
 ) -> None:
@@ -113,7 +127,7 @@ def test_processes_workers_do_not_carry_the_password_in_their_arguments(
     try:
         workers = children(parent.pid, 2)
         for pid in workers:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            argv = own_arguments(parent.pid, pid)
             assert not any(b"s3cret-pw" in arg for arg in argv), argv
             assert b"redis://default@127.0.0.1:%d/0" % redis.port in argv, argv
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
