@@ -13,7 +13,8 @@ Exit codes (the table in docs/manual/command-line.md):
 4     no start URL could be connected to (wget exits 4 for this too)
 70    an internal error: a bug (``--debug`` shows the traceback)
 75    the ``--state`` file is in use by another crawl (try again later), or
-      a ``--redis`` crawl cannot go on (Redis lost, refused, or the crawl gone)
+      a ``--redis`` crawl cannot go on (Redis lost, refused, or the crawl
+      gone; a ``--processes`` worker killed by a signal)
 130   stopped by SIGINT (143: SIGTERM); the output holds complete lines
 ====  ==================================================================
 """

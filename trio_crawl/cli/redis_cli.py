@@ -11,8 +11,9 @@ and exits 0 when the whole crawl is done, at the same moment as the others.
 Exit codes beyond the usual ones: 2 when the Redis URL is bad, Redis cannot
 be reached at the start, may evict keys (its maxmemory-policy is not
 noeviction), or the crawl id names a crawl with other settings; 75 when
-Redis is lost or refuses a call (out of memory: at the start too), or the
-crawl's keys vanish (deleted, FLUSHALL); 141 when the reader of ``--status``
+Redis is lost or refuses a call (out of memory: at the start too), the
+crawl's keys vanish (deleted, FLUSHALL), or a ``--processes`` worker was
+killed by a signal (said in words); 141 when the reader of ``--status``
 went away (``| head``), as a Unix tool killed by SIGPIPE. A Redis URL's
 password is never printed; it may come from ``TRIO_CRAWL_REDIS_PASSWORD``
 instead (``--processes`` hands it to its workers that way, never in argv).
@@ -57,6 +58,7 @@ from .common import (
     EXIT_REDIS_LOST,
     EXIT_SOFTWARE,
     EXIT_USAGE,
+    SIGNAL_EXIT,
     UsageError,
     answer,
     fail,
@@ -237,6 +239,15 @@ def run_worker(args: argparse.Namespace, config: CrawlConfig) -> int:
                 f"crawl {args.crawl_id!r} was not in Redis, so this run started it "
                 f"anew: the {earlier:,} records already in {output} are from an "
                 "earlier crawl, and their pages are fetched again"
+            )
+        elif earlier and not frontier.known_name:
+            # Joining a crawl that never had this worker: another worker
+            # started it anew after Redis lost the one these records are of.
+            _warn(
+                f"the {earlier:,} records already in {output} are not of crawl "
+                f"{args.crawl_id!r} as Redis knows it (Redis lost that crawl and "
+                "another worker started it anew, or the output is another crawl's): "
+                "their pages are fetched again"
             )
 
     async def work() -> int:
@@ -420,11 +431,14 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
     """Start ``--processes N`` workers of the crawl here and wait for them all.
 
     Workers are forked from this process when it can (POSIX, no thread
-    running): they start crawling at once, without importing everything
-    again (about 0.5 s of CPU each). Otherwise each is a ``python -m
-    trio_crawl`` subprocess. SIGINT and SIGTERM are passed on to them."""
-    if args.output == "-":
-        return fail("--processes needs an output file (-o FILE): each worker writes its own", 2)
+    running, no password in the ``--redis`` URL): they start crawling at
+    once, without importing everything again (about 0.5 s of CPU each).
+    Otherwise each is a ``python -m trio_crawl`` subprocess, whose command
+    line never holds the password. SIGINT and SIGTERM are passed on to them."""
+    if args.output in ("-", None):  # stdout, said or meant: N workers cannot share it
+        return fail(
+            "--processes needs an output file (-o FILE): each worker writes its own", EXIT_USAGE
+        )
     worker_args, env = worker_commands(args, argv)
     pids: list[int] = []
     started = time.monotonic()
@@ -436,7 +450,10 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        fork = hasattr(os, "fork") and threading.active_count() == 1
+        # A forked worker keeps the parent's command line (ps, /proc/PID/cmdline):
+        # with a password in the URL each worker is a fresh process instead,
+        # whose arguments hold the URL without it (the password: ``env``).
+        fork = hasattr(os, "fork") and threading.active_count() == 1 and not env
         for one in worker_args:
             pids.append(
                 _fork_worker(one, previous, run_cli, env) if fork else _spawn_worker(one, env)
@@ -451,7 +468,7 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
         outputs = ", ".join(numbered_output(args.output, i) for i in range(1, len(children) + 1))
         say(
             f"{len(children)} workers ended in {elapsed:.1f}s "
-            f"(exit codes {' '.join(map(str, codes))}); records in {outputs}"
+            f"({', '.join(map(_ended, codes))}); records in {outputs}"
         )
         try:
             stored = trio.run(crawl_status, args.redis, args.crawl_id)
@@ -459,10 +476,43 @@ def run_processes(args: argparse.Namespace, argv: Sequence[str], run_cli: RunCli
             stored = None
         if stored is not None:
             tell("\n".join(status_lines(args.crawl_id, stored, ended_here=True)))
-    # A worker killed by a signal: 128 + its number, as a shell reports it.
-    codes = [128 - code if code < 0 else code for code in codes]
-    bad = [code for code in codes if code != 0]
-    if not bad:
-        return EXIT_OK
-    signalled = [code for code in bad if code in (130, 143)]
-    return signalled[0] if signalled else max(bad)
+    return _parent_code(codes)
+
+
+def _ended(code: int) -> str:
+    """How a worker ended, in words: ``exit 0``, ``killed by SIGKILL``."""
+    if code < 0:
+        return f"killed by {_signal_name(-code)}"
+    return f"exit {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _parent_code(codes: Sequence[int]) -> int:
+    """The parent's exit code from its workers' (-N: killed by signal N).
+
+    SIGINT and SIGTERM are the parent's own stop passed on: 130 and 143, as
+    for one process. A worker killed by any other signal (SIGKILL, the OOM
+    killer, a crash) is said in words and ends the parent with 75, as a lost
+    Redis does: its pages go back to the crawl when its lease runs out, and
+    the same command run again resumes. Otherwise the highest code, which
+    is a documented one since each worker exits with one."""
+    stopped = [SIGNAL_EXIT[signal.Signals(-c)] for c in codes if -c in (2, 15)]
+    stopped += [c for c in codes if c in SIGNAL_EXIT.values()]
+    if stopped:
+        return stopped[0]
+    killed = [(i, -c) for i, c in enumerate(codes, 1) if c < 0]
+    for index, number in killed:
+        fail(
+            f"worker {index} was killed by {_signal_name(number)}: its pages go back to the "
+            "crawl when its lease runs out; run the same command again to resume",
+            EXIT_REDIS_LOST,
+        )
+    if killed:
+        return EXIT_REDIS_LOST
+    return max(codes, default=EXIT_OK)

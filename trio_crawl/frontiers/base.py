@@ -391,6 +391,8 @@ def refuse_unservable(
     for need in unserved(config, backend):
         raise ConfigError(
             f"{need.value} cannot be combined with {chosen_by}{words.get(need, '')}",
-            need.value,
+            # Each argument of a need by itself ("max_pages_per_host= and
+            # max_hosts="): a front end words each as its own flag.
+            *need.value.split(" and "),
             chosen_by,
         )

@@ -87,7 +87,13 @@ def url_without_password(url: str) -> tuple[str, str | None]:
 
 
 def keys_prefix(crawl_id: str) -> str:
-    return f"tc:{{{crawl_id}}}:"
+    """``tc:{ID}:``, the prefix of every key of crawl ``crawl_id``. A ``}`` in
+    the id is written ``%7D`` (and ``%`` as ``%25``): the first ``}`` then
+    ends every crawl's prefix, so no crawl's keys begin with another's
+    prefix (``p`` and ``p}:x``), and ``--delete-crawl p`` deletes exactly
+    crawl ``p``. An id without ``}`` or ``%`` is written as it is."""
+    tag = crawl_id.replace("%", "%25").replace("}", "%7D")
+    return f"tc:{{{tag}}}:"
 
 
 def default_worker_name(output: str | None) -> str:

@@ -140,6 +140,8 @@ class RedisFrontier:
         # this worker
         self.owner = ""
         self.created = False
+        #: A worker of this name had joined this crawl before (an earlier run).
+        self.known_name = False
         self.stored_settings: dict[str, Any] = {}
         #: Until when this worker's lease surely holds (running time): the
         #: send time of the last renewal Redis accepted, plus ``lease``.
@@ -193,6 +195,7 @@ class RedisFrontier:
         self.owner = reply.owner
         if not again:  # the listener goes on from where it is
             self._signals.last_id = reply.last_id
+            self.known_name = reply.known
         self._counters(reply.counters)
         if not self.created:
             differing = identity.differing(self.stored_settings)

@@ -679,7 +679,7 @@ end
 -- hello(prefix; name, lease_ms, may_create, cfg_json, maxp, ival, plim, setup,
 -- max_depth, settle, n_start, start...): create the crawl (admitting the start URLs) or join it;
 -- register a worker. A worker joining again (may_create 0) never re-creates
--- a crawl whose keys are gone.
+-- a crawl whose keys are gone. ``known``: a worker of this name joined before.
 local function hello(keys, args)
   local C = open(keys[1])
   local created = 0
@@ -702,6 +702,10 @@ local function hello(keys, args)
   C.lease = tonumber(args[2])
   reclaim_expired(C)
   local name = args[1]
+  -- Whether a worker of this name joined this crawl before. One that did
+  -- not, but whose output holds records, holds those of a crawl Redis lost.
+  local known = 0
+  if redis.call('SADD', C.p .. 'wn', name) == 0 then known = 1 end
   local gen = redis.call('HINCRBY', C.p .. 'm', 'wgen', 1)
   -- An earlier run of this worker (same name): its leases come back now.
   for _, owner in ipairs(redis.call('ZRANGE', C.p .. 'w', 0, -1)) do
@@ -715,7 +719,7 @@ local function hello(keys, args)
   local last = redis.call('XREVRANGE', C.p .. 'wake', '+', '-', 'COUNT', 1)
   local last_id = '0-0'
   if #last > 0 then last_id = last[1][1] end
-  return {created, cfg, C.owner, last_id, counters(C)}
+  return {created, cfg, C.owner, last_id, counters(C), known}
 end
 
 -- sync(prefix; owner, want, floor, ops...): apply a worker's batch of moves,

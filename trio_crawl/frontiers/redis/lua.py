@@ -9,7 +9,8 @@ exactly one place, and ``unfinished`` (a counter moved in the same calls) is
 0 exactly when no URL is queued, leased or deferred anywhere.
 
 Keys of crawl NAME share the prefix ``tc:{NAME}:`` (one hash tag, so a
-cluster would keep them on one node):
+cluster would keep them on one node; ``}`` and ``%`` in NAME are written
+``%7D`` and ``%25``, so no crawl's prefix begins another's: ``keys_prefix``):
 
 ``m``          hash: counters and settings (``unfinished``, ``fresh``,
                ``started``, ``maxp``, ``done``, ``low``, ``maxd``, ``dcap``
@@ -39,6 +40,8 @@ cluster would keep them on one node):
 ``fx``         list: corrections whose worker left before writing them
 ``u:<d>``      set: digests of the pages in ``dn`` at depth d
 ``w``          sorted set: live workers, scored by their lease expiry
+``wn``         set: the name of every worker that ever joined (a worker new to
+               the crawl whose output holds records warns: Redis lost them)
 ``wl:<owner>`` set: digests leased to that worker
 ``idle``       set: workers waiting for work
 ``wake``       stream: wake-ups ("w": something changed; "d": done)

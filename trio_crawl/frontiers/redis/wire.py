@@ -152,11 +152,20 @@ class HelloReply:
     owner: str
     last_id: str
     counters: Counters
+    #: A worker of this name had joined this crawl before (an earlier run).
+    known: bool
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> HelloReply:
-        created, cfg, owner, last_id, counts = raw
-        return cls(bool(created), _text(cfg), _text(owner), _text(last_id), Counters.parse(counts))
+        created, cfg, owner, last_id, counts, known = raw
+        return cls(
+            bool(created),
+            _text(cfg),
+            _text(owner),
+            _text(last_id),
+            Counters.parse(counts),
+            bool(known),
+        )
 
 
 @dataclass(frozen=True, slots=True)
