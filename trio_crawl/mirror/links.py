@@ -40,7 +40,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
-import lxml.html
 from lxml import etree
 
 from ..core.url import join, resolve
@@ -106,20 +105,28 @@ class LinkConverter:
         #: resolution depends on the base's directory only (``resolve_many``'s
         #: rule). Cleared by its owner when it grows too large.
         self.memo = memo
+        #: The last base seen and its directory: a page's links share one base,
+        #: and working out its directory per link was a tenth of the conversion.
+        self._base: str | None = None
+        self._base_directory = ""
+        self._directory = self.page[:-1]
 
     def href(self, raw: str, base: str) -> str:
         """Rule 1 for one raw link value (memoized when ``memo`` is given)."""
-        if self.memo is None or not raw or raw[0] in _WHOLE_BASE_FIRST:
+        memo = self.memo
+        if memo is None or not raw or raw[0] in _WHOLE_BASE_FIRST:
             return self._href(raw, base)
-        cut = len(base)
-        for stop in "?#":
-            found = base.find(stop)
-            if 0 <= found < cut:
-                cut = found
-        key = (base[: base.rfind("/", 0, cut) + 1], self.page[:-1], raw)
-        new = self.memo.get(key)
+        if base != self._base:
+            cut = len(base)
+            for stop in "?#":
+                found = base.find(stop)
+                if 0 <= found < cut:
+                    cut = found
+            self._base, self._base_directory = base, base[: base.rfind("/", 0, cut) + 1]
+        key = (self._base_directory, self._directory, raw)
+        new = memo.get(key)
         if new is None:
-            new = self.memo[key] = self._href(raw, base)
+            new = memo[key] = self._href(raw, base)
         return new
 
     def _href(self, raw: str, base: str) -> str:
@@ -170,11 +177,15 @@ class LinkConverter:
         if data.startswith((b"\xff\xfe", b"\xfe\xff")):
             return None  # UTF-16: not ASCII-compatible (rule 5)
         try:
-            root = lxml.html.document_fromstring(
-                data, parser=lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
+            # Plain etree elements, not lxml.html's: its per-element class
+            # lookup was a tenth of the conversion; only named tags are visited.
+            root = etree.fromstring(
+                data, parser=etree.HTMLParser(encoding="utf-8", huge_tree=True)
             )
-        except (etree.ParserError, ValueError):
+        except (etree.LxmlError, ValueError):
             return None
+        if root is None:
+            return None  # nothing lxml calls a document
         base = self.url
         has_base = False
         for element in root.iter("base"):
@@ -185,11 +196,8 @@ class LinkConverter:
                 break
         has_style = any("(" in (element.text or "") for element in root.iter("style"))
         changes: dict[tuple[str, str], str] = {}
-        for element in root.iter():
-            tag = element.tag
-            if not isinstance(tag, str):
-                continue  # a comment or processing instruction
-            for name in _LINK_ATTRIBUTES.get(tag.lower(), ()):
+        for element in root.iter(*_LINK_ATTRIBUTES):
+            for name in _LINK_ATTRIBUTES[element.tag]:
                 value = element.get(name)
                 if value and (name, value) not in changes:
                     if name.endswith("srcset"):
@@ -198,8 +206,11 @@ class LinkConverter:
                         new = self.href(value, base)
                     if new != value:
                         changes[(name, value)] = new
-            style = element.get("style")
-            if style and "(" in style and ("style", style) not in changes:
+        styles = root.xpath("//@style")
+        assert isinstance(styles, list)  # a node-set: the attribute values
+        for found in styles:
+            style = str(found)
+            if "(" in style and ("style", style) not in changes:
                 new = self.css(style, base)
                 if new != style:
                     changes[("style", style)] = new
