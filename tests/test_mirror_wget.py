@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from trio_crawl.testing import Response, Site, serve_site
 
-from cli_helpers import records_in, run_cli
+from cli_helpers import records_in, run_cli, run_on_a_terminal
 
 
 def page(body: str) -> Response:
@@ -128,3 +129,18 @@ def test_accept_keeps_only_the_files_it_names(tmp_path: Path) -> None:
     assert "/guide/intro.html" in targets and "/files/z.txt" not in targets
     fetched = {r["url"] for r in records_in(out.read_text()) if r["status"] == 200}
     assert server.url("/guide/intro.html") in fetched
+
+
+def test_the_conversion_shows_progress_and_counts_in_the_elapsed_time(tmp_path: Path) -> None:
+    """Issue #36 item 8: on a terminal, ``-k`` draws a line while it converts
+    (the terminal was blank), and the summary's elapsed time includes it."""
+    root, out = tmp_path / "copy", tmp_path / "out.jsonl"
+    with serve_site(docs_site()) as server:
+        code, screen = run_on_a_terminal(
+            server.url("/"), "-o", str(out), "--mirror", str(root), "-k", "-E"
+        )
+    assert code == 0, screen
+    assert "converting links (-k)" in screen
+    summary = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.split("trio-crawl summary")[1])
+    assert re.search(r"elapsed\W+[\d.]+ s \(crawl [\d.]+ s, link conversion [\d.]+ s\)", summary)
+    assert re.search(r"links converted in \d+ of \d+ files \([\d.]+ s\)", summary)

@@ -63,6 +63,9 @@ class MirrorStatistics:
     converted: ConvertStatistics | None = None
     #: The conversion was stopped (``stop_converting``) before it was done.
     interrupted: bool = False
+    #: Seconds the link conversion took (None: not run), counted in the
+    #: CLI's elapsed time: the user waits for it as for the crawl.
+    convert_seconds: float | None = None
 
 
 class MirrorSave:
@@ -101,6 +104,8 @@ class MirrorLink:
         self._warn = warn
         self._limiter = trio.CapacityLimiter(1)
         self._converting = trio.CancelScope()
+        #: The conversion under way, read by a progress display (None: none).
+        self.converting: ConvertRun | None = None
 
     def stop_converting(self) -> None:
         """Stop the link conversion at the next batch (Ctrl-C after the crawl
@@ -144,9 +149,15 @@ class MirrorLink:
         """Convert the links of every saved page and stylesheet."""
         run = ConvertRun(self.files, self.layout, schemes, self._warn)
         step = functools.partial(run.step, CONVERT_BATCH)
-        with self._converting:
-            while await trio.to_thread.run_sync(step, limiter=self._limiter):
-                pass
+        started = trio.current_time()
+        self.converting = run
+        try:
+            with self._converting:
+                while await trio.to_thread.run_sync(step, limiter=self._limiter):
+                    pass
+        finally:
+            self.converting = None
+            self.statistics.convert_seconds = trio.current_time() - started
         self.statistics.interrupted = self._converting.cancelled_caught
         return run.statistics
 
@@ -213,6 +224,8 @@ def report_mirror(link: MirrorLink) -> str:
         line += (
             f"; links converted in {stats.converted.converted} of {stats.converted.files} files"
         )
+        if stats.convert_seconds is not None:
+            line += f" ({stats.convert_seconds:,.1f} s)"
         if stats.interrupted:
             line += " (interrupted: run the same command again to convert the rest)"
     return line
