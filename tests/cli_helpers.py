@@ -45,3 +45,45 @@ def fold_depth_updates(
         if update["depth"] < record["depth"]:
             record.update(depth=update["depth"], referrer=update["referrer"])
     return final
+
+
+def run_on_a_terminal(*args: str, cwd: str | None = None) -> tuple[int, str]:
+    """``python -m trio_crawl ARGS`` with stdout and stderr on a pseudo-terminal
+    (so the live displays are drawn): its exit code and everything it drew.
+    (The same as ``test_cli_exits._run_on_a_pty``, which could use this one.)"""
+    import os
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trio_crawl", *args],
+            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=cwd,
+            env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+        )  # fmt: skip
+    finally:
+        os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child side is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        returncode = proc.wait(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return returncode, b"".join(chunks).decode(errors="replace")

@@ -4,9 +4,14 @@ The saved files are given as a set; no disk."""
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from trio_crawl.mirror.convert import file_kind
 from trio_crawl.mirror.layout import MirrorLayout
-from trio_crawl.mirror.links import LinkConverter
+from trio_crawl.mirror.links import LinkConverter, attribute_spans
 
 LAYOUT = MirrorLayout()
 SAVED = {
@@ -137,3 +142,29 @@ def test_the_shared_memo_changes_no_result() -> None:
 def test_files_named_as_images_scripts_or_media_are_not_pages() -> None:
     for name in ("a.png", "app.js", "f.woff2", "doc.pdf", "logo.svg?v=2", "data.json"):
         assert file_kind(name, b"<html><a href=x>") is None, name
+
+
+#: The regular expression ``attribute_spans`` replaced (for speed): it must
+#: find the very same attributes.
+_REFERENCE = re.compile(
+    r"""(?<=[\s"'/])(href|src|srcset|imagesrcset|poster|data|background|style)(\s*=\s*)"""
+    r"""("[^"]*"|'[^']*'|[^\s"'<>`]+)""",
+    re.I,
+)
+
+
+#: Pieces of markup around the attribute names, and look-alikes (``ſ``
+#: is ``s`` to a case-insensitive regular expression).
+# fmt: off
+_PIECES = (
+    "href", "HREF", "src", "srcset", "imagesrcset", "data", "style", "\u017frc", "x",
+    "=", " ", "\n", "\u00a0", '"', "'", "/", "<", ">", "a=b", "-", "`",
+)
+# fmt: on
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+def test_attribute_spans_find_what_the_regular_expression_found(text: str) -> None:
+    expected = [(m.start(), m.end(1), m.start(3), m.end()) for m in _REFERENCE.finditer(text)]
+    assert list(attribute_spans(text)) == expected

@@ -52,7 +52,13 @@ from .handlers import HandlerWatch
 from .identity import save_cookies
 from .limits import workers_within_fd_limit
 from .options import build_config, check_combinations, check_fetcher, check_writable
-from .progress import complete_note, print_summary, show_progress, time_limit_note
+from .progress import (
+    complete_note,
+    print_summary,
+    show_conversion,
+    show_progress,
+    time_limit_note,
+)
 from .seeds import check_seeds, start_hosts_note
 
 if TYPE_CHECKING:
@@ -316,6 +322,9 @@ async def crawl_with_ui(
                     summary = await built.crawler.run()
                     signals.crawl_ended = True
                     nursery.cancel_scope.cancel()
+                if show and console is not None and config.output.convert_links:
+                    assert built.mirror is not None  # convert_links needs mirror=
+                    watching.start_soon(show_conversion, built.mirror, console)
             watching.cancel_scope.cancel()
     failed = built.failure  # the archive's is final now: its writer has ended
     starts = sinks.starts
@@ -327,7 +336,10 @@ async def crawl_with_ui(
         old = outputs.records.holding or outputs.records.kept_old  # the last crawl's file
         hint = None if failed is not None or old else output
         updates = outputs.depth_updates
-        print_summary(summary, hint, None if updates is None else updates.path)
+        converting = None if built.mirror is None else built.mirror.statistics.convert_seconds
+        print_summary(
+            summary, hint, None if updates is None else updates.path, converting=converting
+        )
         latency_hint = None
         if config.pool.workers is not None:  # a sized pool follows the latency itself
             latency_hint = latency_bound_hint(

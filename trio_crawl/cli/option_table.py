@@ -261,7 +261,8 @@ def _output(default_output: str | None) -> list[Flag]:
         Flag(
             ("--mirror",),
             "save every fetched body under DIR/host[:port]/path, an offline copy like "
-            "wget -m (implies --all-bodies); with -k and --page-requisites a browsable one",
+            "wget -m; implies --all-bodies and --page-requisites (not with --state, --seeds, "
+            "--max-queue or --redis); -k -E make it browsable; -A/-R choose the files kept",
             sets="mirror",
             metavar="DIR",
         ),

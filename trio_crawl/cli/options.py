@@ -67,6 +67,8 @@ def build_config(
         "workers": pinned_workers(args.workers),
         "html_only": not (args.all_bodies or args.mirror),
     }
+    if mirror_takes_requisites(args):
+        options["page_requisites"] = True
     try:
         options.update(identity_options(args))
     except ConfigError as exc:
@@ -85,6 +87,21 @@ def build_config(
     except ConfigError as exc:
         raise UsageError(in_flags(exc)) from None
     return config
+
+
+#: The flags whose frontier (the SQLite file, Redis) keeps no page requisites.
+NO_REQUISITES_WITH = ("state", "redis", "seeds", "max_queue")
+
+
+def mirror_takes_requisites(args: argparse.Namespace) -> bool:
+    """Whether ``--mirror`` fetches what its pages need (``--page-requisites``):
+    a mirror is read offline, so its pages need their stylesheets, scripts and
+    images, as ``wget -m`` fetches them in its recursion. Not where the
+    frontier cannot hold requisites (``--state``, ``--redis``, ``--seeds``,
+    ``--max-queue``): there the mirror saves what is followed, as before."""
+    return bool(args.mirror) and not any(
+        getattr(args, name, None) not in (None, False) for name in NO_REQUISITES_WITH
+    )
 
 
 def check_limits(args: argparse.Namespace) -> None:

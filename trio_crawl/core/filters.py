@@ -38,7 +38,8 @@ is the URL path's last segment, percent-decoded, without the query string.
 As in wget, they do not apply where there is no file name (``/docs/``) nor
 to an ``.html`` or ``.htm`` file name: those pages are still fetched and
 read for links, so ``accept=["pdf"]`` walks the HTML pages to find the PDFs
-(wget then deletes them; here they are recorded, as every URL tried is).
+(wget then deletes them; here they are recorded, as every URL tried is,
+and with ``mirror=`` not kept on disk: ``file_list_allows``).
 
 >>> f = UrlFilter(exclude=[r"\\?"], no_parent=True, start_urls=["http://h/a/b/"])
 >>> f.allows("http://h/a/b/c/d.html"), f.allows("http://h/a/"), f.allows("http://h/a/b/?x")
@@ -101,6 +102,19 @@ def matches_file_list(name: str, entries: Sequence[str]) -> bool:
         elif fnmatch.fnmatchcase(name, entry):
             return True
     return False
+
+
+def file_list_allows(name: str, accept: Sequence[str], reject: Sequence[str]) -> bool:
+    """Rules 4 and 5 on a file name, with no exception for HTML: whether
+    ``name`` matches ``accept`` (when given) and not ``reject``. What wget's
+    ``-A``/``-R`` decide for a file it has saved (``mirror/output.py``).
+
+    >>> file_list_allows("genindex.html", (), ("genindex*",))
+    False
+    """
+    if accept and not matches_file_list(name, accept):
+        return False
+    return not (reject and matches_file_list(name, reject))
 
 
 def _site_and_path(url: str) -> tuple[str, str]:
@@ -209,9 +223,7 @@ class UrlFilter:
         name = file_name(url)
         if not name or name.lower().endswith(HTML_SUFFIXES):
             return True
-        if self.accept and not matches_file_list(name, self.accept):
-            return False
-        return not (self.reject and matches_file_list(name, self.reject))
+        return file_list_allows(name, self.accept, self.reject)
 
     def _below_a_root(self, url: str) -> bool:
         query = url.find("?")

@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
+from ..core.filters import file_name
+
 #: The longest file name most file systems take (ext4, XFS, APFS, NTFS: 255 bytes).
 MAX_NAME_BYTES: Final = 255
 #: The file a directory URL is saved as (wget's ``--default-page``).
@@ -164,6 +166,18 @@ class MirrorLayout:
         if self.case_insensitive:
             names = [names[0].lower()] + [_fold_mark(n) for n in names[1:]]
         return tuple(_shorten(n) for n in names)
+
+    def judged_name(self, url: str, content_type: str | None = None) -> str:
+        """The name ``-A``/``-R`` judge for the file ``url`` is saved as (wget
+        judges the saved file's name): the path's last segment decoded
+        (``index.html`` for a directory), with ``-E``'s extension, without the
+        query (the filters never see one), before case folding.
+
+        >>> MirrorLayout(adjust_extension=True).judged_name("http://h/a?x=1", "text/html")
+        'a.html'
+        """
+        name = file_name(url) or INDEX
+        return self._adjusted(name, _kind(content_type)) if self.adjust_extension else name
 
     @staticmethod
     def _adjusted(name: str, kind: str | None) -> str:

@@ -15,6 +15,12 @@ Failures, as the other outputs have them:
   its record is never written: with ``--state`` it stays unfinished and a
   resume fetches it again. Nothing already saved is touched.
 
+With ``accept``/``reject`` (``-A``/``-R``) a body whose saved name they
+reject is not written (``MirrorLink.submit``): wget deletes such a page once
+it has read its links; here the page is read for its links all the same
+(the filters let HTML pages through for that) and never reaches the disk.
+Its record is written as for any page fetched.
+
 When the crawl ends (normally, or by a graceful stop), ``--convert-links``
 rewrites the links of the whole directory (``mirror/convert.py``),
 a batch of files per worker-thread call, so a cancel is seen between batches.
@@ -32,6 +38,7 @@ from typing import Any, Final
 import trio
 
 from ..core.config import CrawlConfig
+from ..core.filters import file_list_allows, suffix_list
 from ..core.models import FetchResult
 from ..errors import OutputError
 from .convert import ConvertRun, ConvertStatistics
@@ -51,9 +58,14 @@ def _log_warning(message: str) -> None:
 class MirrorStatistics:
     saved: int = 0
     skipped: int = 0
+    #: Fetched (for their links) but not kept: ``-A``/``-R`` reject their names.
+    rejected: int = 0
     converted: ConvertStatistics | None = None
     #: The conversion was stopped (``stop_converting``) before it was done.
     interrupted: bool = False
+    #: Seconds the link conversion took (None: not run), counted in the
+    #: CLI's elapsed time: the user waits for it as for the crawl.
+    convert_seconds: float | None = None
 
 
 class MirrorSave:
@@ -80,8 +92,11 @@ class MirrorLink:
         layout: MirrorLayout,
         on_failure: Callable[[OSError], None],
         warn: Callable[[str], None],
+        keeps: Callable[[str], bool] | None = None,
     ) -> None:
         self.files = files
+        #: Whether a saved file's name passes ``-A``/``-R`` (None: no lists).
+        self.keeps = keeps
         self.layout = layout
         self.error: OSError | None = None
         self.statistics = MirrorStatistics()
@@ -89,6 +104,8 @@ class MirrorLink:
         self._warn = warn
         self._limiter = trio.CapacityLimiter(1)
         self._converting = trio.CancelScope()
+        #: The conversion under way, read by a progress display (None: none).
+        self.converting: ConvertRun | None = None
 
     def stop_converting(self) -> None:
         """Stop the link conversion at the next batch (Ctrl-C after the crawl
@@ -98,8 +115,13 @@ class MirrorLink:
 
     def submit(self, url: str, result: FetchResult) -> MirrorSave | None:
         """Save a 2xx body (not a skipped one); await the result before the
-        page's record is written."""
+        page's record is written. A body ``-A``/``-R`` reject is not saved."""
         if not 200 <= result.status < 300 or result.body_skipped:
+            return None
+        if self.keeps is not None and not self.keeps(
+            self.layout.judged_name(url, result.content_type)
+        ):
+            self.statistics.rejected += 1
             return None
         return MirrorSave(self, url, result)
 
@@ -127,9 +149,15 @@ class MirrorLink:
         """Convert the links of every saved page and stylesheet."""
         run = ConvertRun(self.files, self.layout, schemes, self._warn)
         step = functools.partial(run.step, CONVERT_BATCH)
-        with self._converting:
-            while await trio.to_thread.run_sync(step, limiter=self._limiter):
-                pass
+        started = trio.current_time()
+        self.converting = run
+        try:
+            with self._converting:
+                while await trio.to_thread.run_sync(step, limiter=self._limiter):
+                    pass
+        finally:
+            self.converting = None
+            self.statistics.convert_seconds = trio.current_time() - started
         self.statistics.interrupted = self._converting.cancelled_caught
         return run.statistics
 
@@ -165,7 +193,13 @@ async def open_mirror(
     except OSError as exc:
         raise OutputError(root, exc) from None
     layout = MirrorLayout(adjust_extension=config.output.adjust_extension, case_insensitive=folds)
-    link = MirrorLink(files, layout, on_failure, warn or _log_warning)
+    accept, reject = suffix_list(config.follow.accept), suffix_list(config.follow.reject)
+    keeps = (
+        functools.partial(file_list_allows, accept=accept, reject=reject)
+        if accept or reject
+        else None
+    )
+    link = MirrorLink(files, layout, on_failure, warn or _log_warning, keeps)
     try:
         yield link
         if config.output.convert_links and link.error is None:
@@ -184,10 +218,14 @@ def report_mirror(link: MirrorLink) -> str:
     line = f"mirror: {stats.saved} files saved under {link.files.root}"
     if stats.skipped:
         line += f", {stats.skipped} not saved (see the warnings)"
+    if stats.rejected:
+        line += f", {stats.rejected} read for links only (-A/-R reject their names)"
     if stats.converted is not None:
         line += (
             f"; links converted in {stats.converted.converted} of {stats.converted.files} files"
         )
+        if stats.convert_seconds is not None:
+            line += f" ({stats.convert_seconds:,.1f} s)"
         if stats.interrupted:
             line += " (interrupted: run the same command again to convert the rest)"
     return line
