@@ -21,6 +21,18 @@ def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess
     )
 
 
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    """``python -m trio_crawl ARGS`` started in the background, its output on
+    pipes as text, no stdin: for tests that signal or watch it while it runs."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "trio_crawl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
 def records_in(text: str) -> list[dict[str, Any]]:
     """The records of a JSON Lines output (``-o``), which holds records only:
     a later, shorter path's ``depth_update`` lines go to ``--depth-updates``
@@ -47,10 +59,10 @@ def fold_depth_updates(
     return final
 
 
-def run_on_a_terminal(*args: str, cwd: str | None = None) -> tuple[int, str]:
+def run_on_a_terminal(*args: str, cwd: str | None = None, columns: int = 120) -> tuple[int, str]:
     """``python -m trio_crawl ARGS`` with stdout and stderr on a pseudo-terminal
-    (so the live displays are drawn): its exit code and everything it drew.
-    (The same as ``test_cli_exits._run_on_a_pty``, which could use this one.)"""
+    ``columns`` wide (so the live displays are drawn): its exit code and
+    everything it drew."""
     import os
     import pty
     import select
@@ -61,7 +73,7 @@ def run_on_a_terminal(*args: str, cwd: str | None = None) -> tuple[int, str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "trio_crawl", *args],
             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=cwd,
-            env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
         )  # fmt: skip
     finally:
         os.close(slave)

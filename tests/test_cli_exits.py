@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import select
 import socket
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from test_cli import TIMEOUT, run_cli, small_site
 from trio_crawl.sites.server import serve_site
 from trio_crawl.sites.site import Response, Site, page
 
-from cli_helpers import records_in
+from cli_helpers import records_in, run_on_a_terminal
 from hostile_server import serve_hostile
 
 
@@ -376,45 +375,11 @@ def test_the_summary_counts_status_codes() -> None:
 # -- no -o on a terminal ----------------------------------------------------------
 
 
-def _run_on_a_pty(cwd: Path, *args: str) -> tuple[int, str]:
-    import pty
-
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "trio_crawl", *args],
-            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=cwd,
-            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
-        )  # fmt: skip
-    finally:
-        os.close(slave)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child side is closed
-                break
-            if not data:
-                break
-            chunks.append(data)
-        returncode = proc.wait(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
-    return returncode, b"".join(chunks).decode(errors="replace")
-
-
 def test_records_go_to_a_file_when_stdout_is_a_terminal(tmp_path: Path) -> None:
     with serve_site(small_site(n=3)) as server:
-        code, screen = _run_on_a_pty(tmp_path, server.base_url + "/", "--ignore-robots")
+        code, screen = run_on_a_terminal(
+            server.base_url + "/", "--ignore-robots", cwd=str(tmp_path), columns=100
+        )
     assert code == 0, screen
     [written] = list(tmp_path.glob("crawl-*.jsonl"))
     assert len(jsonl(written)) == 4
@@ -424,8 +389,15 @@ def test_records_go_to_a_file_when_stdout_is_a_terminal(tmp_path: Path) -> None:
 
 def test_dash_o_dash_on_a_terminal_prints_records_and_no_progress(tmp_path: Path) -> None:
     with serve_site(small_site(n=3, delay=0.4)) as server:
-        code, screen = _run_on_a_pty(
-            tmp_path, server.base_url + "/", "--ignore-robots", "-o", "-", "-w", "1"
+        code, screen = run_on_a_terminal(
+            server.base_url + "/",
+            "--ignore-robots",
+            "-o",
+            "-",
+            "-w",
+            "1",
+            cwd=str(tmp_path),
+            columns=100,
         )
     assert code == 0, screen
     assert screen.count('{"url"') == 4

@@ -27,6 +27,7 @@ from trio_crawl.testing import Response, Site, SiteRequest, page, redirect, serv
 
 import redis_fixture
 from cli_helpers import run_cli as cli
+from cli_helpers import start_cli
 from redis_fixture import RedisServer, start_redis
 
 # coredis needs anyio 4: not there in `nox -s asks` (anyio 3 for asks).
@@ -38,14 +39,7 @@ crawl_id = redis_fixture.crawl_id
 TIMEOUT = 90
 
 
-def start_worker(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "trio_crawl", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
+start_worker = start_cli  # a worker in the background, as a user starts one
 
 
 def wait_all(processes: Sequence[subprocess.Popen[str]]) -> tuple[list[int], list[float]]:

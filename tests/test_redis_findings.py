@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +22,7 @@ from trio_crawl.testing import Response, Site, SiteRequest, page, serve_site
 
 import redis_fixture
 from cli_helpers import run_cli as cli
+from cli_helpers import start_cli
 from redis_fixture import RedisServer
 
 pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
@@ -35,14 +34,7 @@ own_redis = redis_fixture.own_redis
 TIMEOUT = 90
 
 
-def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "trio_crawl", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
+start = start_cli  # a worker in the background, as a user starts one
 
 
 def waiting_for(event: threading.Event) -> Callable[[SiteRequest], Response]:
