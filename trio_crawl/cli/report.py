@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from ..errors import ReportInputError
 from ..report.aggregate import aggregate_file
+from ..report.changes import byte_size, recrawl_line
 from .common import UsageError, UsageParser, answer_bytes, counted, fail, say, tell
 from .output_paths import overwrites_input
 
@@ -111,7 +112,7 @@ def run_report(argv: Sequence[str]) -> int:
     except UsageError as exc:
         return _fail(str(exc))
     try:
-        from ..report.html import format_size, render_html, require_matplotlib
+        from ..report.html import render_html, require_matplotlib
 
         require_matplotlib()
     except ImportError:
@@ -139,7 +140,9 @@ def run_report(argv: Sequence[str]) -> int:
         return _fail(f"cannot write {args.output!r}: {exc.strerror or exc}")
     if args.output != "-":
         say(
-            f"wrote {args.output} ({counted(data.records, 'record')}, {format_size(size)}) "
+            f"wrote {args.output} ({counted(data.records, 'record')}, {byte_size(size)}) "
             f"in {time.perf_counter() - started:.1f} s"
         )
+        if data.recrawl is not None:
+            say(recrawl_line(data.recrawl))
     return EXIT_OK

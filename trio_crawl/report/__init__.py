@@ -2,5 +2,6 @@
 
 ``aggregate`` reads a JSON Lines output in one streaming pass into bounded
 totals (pure: no plotting, no trio); ``html`` draws them with matplotlib
-(the ``report`` extra) into one self-contained page.
+(the ``report`` extra) into one self-contained page; ``changes`` counts
+what a recrawl's records say changed.
 """

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from ..core.stats import percentile
 from ..errors import ReportInputError
+from .changes import RecrawlCounts, RecrawlData
 
 #: Longest line accepted; a record is a few hundred bytes (KBs with --debug).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -136,6 +137,9 @@ class ReportData:
     #: failing records not listed in ``failures``, by kind
     failures_omitted: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    #: what changed since the previous crawl; ``None`` unless the records
+    #: are a recrawl's (they carry ``change``)
+    recrawl: RecrawlData | None = None
 
 
 def _number(value: object) -> float | None:
@@ -263,6 +267,7 @@ class ReportStats:
         self._omitted: Counter[str] = Counter()
         # URL -> [recorded depth (the largest previous_depth), lowest depth, its referrer]
         self._corrections: dict[str, list[Any]] = {}
+        self._recrawl = RecrawlCounts()
 
     def add(self, record: Mapping[str, Any]) -> None:
         """One line: a record, or a ``depth_update`` line (kept for ``result()``)."""
@@ -305,6 +310,7 @@ class ReportStats:
             self.retried += 1
         if record.get("refetched") is True:
             self.refetched += 1
+        self._recrawl.add(record)
         t = _number(record.get("t"))
         if t is None:
             self.records_without_t += 1
@@ -429,6 +435,7 @@ class ReportStats:
             ],
             failures=list(self._failures),
             failures_omitted=dict(self._omitted.most_common()),
+            recrawl=self._recrawl.result(),
         )
 
 

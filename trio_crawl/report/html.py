@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .aggregate import ReportData, Timeline
+from .changes import NOT_FETCHED, RecrawlData, byte_size
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -201,7 +202,7 @@ def _barh(
     title: str,
     labels: Sequence[str],
     values: Sequence[float],
-    colour: str,
+    colour: str | Sequence[str],
     value_label: Callable[[float], str],
     xlabel: str,
     urls: Sequence[str | None] | None = None,
@@ -233,6 +234,22 @@ def error_chart(kinds: dict[str, int]) -> str:
         list(kinds),
         list(kinds.values()),
         RED,
+        lambda v: f"{v:,.0f}",
+        "records",
+    )
+
+
+#: a recrawl's change kinds: fetched and new or different, the same, lost, not fetched
+CHANGE_COLOURS = {"new": BLUE, "changed": ORANGE, "unchanged": GREEN, "gone": RED, "error": RED}
+
+
+def changes_chart(changes: dict[str, int]) -> str:
+    return _barh(
+        "changes",
+        "Records by change since the previous crawl",
+        [kind.replace("_", " ") for kind in changes],
+        list(changes.values()),
+        [CHANGE_COLOURS.get(kind, GREY) for kind in changes],
         lambda v: f"{v:,.0f}",
         "records",
     )
@@ -446,6 +463,34 @@ def _failures_section(data: ReportData) -> str:
     )
 
 
+def _recrawl_section(recrawl: RecrawlData | None) -> str:
+    """What changed since the previous crawl; nothing for a first crawl."""
+    if recrawl is None:
+        return ""
+    cards = [_card(f"{n:,}", kind.replace("_", " ")) for kind, n in recrawl.changes.items()]
+    cards.append(_card(byte_size(recrawl.reused_bytes), "not downloaded"))
+    if recrawl.kept:
+        cards.append(_card(f"{recrawl.kept:,}", "failed, previous copy kept"))
+    said = []
+    if recrawl.reused:
+        said.append(
+            f"{recrawl.reused:,} pages answered 304 Not Modified: their "
+            f"{byte_size(recrawl.reused_bytes)} were not downloaded again."
+        )
+    if recrawl.not_fetched:
+        kinds = " and ".join(f"<i>{k.replace('_', ' ')}</i>" for k in sorted(NOT_FETCHED))
+        said.append(
+            f"The {kinds} records ({recrawl.not_fetched:,}) were not fetched in this "
+            "crawl; they count among the records without an HTTP status."
+        )
+    return (
+        '<h2 id="recrawl">Recrawl: what changed since the previous crawl</h2>'
+        f'<div class="cards" id="recrawl-cards">{"".join(cards)}</div>'
+        f"{''.join(f'<p>{text}</p>' for text in said)}"
+        f"{_figure_html('changes', changes_chart(recrawl.changes))}"
+    )
+
+
 def render_html(data: ReportData, *, source: str, generated: dt.datetime | None = None) -> str:
     """The whole report page. Needs matplotlib (the ``report`` extra)."""
     generated = generated or dt.datetime.now(dt.UTC)
@@ -509,6 +554,7 @@ def render_html(data: ReportData, *, source: str, generated: dt.datetime | None 
 <p class="sub">{name}, {count}; generated {generated:%Y-%m-%d %H:%M} UTC</p>
 <div class="cards">{"".join(cards)}</div>
 {notes}
+{_recrawl_section(data.recrawl)}
 <h2>Throughput</h2>
 {"".join(charts)}
 <h2>Outcomes, latency and depth</h2>
@@ -523,11 +569,3 @@ def render_html(data: ReportData, *, source: str, generated: dt.datetime | None 
 </body>
 </html>
 """
-
-
-def format_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:,.1f} KB"
-    return f"{size / 1024 / 1024:,.1f} MB"
