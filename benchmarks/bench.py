@@ -139,6 +139,13 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
             "memory of depth bookkeeping, and depth_update lines",
         ),
     ),
+    "recrawl": (
+        Benchmark(
+            "revisit",
+            "bench_revisit.py",
+            "how near a page's rhythm the revisit schedule settles (simulated)",
+        ),
+    ),
     "behaviour under load": (
         Benchmark(
             "slow_page",
