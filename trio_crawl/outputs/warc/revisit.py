@@ -35,7 +35,9 @@ PROFILES: Final = {
     "server-not-modified": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
 }
 #: W3C-ISO8601 as WARC 1.1 §5.4 writes it: seconds, optional fraction, UTC.
-_WARC_DATE: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z")
+_WARC_DATE: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z"
+)
 _RECORD_ID: Final = re.compile(r"<[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>]+>")
 _DIGEST: Final = re.compile(r"[A-Za-z0-9\-]+:[A-Za-z0-9/+\-_=]+")
 
