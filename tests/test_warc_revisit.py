@@ -27,6 +27,7 @@ from trio_crawl.outputs.warc import (
     WarcWriter,
     new_record_id,
     read_warc_responses,
+    revisit_for,
     warc_date,
 )
 from trio_crawl.outputs.warc.records import _sha1
@@ -368,3 +369,38 @@ def test_a_crawls_archive_ticket_names_the_record_its_page_is_in(tmp_path: Path)
         if r.rec_type in ("revisit", "response")
     ]
     assert written == [("revisit", tickets[0].stored), ("response", tickets[1].stored)]
+
+
+@given(
+    status=st.sampled_from([200, 304, 404, 500]),
+    digest=st.none() | st.sampled_from([_sha1(BODY), _sha1(b"other")]),
+    previous_digest=st.none() | st.sampled_from([_sha1(BODY), _sha1(b"other")]),
+    previous_date=st.none() | st.just("2026-01-01T00:00:00.000000Z"),
+    previous_id=st.none() | st.just("<urn:uuid:0>"),
+)
+def test_revisit_for_writes_a_revisit_only_for_an_unchanged_page_held_in_a_warc(
+    status: int,
+    digest: str | None,
+    previous_digest: str | None,
+    previous_date: str | None,
+    previous_id: str | None,
+) -> None:
+    got = revisit_for(
+        url=URL,
+        status=status,
+        digest=digest,
+        previous_digest=previous_digest,
+        previous_warc_date=previous_date,
+        previous_record_id=previous_id,
+    )
+    held = previous_date is not None and previous_digest is not None
+    if not held or (status != 304 and (digest is None or digest != previous_digest)):
+        assert got is None
+        return
+    assert got == RevisitOf(
+        "server-not-modified" if status == 304 else "identical-payload-digest",
+        URL,
+        previous_date,
+        previous_id,
+        previous_digest,
+    )

@@ -30,7 +30,7 @@ from .records import (
     stored_response_headers,
     warc_date,
 )
-from .revisit import PROFILES, RevisitOf, Stored
+from .revisit import PROFILES, RevisitOf, Stored, revisit_for
 from .writer import WarcWriter
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "new_record_id",
     "read_warc_responses",
     "repair_warc",
+    "revisit_for",
     "stored_response_headers",
     "warc_date",
 ]

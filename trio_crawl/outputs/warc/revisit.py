@@ -102,3 +102,34 @@ class RevisitOf:
     def as_tuple(self) -> tuple[str, str, str, str | None, str]:
         """Plain values, for ``marshal`` (the WARC writer process's pipe)."""
         return (self.profile, self.target_uri, self.warc_date, self.record_id, self.payload_digest)
+
+
+def revisit_for(
+    *,
+    url: str,
+    status: int,
+    digest: str | None,
+    previous_digest: str | None,
+    previous_warc_date: str | None,
+    previous_record_id: str | None,
+) -> RevisitOf | None:
+    """How a recrawl archives an answer for ``url`` whose previous visit is
+    known: the ``RevisitOf`` to write, or None to store the answer whole.
+
+    ``status`` and ``digest``: this answer's (``digest`` of the body read,
+    ``sha1:BASE32`` as records carry it; None when no body was read). The
+    ``previous_*`` values: the previous visit's ``digest``, ``warc_date`` and
+    ``warc_record_id``. A 304 is a server-not-modified revisit; a body of
+    the previous digest an identical-payload-digest one. None when the
+    previous capture is in no WARC (no date or digest kept): a revisit
+    would then stand for a body no file holds.
+    """
+    if previous_warc_date is None or previous_digest is None:
+        return None
+    if status == 304:
+        profile = "server-not-modified"
+    elif digest is not None and digest == previous_digest:
+        profile = "identical-payload-digest"
+    else:
+        return None
+    return RevisitOf(profile, url, previous_warc_date, previous_record_id, previous_digest)
