@@ -21,6 +21,7 @@ import calendar
 import hashlib
 import http.client
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -127,8 +128,10 @@ def wayback(root: Path, tools: Path) -> Iterator[int]:
         deadline = time.monotonic() + TIMEOUT
         said = b""
         while b"Starting Gevent Server" not in said:  # woken by each line it writes
-            assert time.monotonic() < deadline and proc.poll() is None, said.decode()
-            said += proc.stderr.readline()
+            left = deadline - time.monotonic()
+            assert left > 0 and proc.poll() is None, said.decode()
+            if select.select([proc.stderr], [], [], left)[0]:
+                said += proc.stderr.readline()
         yield port
     finally:
         proc.kill()
@@ -148,6 +151,7 @@ def replay(port: int, epoch: float, url: str) -> tuple[int, dict[str, str], byte
         conn.close()
 
 
+@pytest.mark.timeout(300)  # five subprocesses, each bounded by TIMEOUT
 def test_pywb_serves_the_original_body_for_both_kinds_of_revisit(tmp_path: Path) -> None:
     tools = pywb_bin()
     one, two = tmp_path / "one.warc.gz", tmp_path / "two.warc.gz"
