@@ -30,9 +30,9 @@ def read_warc_responses(*paths: str | os.PathLike[str]) -> dict[str, StoredRespo
     earlier one. A revisit's body is the body of the record it refers to
     (``WARC-Refers-To``, in any of the files read before it), and a revisit
     without an HTTP head (server-not-modified) has that record's status and
-    headers too. Raises ``ValueError`` on a digest mismatch, and
-    ``ModuleNotFoundError`` with ``WARC_EXTRA_MESSAGE`` when warcio is
-    missing."""
+    headers too (status 0 and no body when that record was not read).
+    Raises ``ValueError`` on a digest mismatch, and ``ModuleNotFoundError``
+    with ``WARC_EXTRA_MESSAGE`` when warcio is missing."""
     try:
         from warcio.archiveiterator import ArchiveIterator
     except ModuleNotFoundError as exc:
