@@ -404,3 +404,24 @@ def test_revisit_for_writes_a_revisit_only_for_an_unchanged_page_held_in_a_warc(
         previous_id,
         previous_digest,
     )
+
+
+def test_a_page_unchanged_twice_reads_back_through_a_revisit_of_a_revisit(
+    tmp_path: Path,
+) -> None:
+    """Crawl 3 refers to crawl 2's revisit (a Visit that kept the revisit's
+    id): the reader follows it to crawl 1's body, as pywb does."""
+    earlier = first_crawl(tmp_path)
+    files = [tmp_path / "one.warc.gz"]
+    for n, date in ((2, D2), (3, D2 + 86_400)):
+        files.append(tmp_path / f"{n}.warc.gz")
+        with WarcWriter.open(files[-1], append=False) as w:
+            earlier = w.write_capture(
+                url=URL,
+                result=NOT_MODIFIED,
+                date=date,
+                revisit_of=of(earlier, "server-not-modified"),
+            )
+    page = read_warc_responses(*files)[URL]
+    assert (page.record_type, page.status, page.body) == ("revisit", 200, BODY)
+    assert read_warc_responses(files[0], files[2])[URL].body == b""  # crawl 2 not read

@@ -28,7 +28,8 @@ def read_warc_responses(*paths: str | os.PathLike[str]) -> dict[str, StoredRespo
     in WARC files read in turn (an earlier crawl's file first), read with
     warcio with every digest checked. A later record for a URI replaces an
     earlier one. A revisit's body is the body of the record it refers to
-    (``WARC-Refers-To``, in any of the files read before it), and a revisit
+    (``WARC-Refers-To``, in any of the files read before it; a revisit of a
+    revisit is followed to the body), and a revisit
     without an HTTP head (server-not-modified) has that record's status and
     headers too (status 0 and no body when that record was not read).
     Raises ``ValueError`` on a digest mismatch, and ``ModuleNotFoundError``
@@ -39,7 +40,7 @@ def read_warc_responses(*paths: str | os.PathLike[str]) -> dict[str, StoredRespo
         raise ModuleNotFoundError(WARC_EXTRA_MESSAGE) from exc
 
     out: dict[str, StoredResponse] = {}
-    captures: dict[str, StoredResponse] = {}  # record id -> response, for revisits
+    captures: dict[str, StoredResponse] = {}  # record id -> what it serves, for revisits
     for path in paths:
         with open(path, "rb") as f:
             for record in ArchiveIterator(f, check_digests=True):
@@ -57,12 +58,12 @@ def read_warc_responses(*paths: str | os.PathLike[str]) -> dict[str, StoredRespo
                     truncated=rec_headers.get_header("WARC-Truncated"),
                     record_type=record.rec_type,
                 )
-                if record.rec_type == "response":
+                capture = captures.get(rec_headers.get_header("WARC-Refers-To") or "")
+                if record.rec_type == "revisit":
+                    stored = _resolved(stored, capture)
+                if record.rec_type == "response" or capture is not None:
+                    # a revisit may refer to a revisit (a page unchanged twice)
                     captures[rec_headers.get_header("WARC-Record-ID")] = stored
-                else:
-                    stored = _resolved(
-                        stored, captures.get(rec_headers.get_header("WARC-Refers-To"))
-                    )
                 out[rec_headers.get_header("WARC-Target-URI")] = stored
     return out
 
