@@ -60,6 +60,7 @@ PURE = {
     "trio_crawl.frontiers.crawl_identity",
     "trio_crawl.mirror.layout",
     "trio_crawl.mirror.links",
+    "trio_crawl.outputs.warc.revisit",
 }
 #: What a pure module may import of the package besides other pure modules.
 PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}

@@ -32,18 +32,29 @@ from ..core.config import CrawlConfig
 from ..core.models import FetchResult
 from ..core.version import VERSION
 from ..errors import OutputError
+from .warc import RevisitOf, Stored, new_record_id, warc_date
 from .warc_process import WarcProcess
 
 
 class ArchiveTicket:
     """Awaitable: done when exchange ``number`` is in the file (or the writer
-    failed). An object, not a coroutine, so one never awaited is no warning."""
+    failed). An object, not a coroutine, so one never awaited is no warning.
+    ``stored``: the record id and WARC date the exchange is written under
+    (known at once: the crawl makes the id), for a ``Visit`` to keep."""
 
-    __slots__ = ("_link", "_number")
+    __slots__ = ("_date", "_link", "_number", "record_id")
 
-    def __init__(self, link: ArchiveLink, number: int) -> None:
+    def __init__(self, link: ArchiveLink, number: int, record_id: str, date: float) -> None:
         self._link = link
         self._number = number
+        self._date = date
+        #: The response's (or revisit's) WARC-Record-ID.
+        self.record_id = record_id
+
+    @property
+    def stored(self) -> Stored:
+        """The record id and WARC-Date of the exchange's response or revisit."""
+        return Stored(self.record_id, warc_date(self._date))
 
     def __await__(self) -> Generator[Any, None, None]:
         return self._link.wait_for(self._number).__await__()
@@ -64,13 +75,35 @@ class ArchiveLink:
         """Why the writer stopped, once it has."""
         return self._process.error
 
-    def submit(self, url: str, result: FetchResult, via: str | None = None) -> ArchiveTicket:
+    def submit(
+        self,
+        url: str,
+        result: FetchResult,
+        via: str | None = None,
+        *,
+        revisit_of: RevisitOf | None = None,
+        request_headers: Mapping[str, str] | None = None,
+    ) -> ArchiveTicket:
         """Send one exchange to the writer; await the ticket before the
         page's record is written. ``via``: the page whose browser asked for
-        it (``--render``): its ``metadata`` record says ``via: PAGE``."""
+        it (``--render``): its ``metadata`` record says ``via: PAGE``.
+        ``revisit_of``: the page is unchanged since that earlier capture: a
+        revisit record is written (``WarcWriter.write_capture``; a 304 needs
+        ``server-not-modified``, else ``ValueError`` here). ``request_headers``:
+        headers this request carried besides the crawl's own (a recrawl's
+        ``If-None-Match``), for the request record."""
         date = time.time() - result.elapsed
-        number = self._process.submit(url, result, date=date, via=via)
-        return ArchiveTicket(self, number)
+        record_id = new_record_id()
+        number = self._process.submit(
+            url,
+            result,
+            date=date,
+            via=via,
+            record_id=record_id,
+            revisit_of=revisit_of,
+            request_headers=request_headers,
+        )
+        return ArchiveTicket(self, number, record_id, date)
 
     async def wait_for(self, number: int) -> None:
         """Return once exchange ``number`` is acked. If the writer fails

@@ -23,9 +23,11 @@ Protocol
 --------
 * crawl -> child (the child's stdin): one frame per exchange, a 12-byte
   header (meta length, body length, little-endian) then ``marshal`` of
-  ``(url, status, header pairs, body_skipped, date, protocol)`` then the
-  body. ``marshal`` is the fastest serializer for builtins, and both ends
-  are the same interpreter.
+  ``(url, status, header pairs, body_skipped, date, protocol, via,
+  record id, revisit, request header pairs)`` then the body. The record
+  id is made by the crawl, which keeps it (``ArchiveTicket.stored``).
+  ``marshal`` is the fastest serializer for builtins, and both ends are the
+  same interpreter.
 * child -> crawl (stdout): 8 bytes, the count of exchanges written, after
   each batch (one ``os.write`` of 8 bytes: atomic on a pipe, so a read never
   sees half an ack).
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import marshal
 import os
@@ -52,7 +55,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from ..core.models import FetchResult
-from .warc import DEFAULT_COMPRESSLEVEL, WarcWriter
+from .warc import DEFAULT_COMPRESSLEVEL, RevisitOf, WarcWriter, check_revisit
 
 _FRAME: Final = struct.Struct("<IQ")
 _ACK: Final = struct.Struct("<Q")
@@ -145,10 +148,24 @@ class WarcProcess:
         """Bytes submitted that the pipe has not taken yet."""
         return len(self._pending)
 
-    def submit(self, url: str, result: FetchResult, *, date: float, via: str | None = None) -> int:
+    def submit(
+        self,
+        url: str,
+        result: FetchResult,
+        *,
+        date: float,
+        via: str | None = None,
+        record_id: str | None = None,
+        revisit_of: RevisitOf | None = None,
+        request_headers: Mapping[str, str] | None = None,
+    ) -> int:
         """Queue one exchange; returns its number, for ``acked``. ``via``: the
         page whose browser asked for it (``--render``), kept in a ``metadata``
-        record."""
+        record. ``record_id``, ``revisit_of``, ``request_headers``: as
+        ``WarcWriter.write_capture`` takes them (checked here, so that a bad
+        ``revisit_of`` is the caller's ``ValueError``, not the child's end)."""
+        if revisit_of is not None:
+            check_revisit(revisit_of, result)
         meta = marshal.dumps(
             (
                 url,
@@ -158,6 +175,9 @@ class WarcProcess:
                 date,
                 result.http_version,
                 via,
+                record_id,
+                None if revisit_of is None else revisit_of.as_tuple(),
+                None if not request_headers else tuple(request_headers.items()),
             )
         )
         body = result.body if result.network_body is None else result.network_body
@@ -274,16 +294,26 @@ def serve(in_fd: int, ack_fd: int, writer: WarcWriter) -> None:
             end = meta_end + body_length
             if end > len(buffer):
                 break
-            url, status, headers, skipped, date, protocol, via = marshal.loads(
-                view[start + _FRAME.size : meta_end]
+            (url, status, headers, skipped, date, protocol, via, record_id, revisit, sent) = (
+                marshal.loads(view[start + _FRAME.size : meta_end])
             )
             result = FetchResult(
                 url, status, dict(headers), bytes(view[meta_end:end]), 0.0, skipped, protocol
             )
-            metadata = None if via is None else {"via": via}
-            writer.write_exchange(
-                url=url, result=result, protocol=protocol, date=date, metadata=metadata
+            write = functools.partial(
+                writer.write_capture,
+                url=url,
+                result=result,
+                protocol=protocol,
+                date=date,
+                metadata=None if via is None else {"via": via},
+                record_id=record_id,
+                request_headers=None if sent is None else dict(sent),
             )
+            try:
+                write(revisit_of=None if revisit is None else RevisitOf(*revisit))
+            except ValueError:  # a body whose digest is not the one named: store it
+                write()
             written += 1
             start = end
             if ack_fd >= 0:  # at once: the page's record waits for it

@@ -23,6 +23,18 @@ What is written
   ``identical-payload-digest`` profile and holds only the HTTP head. It
   points at the first capture with ``WARC-Refers-To``,
   ``WARC-Refers-To-Target-URI`` and ``WARC-Refers-To-Date``.
+* With ``revisit_of`` (a recrawl found the page unchanged), a ``revisit``
+  record that refers to a capture of an *earlier* crawl (``RevisitOf``, in
+  ``revisit.py``), with the WARC 1.1 profile the caller names.
+  ``identical-payload-digest`` (a body equal to the earlier one) holds this
+  answer's HTTP head, as above. ``server-not-modified`` (a 304) holds no
+  block at all (Content-Length 0, as §6.7.3 allows): pywb serves a revisit
+  whose head is a 304 as an empty 304, never the body it stands for, while
+  a revisit without a head is served as the capture it refers to, body and
+  head. The 304's own status line and headers are kept, as received, in
+  the exchange's ``metadata`` record (``http-response``,
+  ``http-response-headers``), and the request record holds the validators
+  sent.
 
 Each record has ``WARC-Block-Digest`` (SHA-1, base32), and each response also has
 ``WARC-Payload-Digest``. Every record is its own gzip member, as the spec's
@@ -73,6 +85,7 @@ from urllib.parse import urlsplit
 from ...core.models import FetchResult
 from ...core.version import VERSION
 from .members import GZ_HEADER, GZ_MAGIC, GZ_SUBFIELD, PLAIN_GZ_HEADER_SIZE
+from .revisit import PROFILES, RevisitOf, Stored
 
 #: One record, or several, as the buffers of one ``os.writev``.
 Parts = list[bytes | memoryview]
@@ -95,7 +108,8 @@ WARC_EXTRA_MESSAGE: Final = "--warc needs the optional dependency: pip install '
 WARC_VERSION: Final = "WARC/1.1"
 #: ``WARC-Truncated`` values defined by WARC 1.1 §5.13.
 TRUNCATED_REASONS: Final = frozenset({"length", "time", "disconnect", "unspecified"})
-REVISIT_PROFILE: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+#: The profile of the revisits that in-crawl dedup writes.
+REVISIT_PROFILE: Final = PROFILES["identical-payload-digest"]
 #: Deflate level of each record. On the benchmark's HTML, zlib's level 1 output
 #: is about 13% bigger than level 6, for half the CPU. ISA-L's level 1 output is
 #: smaller than zlib's level 1, for half of that CPU again
@@ -146,6 +160,18 @@ def _warc_date(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
+def new_record_id() -> str:
+    """A new ``WARC-Record-ID``: ``<urn:uuid:...>``, a random (version 4) UUID.
+    A caller that must know an exchange's record id before it is written
+    (the crawl, whose WARC is written by another process) makes it here."""
+    return _record_id()
+
+
+def warc_date(t: float) -> str:
+    """The ``WARC-Date`` written for a capture begun at ``t`` (epoch seconds)."""
+    return _warc_date(t)
+
+
 def _clean(value: str) -> str:
     """A header value on one line (a CR or LF in it would forge a header)."""
     if "\r" in value or "\n" in value:
@@ -172,6 +198,53 @@ def stored_response_headers(headers: Mapping[str, str], body_length: int) -> lis
     out.append(("content-length", str(body_length)))
     out.extend(originals)
     return out
+
+
+def not_modified_fields(
+    protocol: str, status: int, headers: Mapping[str, str]
+) -> dict[str, object]:
+    """The ``metadata`` fields that keep a 304's own HTTP head: its status
+    line and its header lines as received (names lower case, in order).
+    A server-not-modified revisit holds no HTTP head (see ``WarcRecords``),
+    so that replay tools serve the capture it refers to; this is where the
+    304's head goes instead."""
+    return {
+        "http-response": f"{protocol} {status} {_REASONS.get(status, '')}".rstrip(),
+        "http-response-headers": [[name, value] for name, value in headers.items()],
+    }
+
+
+def _http_head(protocol: str, status: int, lines: list[tuple[str, str]]) -> bytes:
+    """An HTTP response head: status line, header lines, blank line."""
+    return "".join(
+        [f"{protocol} {status} {_REASONS.get(status, '')}\r\n"]
+        + [f"{n}: {v}\r\n" for n, v in lines]
+        + ["\r\n"]
+    ).encode("utf-8")
+
+
+def check_revisit(revisit_of: RevisitOf, result: FetchResult) -> None:
+    """Refuse a revisit that would say something false (``ValueError``): a
+    server-not-modified revisit is for a 304, an identical-payload-digest
+    one for a body that was read. (The writer also checks the digest; this
+    part is cheap enough for the crawl's side of the writer process.)"""
+    if revisit_of.profile == "server-not-modified":
+        if result.status != 304:
+            raise ValueError(f"a server-not-modified revisit is for a 304, not {result.status}")
+    elif result.status == 304 or result.body_skipped:
+        raise ValueError("an identical-payload-digest revisit is for a body that was read")
+
+
+def _check_digest(revisit_of: RevisitOf, payload_digest: str, truncated: str | None) -> None:
+    """An identical-payload-digest revisit is for the whole body of that digest."""
+    if revisit_of.profile == "identical-payload-digest" and (
+        truncated is not None or payload_digest != revisit_of.payload_digest
+    ):
+        raise ValueError(
+            f"an identical-payload-digest revisit needs the whole body of digest "
+            f"{revisit_of.payload_digest}, not {payload_digest}"
+            + (f" (truncated: {truncated})" if truncated else "")
+        )
 
 
 def _target_and_host(url: str) -> tuple[str, str]:
@@ -298,22 +371,29 @@ class WarcRecords:
         protocol: str | None,
         metadata: Mapping[str, object] | None,
         date: float | None,
-    ) -> tuple[str, Parts]:
+        revisit_of: RevisitOf | None = None,
+        record_id: str | None = None,
+    ) -> tuple[Stored, Parts]:
         """One fetch: response (or revisit), request, optional metadata, as
-        ``WarcWriter.write_exchange`` describes them (``truncated`` already
-        checked by ``truncation``). Returns the response's WARC-Record-ID and
-        the bytes of all its records."""
+        ``WarcWriter.write_capture`` describes them (``truncated`` already
+        checked by ``truncation``). Returns the response's (or revisit's)
+        record id and WARC date, and the bytes of all its records."""
         protocol = protocol or "HTTP/1.1"
         warc_date = _warc_date(time.time() - result.elapsed if date is None else date)
         body = result.body if result.network_body is None else result.network_body
         status = result.status
-        http_head = "".join(
-            [f"{protocol} {status} {_REASONS.get(status, '')}\r\n"]
-            + [f"{n}: {v}\r\n" for n, v in stored_response_headers(result.headers, len(body))]
-            + ["\r\n"]
-        ).encode("utf-8")
+        if revisit_of is not None and revisit_of.profile == "server-not-modified":
+            http_head = b""  # the 304's head goes to the metadata record
+            metadata = {
+                **(metadata or {}),
+                **not_modified_fields(protocol, status, result.headers),
+            }
+        else:
+            http_head = _http_head(
+                protocol, status, stored_response_headers(result.headers, len(body))
+            )
         payload_digest = _sha1(body)
-        response_id = _record_id()
+        response_id = record_id or _record_id()
         common = f"WARC-Record-ID: {response_id}\r\nWARC-Date: {warc_date}\r\n"
         common += f"WARC-Target-URI: {_clean(url)}\r\n"
         if self.warcinfo_id is not None:
@@ -321,14 +401,16 @@ class WarcRecords:
         if ip:
             common += f"WARC-IP-Address: {_clean(ip)}\r\n"
 
-        first = self._first_capture(payload_digest, url, warc_date, response_id, body, truncated)
-        if first is None:
-            head = "WARC-Type: response\r\n" + common
-            if truncated is not None:
-                head += f"WARC-Truncated: {truncated}\r\n"
-            head += f"WARC-Payload-Digest: {payload_digest}\r\n"
-            response = self._record(head, "application/http;msgtype=response", http_head, body)
-        else:
+        if revisit_of is not None:
+            check_revisit(revisit_of, result)
+            _check_digest(revisit_of, payload_digest, truncated)
+            head = "WARC-Type: revisit\r\n" + common + revisit_of.fields()
+            response = self._record(head, "application/http;msgtype=response", http_head)
+            self.revisits += 1
+            self._remember(revisit_of)
+        elif first := self._first_capture(
+            payload_digest, url, warc_date, response_id, body, truncated
+        ):
             head = "WARC-Type: revisit\r\n" + common
             head += (
                 f"WARC-Profile: {REVISIT_PROFILE}\r\n"
@@ -339,6 +421,12 @@ class WarcRecords:
             )
             response = self._record(head, "application/http;msgtype=response", http_head)
             self.revisits += 1
+        else:
+            head = "WARC-Type: response\r\n" + common
+            if truncated is not None:
+                head += f"WARC-Truncated: {truncated}\r\n"
+            head += f"WARC-Payload-Digest: {payload_digest}\r\n"
+            response = self._record(head, "application/http;msgtype=response", http_head, body)
 
         target, host = _target_and_host(url)
         request_block = (
@@ -357,7 +445,7 @@ class WarcRecords:
             parts += self.metadata(url, metadata, warc_date=warc_date, concurrent_to=response_id)[
                 1
             ]
-        return response_id, parts
+        return Stored(response_id, warc_date), parts
 
     def metadata(
         self,
@@ -394,6 +482,15 @@ class WarcRecords:
         if first is None:
             self._dedup[digest] = _Capture(url, warc_date, record_id)
         return first
+
+    def _remember(self, revisit_of: RevisitOf) -> None:
+        """With dedup: a body this crawl stores as a revisit of an earlier
+        crawl's capture; later copies in this crawl refer to that capture."""
+        if self._dedup is not None and revisit_of.record_id is not None:
+            self._dedup.setdefault(
+                revisit_of.payload_digest,
+                _Capture(revisit_of.target_uri, revisit_of.warc_date, revisit_of.record_id),
+            )
 
     def _record(self, head: str, content_type: str, block: bytes, payload: bytes = b"") -> Parts:
         """One record as a gzip member: ``head`` holds its named fields (CRLF

@@ -40,6 +40,7 @@ from typing import BinaryIO, Self
 from ...core.models import FetchResult
 from .members import LOCK_TIMEOUT, lock_warc, repair_warc
 from .records import DEFAULT_COMPRESSLEVEL, Parts, WarcRecords, truncation
+from .revisit import RevisitOf, Stored
 
 
 class WarcWriter:
@@ -177,23 +178,11 @@ class WarcWriter:
         protocol: str | None = None,
         metadata: Mapping[str, object] | None = None,
         date: float | None = None,
+        revisit_of: RevisitOf | None = None,
     ) -> str:
-        """Write one fetch: response (or revisit), request, optional metadata.
-
-        ``url``: the URL requested (``result.url`` as a rule). ``request_headers``:
-        headers sent with this request besides the writer's defaults; ``Host``
-        comes from ``url``. ``truncated``: a ``WARC-Truncated`` reason; ``None``
-        means "unspecified" for a ``body_skipped`` result and not truncated
-        otherwise. ``protocol``: the HTTP version for the status and request
-        lines (default ``HTTP/1.1``). ``metadata``: fields for a ``metadata``
-        record (depth, referrer, outcome...). ``date``: when the fetch began
-        (epoch seconds); default now minus ``result.elapsed``. Returns the
-        response's WARC-Record-ID. All records go to the file in one write.
-        """
-        truncated = truncation(result, truncated)
-        if self._fresh_start is not None:
-            self._start_fresh()
-        response_id, parts = self._records.exchange(
+        """``write_capture``, returning only the response's (or revisit's)
+        WARC-Record-ID."""
+        return self.write_capture(
             url=url,
             result=result,
             request_headers=request_headers,
@@ -203,10 +192,67 @@ class WarcWriter:
             protocol=protocol,
             metadata=metadata,
             date=date,
+            revisit_of=revisit_of,
+        ).record_id
+
+    def write_capture(
+        self,
+        *,
+        url: str,
+        result: FetchResult,
+        request_headers: Mapping[str, str] | None = None,
+        method: str = "GET",
+        truncated: str | None = None,
+        ip: str | None = None,
+        protocol: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        date: float | None = None,
+        revisit_of: RevisitOf | None = None,
+        record_id: str | None = None,
+    ) -> Stored:
+        """Write one fetch: response (or revisit), request, optional metadata.
+
+        ``url``: the URL requested (``result.url`` as a rule). ``request_headers``:
+        headers sent with this request besides the writer's defaults (a
+        recrawl's ``If-None-Match``...); ``Host`` comes from ``url``.
+        ``truncated``: a ``WARC-Truncated`` reason; ``None`` means "unspecified"
+        for a ``body_skipped`` result and not truncated otherwise.
+        ``protocol``: the HTTP version for the status and request lines
+        (default ``HTTP/1.1``). ``metadata``: fields for a ``metadata`` record
+        (depth, referrer, outcome...). ``date``: when the fetch began (epoch
+        seconds); default now minus ``result.elapsed``.
+
+        ``revisit_of``: the page is unchanged since that earlier capture
+        (``RevisitOf``, perhaps in another WARC file): a ``revisit`` record
+        is written instead of a response, with the 304's own head
+        (server-not-modified) or this answer's head without its body
+        (identical-payload-digest); ``ValueError`` if ``result`` does not fit
+        the profile (not a 304; another digest or a truncated body).
+        ``record_id``: the response's (or revisit's) WARC-Record-ID, when the
+        caller made it (``new_record_id``); else a new one.
+
+        Returns that record's id and WARC date (``Stored``): what a later
+        ``RevisitOf`` names. All records go to the file in one write.
+        """
+        truncated = truncation(result, truncated)
+        if self._fresh_start is not None:
+            self._start_fresh()
+        stored, parts = self._records.exchange(
+            url=url,
+            result=result,
+            request_headers=request_headers,
+            method=method,
+            truncated=truncated,
+            ip=ip,
+            protocol=protocol,
+            metadata=metadata,
+            date=date,
+            revisit_of=revisit_of,
+            record_id=record_id,
         )
         self._write(parts)
         self.exchanges += 1
-        return response_id
+        return stored
 
     def write_metadata(
         self, url: str, fields: Mapping[str, object], *, concurrent_to: str | None = None
