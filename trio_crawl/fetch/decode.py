@@ -45,12 +45,14 @@ STEP = 64 * 1024  # most decoded bytes produced per decompressor call
 
 def _brotli_is_bounded() -> bool:
     """brotli >= 1.2 can cap the output of one call; older versions cannot,
-    so we neither advertise nor decode ``br`` with them."""
+    so we neither advertise nor decode ``br`` with them. Another package that
+    installs a module named ``brotli`` (brotlipy, which pywb pulls in) has no
+    ``process`` at all: the same answer, not an import error."""
     if _brotli is None:
         return False
     try:
         _brotli.Decompressor().process(b"", output_buffer_limit=1)
-    except TypeError:
+    except (TypeError, AttributeError):
         return False
     return True
 
