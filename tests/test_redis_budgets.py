@@ -3,7 +3,9 @@
 (tests/redis_fixture.py) and several real servers on 127.0.0.1, one
 ``host:port`` each.
 
-The memory frontier is the reference: the same budgeted crawl in memory, on a
+The memory frontier is the reference: the Lua rules, offered the same URLs
+in the same order, admit and refuse what it does (hypothesis); the same
+budgeted crawl in memory, on a
 state file and on Redis with two workers records the same URLs; workers
 killed with SIGKILL (another worker goes on, or the same command is run
 again) leave a crawl as exact: every page of the budgeted crawl recorded, no
@@ -17,9 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import random
 import signal
+import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,12 +33,18 @@ from urllib.parse import urlsplit
 
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import trio_crawl
 from trio_crawl import redis_frontier
-from trio_crawl.frontiers.redis import check_crawl
+from trio_crawl.core.frontier import Frontier
+from trio_crawl.core.host_budget import HostBudget
+from trio_crawl.core.scope import Scope
+from trio_crawl.frontiers.redis import check_crawl, keys_prefix, wire
+from trio_crawl.frontiers.redis import lua as redis_lua
 from trio_crawl.sites.server import SiteServer, serve_site
-from trio_crawl.sites.site import Response, Site, page, redirect
+from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
 
 import redis_fixture
 from cli_helpers import TIMEOUT, records_in, run_cli, start_cli
@@ -44,11 +55,107 @@ pytest.importorskip("coredis", reason="coredis is not installed (pip install 'tr
 redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
 
+# -- the Lua rules decide as the memory frontier does ------------------------------
+
+
+def u(host: int, n: int = 0) -> str:
+    return f"http://h{host}.test/{n}"
+
+
+link = st.builds(u, st.integers(0, 5), st.integers(0, 5))
+
+
+async def admitted_in_redis(
+    server: RedisServer, starts: list[str], batches: list[list[str]], budget: HostBudget
+) -> tuple[set[str], int, dict[str, int]]:
+    """Create a crawl with ``starts`` and the budgets, admit each batch in
+    one sync call (as a worker's finish or its seeds do), then take
+    everything: the URLs admitted, the refusals the calls reported, and
+    Redis's counts per host."""
+    import coredis
+
+    name = f"rules-{uuid.uuid4().hex[:12]}"
+    prefix = keys_prefix(name)
+    budgets = {"max_pages_per_host": budget.max_pages_per_host, "max_hosts": budget.max_hosts}
+    client = coredis.Redis.from_url(server.url)
+    async with client:
+
+        async def call(fn: str, args: list[object]) -> Any:
+            return await client.fcall(redis_lua.function(fn), keys=[prefix], args=args)
+
+        await client.function_load(redis_lua.LIBRARY, replace=True)
+        starts_ops: list[object] = []
+        for url in starts:
+            starts_ops += wire.admission(url, 0, "")
+        hello = await call(
+            "hello",
+            wire.hello_args(
+                "t", 60, may_create=True, identity_json=json.dumps(budgets), max_pages=None,
+                rate=None, per_host_concurrency=None, read_robots=False, max_depth=None,
+                settle=True, starts=starts_ops,
+            ),
+        )  # fmt: skip
+        owner = hello[2]
+        refused = 0
+        for batch in batches:
+            ops: list[object] = []
+            for url in batch:
+                ops += wire.admission(url, 1, starts[0])
+            reply = wire.SyncReply.parse(
+                await call("sync", wire.sync_args(owner, 0, 0, wire.admit_op(ops)))
+            )
+            refused += reply.over_budget
+        taken = wire.SyncReply.parse(await call("sync", wire.sync_args(owner, 1000, 1000, [])))
+        counts = await client.hgetall(prefix + "hb")
+    assert await check_crawl(server.url, name) == []
+    return (
+        {t.url for t in taken.taken},
+        refused,
+        {k.decode(): int(v) for k, v in counts.items()},
+    )
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    starts=st.lists(link, min_size=1, max_size=3, unique=True),
+    batches=st.lists(st.lists(link, min_size=1, max_size=10), min_size=1, max_size=6),
+    per_host=st.one_of(st.none(), st.integers(1, 4)),
+    max_hosts=st.integers(1, 4),
+)
+def test_redis_admits_what_the_memory_frontier_admits(
+    redis_server: RedisServer,
+    starts: list[str],
+    batches: list[list[str]],
+    per_host: int | None,
+    max_hosts: int,
+) -> None:
+    """Start URLs (always admitted, counted) and batches of links, a URL
+    repeated within and across batches: Redis admits the URLs the memory
+    frontier admits, refuses as many offers, and counts each host's URLs."""
+    memory = Frontier(
+        in_scope=Scope(starts, span_hosts=True).allows,
+        host_budget=HostBudget(max_pages_per_host=per_host, max_hosts=max_hosts),
+    )
+    for url in starts:
+        memory.add_start(url)
+    for batch in batches:
+        memory.discover(batch, 0, starts[0])
+    budget = HostBudget(max_pages_per_host=per_host, max_hosts=max_hosts)
+    admitted, refused, counts = trio.run(admitted_in_redis, redis_server, starts, batches, budget)
+    assert admitted == set(memory.seen)
+    assert refused == memory.host_budget.refused  # type: ignore[union-attr]
+    assert counts == dict(Counter(urlsplit(url).netloc + ":80" for url in memory.seen))
+
+
 HOSTS = 5
 OWN = 12  # pages of each host besides "/": /p/0 .. /p/11
 
 
-def routes_of(bases: list[str], k: int, delay: float) -> dict[str, Response]:
+def routes_of(
+    bases: list[str], k: int, delay: float, hold: threading.Event | None
+) -> dict[str, Route]:
     """Host ``k``: ``/`` links its own pages in order, then every host's ``/``
     in host order; ``/p/0`` links the next host's ``/`` and ``/p/0``;
     ``/p/1`` redirects to the host's last page, ``/p/2`` to the last host's
@@ -58,28 +165,47 @@ def routes_of(bases: list[str], k: int, delay: float) -> dict[str, Response]:
     first URLs all come from its ``/`` (in one page's order), the hosts in
     the order the start page lists them, and the other links lead only to
     URLs every budget admits first (a host's ``/`` and ``/p/0``) or never
-    (the redirects' targets, found after their host's ``/`` filled it)."""
+    (the redirects' targets, found after their host's ``/`` filled it).
+    With ``hold``, host 0's ``/`` links ``/hold`` first, which answers once
+    ``hold`` is set: the crawl cannot end before then."""
     me = bases[k]
-    routes = {
-        "/": page(*(f"{me}/p/{i}" for i in range(OWN)), *(b + "/" for b in bases)),
+    first = [f"{me}/hold"] if hold is not None and k == 0 else []
+    routes: dict[str, Response] = {
+        "/": page(*first, *(f"{me}/p/{i}" for i in range(OWN)), *(b + "/" for b in bases)),
         "/p/0": page(bases[(k + 1) % HOSTS] + "/", bases[(k + 1) % HOSTS] + "/p/0"),
         "/p/1": redirect(f"{me}/p/{OWN - 1}"),
         "/p/2": redirect(bases[-1] + "/"),
     }
     for i in range(3, OWN):
         routes[f"/p/{i}"] = page(f"{me}/p/0", bases[(k + 2) % HOSTS] + "/p/0")
-    return {target: dataclasses.replace(r, delay=delay) for target, r in routes.items()}
+    slow: dict[str, Route] = {t: dataclasses.replace(r, delay=delay) for t, r in routes.items()}
+    if first and hold is not None:
+        slow["/hold"] = held(page(), hold)
+    return slow
+
+
+def held(response: Response, hold: threading.Event) -> Route:
+    """A route that answers once ``hold`` is set (after 60 s anyway: the test
+    then fails on what it finds)."""
+
+    def answer(request: SiteRequest) -> Response:
+        hold.wait(60)
+        return response
+
+    return answer
 
 
 @contextlib.contextmanager
-def hosts_site(delay: float = 0.0) -> Iterator[list[SiteServer]]:
+def hosts_site(
+    delay: float = 0.0, hold: threading.Event | None = None
+) -> Iterator[list[SiteServer]]:
     """``HOSTS`` servers on 127.0.0.1 (see ``routes_of``)."""
     with contextlib.ExitStack() as stack:
-        routes: list[dict[str, Response]] = [{} for _ in range(HOSTS)]
+        routes: list[dict[str, Route]] = [{} for _ in range(HOSTS)]
         servers = [stack.enter_context(serve_site(Site(r))) for r in routes]
         bases = [server.base_url for server in servers]
         for k, own in enumerate(routes):  # the servers read them per request
-            own.update(routes_of(bases, k, delay))
+            own.update(routes_of(bases, k, delay, hold))
         yield servers
 
 
@@ -213,9 +339,16 @@ def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(
     assert trio.run(check_crawl, redis_server.url, crawl_id) == []
 
 
-def wait_for_records(path: Path, n: int, deadline: float) -> None:
+def wait_for_records(
+    path: Path, n: int, servers: list[SiteServer], before: list[int], all_but_hold: int
+) -> None:
+    """Until ``path`` holds ``n`` records, or every page of the crawl but
+    ``/hold`` was asked for since ``before`` (the victim may get few); 30 s at most."""
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        if sum(fetched(servers, before).values()) >= all_but_hold:
             return
         time.sleep(0.005)
 
@@ -233,20 +366,24 @@ def test_a_budgeted_worker_killed_mid_crawl_leaves_the_crawl_exact(
     seen set: nothing the victim held was lost or counted twice."""
     rng = random.Random(seed)
     budgets = ["--span-hosts", "--max-pages-per-host", "8", "--max-hosts", "4"]
-    with hosts_site(delay=0.03) as servers:
+    hold = threading.Event()
+    hold.set()  # for the crawl in one process
+    with hosts_site(delay=0.03, hold=hold) as servers:
         start = servers[0].url("/")
         alone = run_cli(start, *budgets, "-w", "4", "-o", "-")
         assert alone.returncode == 0, alone.stderr
         expected = {r["url"] for r in records_in(alone.stdout)}
+        hold.clear()  # the crawl cannot end before the kill
         before = [len(s.log) for s in servers]
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(3)]
         common = [start, "--redis", redis_server.url, "--crawl-id", crawl_id, "-w", "2"]
         common += [*budgets, "--lease", "2"]
         victim = rng.randrange(3)
         workers = [start_cli(*common, "-o", str(out)) for out in outputs]
-        wait_for_records(outputs[victim], rng.randint(1, 6), time.monotonic() + 30)
+        wait_for_records(outputs[victim], rng.randint(1, 6), servers, before, len(expected))
         time.sleep(rng.uniform(0, 0.05))
         workers[victim].send_signal(signal.SIGKILL)
+        hold.set()
         codes = [w.wait(timeout=TIMEOUT) for w in workers]
         assert codes[victim] == -signal.SIGKILL
         assert [c for i, c in enumerate(codes) if i != victim] == [0, 0]
@@ -272,19 +409,23 @@ def test_a_budgeted_crawl_killed_and_run_again_goes_on_from_its_counts(
     output holds the budgeted crawl's URLs, and no host was asked for more
     distinct URLs than its budget across both runs."""
     budgets = ["--span-hosts", "--max-pages-per-host", "7", "--max-hosts", "4"]
-    with hosts_site(delay=0.03) as servers:
+    hold = threading.Event()
+    hold.set()
+    with hosts_site(delay=0.03, hold=hold) as servers:
         start = servers[0].url("/")
         alone = run_cli(start, *budgets, "-o", "-")
         assert alone.returncode == 0, alone.stderr
         expected = {r["url"] for r in records_in(alone.stdout)}
+        hold.clear()
         before = [len(s.log) for s in servers]
         out = tmp_path / "w.jsonl"
         args = [start, "--redis", redis_server.url, "--crawl-id", crawl_id, *budgets]
         args += ["-o", str(out)]
         worker = start_cli(*args)
-        wait_for_records(out, 6, time.monotonic() + 30)
+        wait_for_records(out, 6, servers, before, len(expected))
         worker.send_signal(signal.SIGKILL)
         assert worker.wait(timeout=TIMEOUT) == -signal.SIGKILL
+        hold.set()
         first = len(records_in(out.read_text()))
         assert first < len(expected)
         again = run_cli(*args)

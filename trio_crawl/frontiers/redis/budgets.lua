@@ -71,12 +71,12 @@ end
 local function seen_admit(C, d, hostname)
   local B = budget_of(C)
   if not B then return seen_add(C, d) end
-  if not B.force then
+  -- The count first (read once per call): a URL that fits needs no more
+  -- than ``seen_add``; only one over budget is looked up (known or new).
+  if not B.force and not budget_fits(B, budget_pages(C, B, hostname)) then
     if redis.call('HEXISTS', bucket_key(C, h32(d)), d) == 1 then return false end
-    if not budget_fits(B, budget_pages(C, B, hostname)) then
-      C.over_budget = (C.over_budget or 0) + 1
-      return nil
-    end
+    C.over_budget = (C.over_budget or 0) + 1
+    return nil
   end
   if not seen_add(C, d) then return false end
   budget_count(C, B, hostname, budget_pages(C, B, hostname))
