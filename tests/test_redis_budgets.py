@@ -320,7 +320,9 @@ def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(
 ) -> None:
     """``--redis`` with ``--max-pages-per-host`` and ``--max-hosts``: two worker
     processes record what one process records in memory, and each worker's
-    summary counts the links its calls' budgets turned away."""
+    summary counts the links its calls' budgets turned away. The second
+    joins with no URL and no budgets: it takes the crawl's (and its
+    ``--span-hosts``), as it takes its other settings."""
     budgets = ["--span-hosts", "--max-pages-per-host", "5", "--max-hosts", "3", "-w", "3"]
     with hosts_site() as servers:
         start = servers[0].url("/")
@@ -328,8 +330,10 @@ def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(
         assert alone.returncode == 0, alone.stderr
         expected = {r["url"] for r in records_in(alone.stdout)}
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
-        common = [start, "--redis", redis_server.url, "--crawl-id", crawl_id, *budgets]
-        workers = [start_cli(*common, "-o", str(out)) for out in outputs]
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        first = start_cli(start, *common, *budgets, "-o", str(outputs[0]))
+        wait_for_records(outputs[0], 1, servers, [0] * HOSTS, 1)  # the crawl is created
+        workers = [first, start_cli(*common, "-w", "3", "-o", str(outputs[1]))]
         errors = [w.communicate(timeout=TIMEOUT)[1] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], errors
     got = [r["url"] for out in outputs for r in records_in(out.read_text())]
