@@ -331,8 +331,9 @@ def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(
         expected = {r["url"] for r in records_in(alone.stdout)}
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
         common = ["--redis", redis_server.url, "--crawl-id", crawl_id]
+        before = [len(s.log) for s in servers]
         first = start_cli(start, *common, *budgets, "-o", str(outputs[0]))
-        wait_for_records(outputs[0], 1, servers, [0] * HOSTS, 1)  # the crawl is created
+        wait_for_records(outputs[0], 1, servers, before, 1)  # the crawl is created
         workers = [first, start_cli(*common, "-w", "3", "-o", str(outputs[1]))]
         errors = [w.communicate(timeout=TIMEOUT)[1] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], errors
@@ -341,6 +342,9 @@ def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(
     assert within(per_host(expected), 5, 3) and len(per_host(expected)) == 3
     assert any("not followed" in e for e in errors), errors
     assert trio.run(check_crawl, redis_server.url, crawl_id) == []
+    status = run_cli(*common, "--status")
+    assert status.returncode == 0, status.stderr
+    assert "host budgets: 3 hosts admitted of at most 3, at most 5 URLs a host\n" in status.stdout
 
 
 def wait_for_records(

@@ -83,6 +83,15 @@ local function seen_admit(C, d, hostname)
   return true
 end
 
+-- For ``status``: the hosts counted (``bhosts``), in a crawl with budgets.
+local function budget_status(p, out)
+  local hosts = redis.call('HGET', p .. 'b', 'hosts')
+  if hosts then
+    out[#out + 1] = 'bhosts'
+    out[#out + 1] = hosts
+  end
+end
+
 -- For ``check``: every URL of the seen set counted by its host, once.
 local function budget_problems(p, seen, bad)
   local v = redis.call('HMGET', p .. 'b', 'pph', 'mh', 'hosts')

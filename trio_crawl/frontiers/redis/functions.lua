@@ -859,6 +859,7 @@ local function status(keys, args)
   out[#out + 1] = tostring(redis.call('LLEN', p .. 'again'))
   out[#out + 1] = 'workers'
   out[#out + 1] = tostring(redis.call('ZCOUNT', p .. 'w', now_ms(), '+inf'))
+  budget_status(p, out)
   return out
 end
 
