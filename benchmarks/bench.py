@@ -93,6 +93,12 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
             "bytes per queued and per seen URL inside Redis",
             "redis-server, coredis",
         ),
+        Benchmark(
+            "redis_budgets",
+            "bench_redis_budgets.py",
+            "Redis CPU per page with host budgets (none, never biting, biting)",
+            "redis-server, coredis",
+        ),
     ),
     "where the CPU goes": (
         Benchmark(

@@ -211,11 +211,8 @@ def test_each_backend_serves_what_its_class_has() -> None:
     config = CrawlConfig.from_options(start_urls=["http://a.test/"], **NEEDY)  # type: ignore[arg-type]
     assert unserved(config, MemoryFrontier) == []
     assert set(unserved(config, SqliteFrontier)) == {Need.PAGE_REQUISITES, Need.HANDLERS}
-    assert set(unserved(config, RedisFrontier)) == {
-        Need.PAGE_REQUISITES,
-        Need.RANDOM_WAIT,
-        Need.HOST_BUDGETS,
-    }
+    # Host budgets are counted in Redis (``SharedHostBudgets``).
+    assert set(unserved(config, RedisFrontier)) == {Need.PAGE_REQUISITES, Need.RANDOM_WAIT}
     # The refusals' words are for needs the backend lacks, and only those.
     assert set(STATE_LIMITS) == set(unserved(config, SqliteFrontier))
     assert set(REDIS_LIMITS) == set(unserved(config, RedisFrontier))

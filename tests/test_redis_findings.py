@@ -2,7 +2,8 @@
 redis-server and the real ``trio-crawl`` command line: ``--processes``
 without ``-o``, a password in the workers' command lines, crawl ids that
 share a key prefix, a worker killed by a signal, the warning of a worker
-joining a crawl Redis lost, and the budgets' refusal worded in flags.
+joining a crawl Redis lost, and the budgets (refused once, in the wrong
+words) now taken.
 """
 
 from __future__ import annotations
@@ -237,15 +238,19 @@ def test_every_worker_whose_output_holds_a_lost_crawls_records_warns(
 
 
 @pytest.mark.parametrize("option", ["--max-hosts", "--max-pages-per-host"])
-def test_the_refusal_of_budgets_names_the_flags(
+def test_the_budgets_once_refused_are_taken_with_redis(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path, option: str
 ) -> None:
-    result = cli(
-        "http://127.0.0.1:1/", "--redis", redis_server.url, "--crawl-id", crawl_id,
-        option, "3", "-o", str(tmp_path / "out.jsonl"),
-    )  # fmt: skip
-    assert result.returncode == 2, result.stderr
-    assert result.stderr == (
-        "trio-crawl: error: --max-pages-per-host and --max-hosts cannot be combined with "
-        "--redis yet: the budgets are kept in one process's memory\n"
-    )
+    """The refusal this test checked the words of (``max_hosts=`` for the
+    flag) is gone: Redis counts the budgets (issue #37 item 5,
+    ``frontiers/redis/budgets.py``; crawls with them: test_redis_budgets.py)."""
+    out = tmp_path / "out.jsonl"
+    with serve_site(Site({"/": page("/a", "/b", "/c", "/d")})) as server:
+        result = cli(
+            server.url("/"), "--redis", redis_server.url, "--crawl-id", crawl_id,
+            option, "3", "-o", str(out),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert out.read_text().count("\n") == (3 if option == "--max-pages-per-host" else 5)
+    assert "cannot be combined" not in result.stderr
+    assert "max_hosts=" not in result.stderr and "max_pages_per_host=" not in result.stderr

@@ -83,6 +83,9 @@ _ADOPTED = {
     "rate": "rate",
     "per_host_concurrency": "per_host_concurrency",
     "ignore_robots": "ignore_robots",
+    "span_hosts": "span_hosts",  # True, or None (stored so without it)
+    "max_pages_per_host": "max_pages_per_host",
+    "max_hosts": "max_hosts",
 }
 
 

@@ -43,7 +43,7 @@ What each backend guarantees (the "Backends" table of docs/manual/ending.md says
     page_requisites=      yes           no                   no
     handler=              yes           no                   yes (importable ones)
     random_wait=          yes           yes                  no
-    host budgets          yes           yes, across runs     no
+    host budgets          yes           yes, across runs     yes, counted in Redis
 
 [1] a worker that dies or freezes past its lease loses its pages to the
 others: a page in flight then may be fetched twice (marked ``refetched``).
@@ -56,15 +56,17 @@ optional protocols, each a thing some crawls ask and some backends do:
 (``page_requisites=True``), ``AdmitsRequests`` (``handler=``, ``Request``
 start URLs), ``ReportsRefetch`` (records marked ``refetched``),
 ``HoldsBack`` (URLs kept outside the pool: a room of the ``WorkPool``),
-``AdmitsLinkChunks``, ``SharedPoliteness`` and ``SharedRobots``. A backend
+``AdmitsLinkChunks``, ``SharedPoliteness``, ``SharedRobots`` and
+``SharedHostBudgets``. A backend
 serves a need by having the methods, never by refusing at run time: the
 crawl builder checks a crawl's needs against its backend once, before
 anything is opened or fetched (``refuse_unservable``, the one place a
 crawl is refused), and the engine wires an optional part only where the
 backend has it. A backend shared by several processes (``SharedPoliteness``)
 serves neither ``random_wait=`` (the server spaces each host's requests)
-nor host budgets (one process's count); the others keep host budgets as the
-core ``Frontier`` does. The words of a refusal (the argument that chose the
+nor host budgets (one process's count) unless it counts them where every
+process sees them (``SharedHostBudgets``); the others keep host budgets as
+the core ``Frontier`` does. The words of a refusal (the argument that chose the
 backend, and why) come from its ``FrontierSpec``.
 
 Depth corrections
@@ -109,7 +111,8 @@ class Need(enum.Enum):
     #: (not ``SharedPoliteness``).
     RANDOM_WAIT = "random_wait=True"
     #: Per-host page budgets and a host count (``core/host_budget.py``), kept
-    #: by the frontier that admits URLs, in one process (not ``SharedPoliteness``).
+    #: by the frontier that admits URLs: in one process, or where all see them
+    #: (``SharedPoliteness`` only with ``SharedHostBudgets``).
     HOST_BUDGETS = "max_pages_per_host= and max_hosts="
     #: ``AdmitsSeeds``: the URLs of each host's sitemaps, at depth 0.
     SITEMAPS = "sitemaps=True"
@@ -331,6 +334,18 @@ class FrontierSpec(Protocol):
         ...
 
 
+@runtime_checkable
+class SharedHostBudgets(Protocol):
+    """A backend shared by several processes that counts per-host budgets
+    (``max_pages_per_host=``, ``max_hosts=``) where all of them see the
+    counts (Redis: ``frontiers/redis/budgets.py``), so they hold for the
+    whole crawl; its ``statistics().refused`` counts this process's refusals."""
+
+    def over_host_budget(self) -> int:
+        """New URLs the budgets refused in this process's calls."""
+        ...
+
+
 #: Why the state file cannot serve a need (the rest of the refusal's sentence).
 STATE_LIMITS: Mapping[Need, str] = {
     Need.PAGE_REQUISITES: " yet: the file does not record which URLs are requisites",
@@ -340,7 +355,6 @@ STATE_LIMITS: Mapping[Need, str] = {
 REDIS_LIMITS: Mapping[Need, str] = {
     Need.PAGE_REQUISITES: " yet",
     Need.RANDOM_WAIT: " yet: the Redis server spaces each host's requests",
-    Need.HOST_BUDGETS: " yet: the budgets are kept in one process's memory",
 }
 
 #: The optional protocol that serves each need (the other needs are about
@@ -350,6 +364,8 @@ _SERVED_BY: dict[Need, type] = {
     Need.HANDLERS: AdmitsRequests,
     Need.SITEMAPS: AdmitsSeeds,
 }
+#: What a shared backend needs besides, for a need one process serves alone.
+_SHARED_SERVED_BY: dict[Need, type] = {Need.HOST_BUDGETS: SharedHostBudgets}
 
 
 def _has(backend: object, protocol: type) -> bool:
@@ -369,7 +385,12 @@ def unserved(config: CrawlConfig, backend: object) -> list[Need]:
         if need not in wanted:
             continue
         protocol = _SERVED_BY.get(need)
-        if (not _has(backend, protocol)) if protocol is not None else shared:
+        if protocol is not None:
+            lacking = not _has(backend, protocol)
+        else:
+            by_all = _SHARED_SERVED_BY.get(need)
+            lacking = shared and (by_all is None or not _has(backend, by_all))
+        if lacking:
             missing.append(need)
     return missing
 

@@ -15,6 +15,7 @@ The package face. Its modules, one job each:
 ``support.py``      settings a Redis crawl cannot serve, refused at the start
 ``wire.py``         the positional format of the functions' arguments and replies
 ``lua.py``          loads ``functions.lua``, the server side (Redis Functions)
+``budgets.py``      per-host budgets counted in Redis (``budgets.lua``, spliced in)
 
 Errors (``trio_crawl.errors``, re-exported here): ``RedisFrontierError``,
 ``RedisUnavailable``, ``RedisLost``, ``RedisRefused``, ``CrawlGone``,

@@ -113,7 +113,7 @@ def status_lines(
     else:
         state = "stopped: no live worker (run one to resume)"
     budget = settings.get("max_pages")
-    return [
+    lines = [
         f"crawl {crawl_id}: {state}",
         f"start URLs: {' '.join(settings.get('start_urls') or [])}",
         "finished {finished:,}  queued {queued:,}  leased {leased:,}  retrying {delayed:,}  "
@@ -130,3 +130,9 @@ def status_lines(
             workers=status.get("workers", 0),
         ),
     ]
+    if "bhosts" in status:  # host budgets (``budgets.py``), counted in Redis
+        most, per_host = settings.get("max_hosts"), settings.get("max_pages_per_host")
+        of = f" of at most {most:,}" if most is not None else ""
+        each = f", at most {per_host:,} URLs a host" if per_host is not None else ""
+        lines.append(f"host budgets: {status['bhosts']:,} hosts admitted{of}{each}")
+    return lines

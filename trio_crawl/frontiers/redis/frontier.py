@@ -162,6 +162,8 @@ class RedisFrontier:
         self._stopping = False
         self._closed = False
         self.refused = 0
+        #: New URLs the host budgets refused in this worker's calls (``budgets.py``).
+        self._over_budget = 0
         self.reregistered = 0
         #: Pages not started because this worker's lease may have run out.
         self.dropped_unleased = 0
@@ -388,6 +390,10 @@ class RedisFrontier:
             return len(self._leases)
         return len(self._leases) + max(1, self._remote_unfinished - len(self._leases))
 
+    def over_host_budget(self) -> int:
+        """Host budgets are counted in Redis (``budgets.py``, ``SharedHostBudgets``)."""
+        return self._over_budget
+
     @property
     def budget_spent(self) -> bool:
         # Counted in Redis when a URL is leased: what this worker holds is
@@ -417,6 +423,7 @@ class RedisFrontier:
             started=remote.started,
             unfinished=self.unfinished,
             held=0,
+            refused=self._over_budget,
         )
 
     async def aclose(self) -> None:
@@ -526,6 +533,7 @@ class RedisFrontier:
         if reply.refused:
             # Moves of leases Redis had taken back (the retaker sends their links).
             self.refused += reply.refused
+        self._over_budget += reply.over_budget
         # Each after the record it corrects, and after the corrections made
         # before it: Redis gives a record's corrections only to the worker
         # that wrote it, in order (this call's finishes came after their records).

@@ -280,6 +280,8 @@ local function started_at(C, d, token)
   end
 end
 
+-- @budgets (budgets.lua: seen_admit, the seen set under the host budgets)
+
 -- admission --------------------------------------------------------------
 
 local function enqueue_fresh(C, d, depth, hostname, front)
@@ -344,7 +346,7 @@ local function lower(C, d, depth, ref)
         for _, link in ipairs(rec[D_LINKS]) do
           local cd = nd + link[2]
           if not beyond(C, cd) then
-            if link[3] and seen_add(C, link[1]) then
+            if link[3] and seen_admit(C, link[1], link[4]) then
               -- cut off by max_depth before, within reach now
               admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
             else
@@ -359,9 +361,10 @@ end
 
 -- Admit one URL found at ``depth``: new, or a shorter path to a known one.
 local function admit(C, d, url, hostname, depth, ref, chain, payload)
-  if seen_add(C, d) then
+  local new = seen_admit(C, d, hostname) -- nil: over a host budget, refused
+  if new then
     admit_new(C, d, url, hostname, depth, ref, chain, payload)
-  else
+  elseif new == false then
     lower(C, d, depth, ref)
   end
 end
@@ -697,6 +700,7 @@ local function hello(keys, args)
     if args[10] == '1' then C.nosettle = 0 else C.nosettle = 1 end
     C.L = 4
     C.s = 0
+    budget_create(C, cfg)
     admit_many(C, args, 12, tonumber(args[11]))
   end
   C.lease = tonumber(args[2])
@@ -806,7 +810,7 @@ local function sync(keys, args)
   close(C)
   local a = 1
   if not alive then a = 0 end
-  return {a, due, counters(C), out, idle, C.refused - C.refused0, C.fixes}
+  return {a, due, counters(C), out, idle, C.refused - C.refused0, C.fixes, C.over_budget or 0}
 end
 
 -- renew(prefix; owner, lease_ms): the heartbeat. 0 if this worker's leases
@@ -855,6 +859,7 @@ local function status(keys, args)
   out[#out + 1] = tostring(redis.call('LLEN', p .. 'again'))
   out[#out + 1] = 'workers'
   out[#out + 1] = tostring(redis.call('ZCOUNT', p .. 'w', now_ms(), '+inf'))
+  budget_status(p, out)
   return out
 end
 
@@ -962,6 +967,7 @@ local function check(keys, args)
   elseif C.done == 0 and total == 0 and C.finished > 0 then
     bad('nothing unfinished, but not marked done')
   end
+  budget_problems(p, C.n, bad)
   return problems
 end
 

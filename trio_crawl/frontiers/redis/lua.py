@@ -46,6 +46,8 @@ cluster would keep them on one node; ``}`` and ``%`` in NAME are written
 ``idle``       set: workers waiting for work
 ``wake``       stream: wake-ups ("w": something changed; "d": done)
 ``robots``     hash: robots.txt responses shared by all workers
+``b``, ``hb``  hashes: the host budgets and their counts per host
+               (``budgets.py``; only in a crawl with budgets)
 
 An entry is a MessagePack array; see ``E_*`` in the Lua source. Times are the server's
 ``TIME`` in milliseconds, so every machine of a crawl shares one clock.
@@ -61,7 +63,9 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
-_SOURCE = resources.files(__package__).joinpath("functions.lua").read_text("utf-8")
+from . import budgets
+
+_SOURCE = budgets.splice(resources.files(__package__).joinpath("functions.lua").read_text("utf-8"))
 
 #: A short digest of the source: the library's and the functions' suffix.
 VERSION = hashlib.sha1(_SOURCE.encode()).hexdigest()[:10]

@@ -211,10 +211,12 @@ class SyncReply:
     refused: int
     #: Pages whose record states a depth a shorter path has since lowered.
     corrections: list[DepthCorrection]
+    #: New URLs the host budgets refused in this call (``budgets.py``).
+    over_budget: int = 0
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> SyncReply:
-        alive, due, counts, taken, idle, refused, fixes = raw
+        alive, due, counts, taken, idle, refused, fixes, over_budget = raw[:8]
         return cls(
             bool(alive),
             int(due),
@@ -231,6 +233,7 @@ class SyncReply:
                 )
                 for i in range(0, len(fixes), CORRECTION_FIELDS)
             ],
+            int(over_budget),
         )
 
 
