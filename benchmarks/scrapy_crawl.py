@@ -45,6 +45,7 @@ class BenchSpider(CrawlSpider):
     """Follow every in-host link once; one item per response."""
 
     name = "bench"
+    digests = False  # a class default: scrapy_broad's spider does not run this __init__
 
     def __init__(
         self,
