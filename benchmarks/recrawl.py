@@ -26,11 +26,12 @@ For the second crawl it prints one row per tool: wall and CPU time (the child's
 rusage), requests and bytes received counted in nginx's access log (``$bytes_sent``,
 headers included, the same for every tool), and exactness against the plan: changed,
 removed and new pages found, URLs recorded more than once, expected URLs missing.
-What "found" means per tool: trio-crawl, the record's ``change``; wget and wget2, a
-200 (or a 404 for a removed page) in the server's log and the new text in the file
-on disk; Scrapy, the ``sha1`` of the body its spider was given. Then the ideal (the
-bytes an exact recrawl must receive: bodies of changed and new pages, of pages with
-no validator or on the host that ignores them, and the 404s) and issue #33's goals.
+What "found" means per tool: trio-crawl, the record's ``change`` (and its ``digest``,
+where it has one, is the current text's); wget and wget2, a 200 (or a 404 for a
+removed page) in the server's log and the new text in the file on disk; Scrapy, the
+``sha1`` of the body its spider was given. Then the ideal (the bytes an exact recrawl
+must receive: bodies of changed and new pages, of pages with no validator or on the
+host that ignores them, and the 404s) and issue #33's goals.
 A tool that fails (trio-crawl before ``--recrawl`` exists: exit 2) is a FAILED row;
 the others go on. Exit status 1 if any run failed.
 """
@@ -38,6 +39,8 @@ the others go on. Exit status 1 if any run failed.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -193,6 +196,13 @@ def judge_trio_crawl(ctx: Context, outcomes: dict[int, str]) -> Found:
             continue
         found.duplicates += len(got) > 1
         change = got[0].get("change")
+        digest = got[0].get("digest")
+        if digest is not None and kind not in ("gone", "unlinked"):
+            current = ctx.site.body(number, ctx.site.version(number), *_site_address(ctx))
+            if digest != payload_digest(current):
+                found.wrong += 1
+                wrong.append(f"{number}: digest {digest} is not the current text's")
+                continue
         found.changed += kind == "changed" and change == "changed"
         found.new += kind == "new" and change == "new"
         if number in ctx.site.removed and change in ("gone", "unlinked"):
@@ -206,6 +216,15 @@ def judge_trio_crawl(ctx: Context, outcomes: dict[int, str]) -> Found:
     if by_url:
         found.notes.append(f"unexpected URLs: {sorted(by_url)[:3]}")
     return found
+
+
+def payload_digest(body: bytes) -> str:
+    """The record's ``digest``: ``sha1:`` and the base32 SHA-1, as in WARC-Payload-Digest."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+
+
+def _site_address(ctx: Context) -> tuple[list[str], int]:
+    return ctx.server.addresses, ctx.server.port
 
 
 def judge_wget(tool: str, ctx: Context, run: Run, outcomes: dict[int, str]) -> Found:

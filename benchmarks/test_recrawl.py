@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from loopback_hosts import host_addresses
-from recrawl import Context, judge_trio_crawl
+from recrawl import Context, judge_trio_crawl, payload_digest
 from recrawl_server import open_recrawl_nginx, parse_line
 from recrawl_site import GROUPS, RecrawlParams, _depths, apply_changes, plan, write_first
 from servers import find_nginx, free_port
@@ -140,7 +140,11 @@ def test_the_trio_crawl_verdict_counts_changes_duplicates_and_misses(tmp_path: P
     server: Any = SimpleNamespace(addresses=host_addresses(4), port=8080)
     ctx = Context(site, server, tmp_path, 1, [], "", 1.0)
     outcomes = site.outcomes()
-    records = [{"url": ctx.url(n), "change": kind} for n, kind in outcomes.items()]
+    records: list[dict[str, Any]] = [{"url": ctx.url(n), "change": k} for n, k in outcomes.items()]
+    for number, record in zip(outcomes, records, strict=True):
+        if record["change"] not in ("gone", "unlinked"):
+            body = site.body(number, site.version(number), server.addresses, 8080)
+            record["digest"] = payload_digest(body)
     out = tmp_path / "trio-crawl" / "second.jsonl"
     out.parent.mkdir()
 
@@ -158,6 +162,13 @@ def test_the_trio_crawl_verdict_counts_changes_duplicates_and_misses(tmp_path: P
     found = judge(worse)
     assert (found.changed, found.duplicates, found.wrong) == (kinds["changed"] - 1, 1, 1)
     assert judge(records[1:]).missing == 1
+    # A record that says "changed" but carries the old text's digest is wrong.
+    number = next(n for n, k in outcomes.items() if k == "changed")
+    old = payload_digest(site.body(number, 1, server.addresses, 8080))
+    stale = [{**r, "digest": old} if r["url"] == ctx.url(number) else r for r in records]
+    found = judge(stale)
+    assert (found.changed, found.wrong) == (kinds["changed"] - 1, 1)
+    assert payload_digest(b"") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 
 
 @needs_nginx
