@@ -74,6 +74,12 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
             "wget, nginx (else a Python server)",
         ),
         Benchmark(
+            "recrawl",
+            "recrawl.py",
+            "a changed site visited twice: --recrawl against wget/wget2 -N, Scrapy's cache",
+            "nginx, wget, wget2, Scrapy",
+        ),
+        Benchmark(
             "render",
             "bench_render.py",
             "--render against a Playwright script, by tab count",
@@ -176,7 +182,9 @@ HELPERS = {
     "exactness.py": "what each crawler's output says it fetched; the exact-once verdict",
     "bytecode.py": "how trio-crawl is started: its command, from bytecode",
     "redis_bench.py": "run.py's redis:N rows: one crawl in Redis over N processes",
-    "scrapy_crawl.py": "the Scrapy spider of run.py and realsite.py",
+    "recrawl_site.py": "recrawl.py's site: both versions and each URL's expected change",
+    "recrawl_server.py": "recrawl.py's nginx: validator mix, a host ignoring them, byte log",
+    "scrapy_crawl.py": "the Scrapy spider of run.py, realsite.py and recrawl.py",
     "scrapy_broad.py": "the Scrapy spider of broad.py and discovery.py",
     "warc_thread.py": "the WARC writer on a thread, which bench_warc.py measures",
     "cli_cpu_split.py": "a --trio-crawl-cmd wrapper: the crawl's CPU and its child's apart",
@@ -184,6 +192,7 @@ HELPERS = {
     "test_bench.py": "tests of the harness: site, exactness, servers, measurement",
     "test_broad.py": "tests of broad.py's hosts, nginx config and verdicts",
     "test_realsite.py": "tests of realsite.py's readers and verdicts",
+    "test_recrawl.py": "tests of recrawl.py's site plan, server and verdicts",
 }
 
 

@@ -16,11 +16,17 @@ Output (the ``FEEDS`` JSON Lines exporter): one item per page the spider receive
 ``{"url", "status"}``, plus one ``{"url", "status", "error"}`` item per failed request
 (HTTP error status or network failure). robots.txt is fetched by Scrapy's middleware and
 is never an item. ``--stats FILE`` also writes Scrapy's own crawl statistics as JSON.
+
+For recrawl.py (several hosts, visited twice): ``--allow-host HOST:PORT`` (repeatable)
+adds hosts to follow; ``--httpcache DIR`` turns on Scrapy's HTTP cache in DIR with
+``RFC2616Policy`` (what a Scrapy user sets to revisit politely); each item then also
+carries ``sha1`` (of the body the spider got, from the cache or not) and ``cached``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -39,16 +45,25 @@ class BenchSpider(CrawlSpider):
     """Follow every in-host link once; one item per response."""
 
     name = "bench"
+    digests = False  # a class default: scrapy_broad's spider does not run this __init__
 
-    def __init__(self, start_url: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        start_url: str,
+        more_hosts: tuple[str, ...] = (),
+        digests: bool = False,
+        **kwargs: Any,
+    ) -> None:
         parts = urlsplit(start_url)
         self.start_urls = [start_url]
+        self.digests = digests
+        netlocs = [parts.netloc, *more_hosts]
         # The offsite middleware matches the host name alone; the link extractor matches
         # the netloc (host:port), so it keeps the crawl on the benchmark server's port.
-        self.allowed_domains = [parts.hostname or ""]
+        self.allowed_domains = sorted({n.rsplit(":", 1)[0] for n in netlocs})
         self.rules = (
             Rule(
-                LinkExtractor(allow_domains=[parts.netloc]),
+                LinkExtractor(allow_domains=netlocs),
                 callback="parse_item",
                 errback="on_error",
                 follow=True,
@@ -68,10 +83,17 @@ class BenchSpider(CrawlSpider):
             yield Request(url)
 
     def parse_start_url(self, response: Response, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        yield {"url": response.url, "status": response.status}
+        yield self.item(response)
 
     def parse_item(self, response: Response) -> Iterator[dict[str, Any]]:
-        yield {"url": response.url, "status": response.status}
+        yield self.item(response)
+
+    def item(self, response: Response) -> dict[str, Any]:
+        item: dict[str, Any] = {"url": response.url, "status": response.status}
+        if self.digests:
+            item["sha1"] = hashlib.sha1(response.body).hexdigest()
+            item["cached"] = "cached" in response.flags
+        return item
 
     def on_error(self, failure: Failure) -> Iterator[dict[str, Any]]:
         request = failure.request  # type: ignore[attr-defined]
@@ -81,9 +103,19 @@ class BenchSpider(CrawlSpider):
         yield {"url": request.url, "status": status, "error": repr(failure.value)}
 
 
-def settings_for(workers: int, output: str) -> dict[str, Any]:
+def settings_for(workers: int, output: str, httpcache: str | None = None) -> dict[str, Any]:
     """The Scrapy settings of the benchmark (see the module docstring)."""
+    cache = (
+        {
+            "HTTPCACHE_ENABLED": True,
+            "HTTPCACHE_DIR": httpcache,
+            "HTTPCACHE_POLICY": "scrapy.extensions.httpcache.RFC2616Policy",
+        }
+        if httpcache
+        else {}
+    )
     return {
+        **cache,
         "CONCURRENT_REQUESTS": workers,
         "CONCURRENT_REQUESTS_PER_DOMAIN": workers,
         "ROBOTSTXT_OBEY": True,
@@ -101,10 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--output", required=True)
     parser.add_argument("--stats", help="write Scrapy's crawl stats here as JSON")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST:PORT")
+    parser.add_argument("--httpcache", metavar="DIR", help="RFC2616Policy HTTP cache in DIR")
     args = parser.parse_args(argv)
-    process = CrawlerProcess(settings=settings_for(args.workers, args.output))
+    process = CrawlerProcess(settings=settings_for(args.workers, args.output, args.httpcache))
     crawler = process.create_crawler(BenchSpider)
-    process.crawl(crawler, start_url=args.url)
+    process.crawl(
+        crawler,
+        start_url=args.url,
+        more_hosts=tuple(args.allow_host),
+        digests=bool(args.httpcache),
+    )
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
     if args.stats:
