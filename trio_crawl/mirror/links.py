@@ -83,10 +83,11 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c}{c.upper()}{_FOLDS.get(c, '')}]" for c in word)
 
 
-#: An attribute found in the text: one of ``_NAMES``, in any case, after a
-#: space, quote or ``/`` (group 1 is the name), then ``=``; ``_VALUE`` follows.
-_ATTRIBUTE: Final = re.compile(
-    r"""[\s"'/](""" + "|".join(_any_case(name) for name in _NAMES) + r""")\s*="""
+#: An attribute found in the text, read backwards (``attribute_spans``):
+#: ``=``, spaces, one of ``_NAMES`` reversed in any case (group 1), then a
+#: space, quote or ``/``.
+_ATTRIBUTE_REVERSED: Final = re.compile(
+    r"""=\s*(""" + "|".join(_any_case(name[::-1]) for name in _NAMES) + r""")[\s"'/]"""
 )
 _VALUE: Final = re.compile(r"""\s*("[^"]*"|'[^']*'|[^\s"'<>`]+)""")
 _STYLE_ELEMENT: Final = re.compile(r"(<style\b[^>]*>)(.*?)(</style\s*>)", re.I | re.S)
@@ -259,24 +260,38 @@ def attribute_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     """(start, end of the name, start of the value, end) of each link-like
     attribute in ``text``, in order, never overlapping: what ``re.finditer``
     gives for ``(?<=[\\s"'/])(NAME)(\\s*=\\s*)(VALUE)`` (case-insensitive).
+
     That look-behind was tried at every character of every page; then a
-    Python loop over every ``=`` was (a Sphinx page has one per ``class=``),
-    most of a conversion's CPU time. Now one regular expression, whose first
-    character is a set the engine scans for in C, finds each name with the
-    character before it: a value never ends before that character (it may
-    be the last one of the previous value, as the look-behind allowed).
+    Python loop over every ``=`` was (a Sphinx page has one per ``class=``):
+    most of a conversion's CPU time. Now the candidates, a name between a
+    space, quote or ``/`` and ``=``, are found in the reversed text, where
+    each starts with the literal ``=`` the regular expression engine jumps
+    to in C. Two candidates never share a character (each ends at its own
+    ``=``, which no other one contains), so reading them left to right and
+    skipping those that start inside the previous match (its value) gives
+    the forward search's matches exactly. The character before a name may be
+    the last one of the previous value, as the look-behind allowed.
 
     >>> list(attribute_spans('<a x=1 HREF = "a=b" data-src=c>'))
     [(7, 11, 14, 19)]
     """
-    search, value_at = _ATTRIBUTE.search, _VALUE.match
+    size = len(text)
+    # (the character before the name, the name's start and end, the end of "=")
+    candidates = [
+        (size - m.end(), size - m.end(1), size - m.start(1), size - m.start())
+        for m in _ATTRIBUTE_REVERSED.finditer(text[::-1])
+    ]
+    candidates.reverse()
+    value_at = _VALUE.match
     position = 0
-    while (found := search(text, position)) is not None:
-        value = value_at(text, found.end())
-        if value is None:
-            position = found.start() + 1
+    for before, start, name_end, equals_end in candidates:
+        if before < position:
             continue
-        yield found.start(1), found.end(1), value.start(1), value.end()
+        value = value_at(text, equals_end)
+        if value is None:
+            position = before + 1
+            continue
+        yield start, name_end, value.start(1), value.end()
         position = value.end() - 1
 
 
