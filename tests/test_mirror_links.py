@@ -183,3 +183,14 @@ def test_the_names_match_every_character_a_case_insensitive_expression_takes() -
             for letter in letters:
                 expected = re.fullmatch(letter, char, re.I) is not None
                 assert (re.fullmatch(links._any_case(letter), char) is not None) == expected
+
+
+def test_style_attributes_however_spelled_are_converted() -> None:
+    """The style attributes are asked of lxml only when the bytes hold
+    ``style``, blanks and ``=`` (any ASCII case): each spelling libxml2
+    reads as a style attribute is still converted."""
+    for spelling in ("style=", "STYLE =", "sTyLe\f=", "style\r\n\t ="):
+        page = f"<p {spelling}'background: url(/img/bg.png)'>x</p>"
+        expected = page.replace("/img/bg.png", "img/bg.png")
+        assert convert(("h", "index.html"), page) == expected, spelling
+    assert convert(("h", "index.html"), "<p data-x='style'>url(/img/bg.png)</p>") is None
