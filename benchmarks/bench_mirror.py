@@ -106,7 +106,9 @@ def crawl(tool: str, url: str, out: Path, workers: int) -> Result:
         ]  # fmt: skip
         if tool == "trio-crawl":
             cmd += ["--mirror", str(out), "-k"]  # no -q: the summary has the conversion's time
-        elif tool in ("trio-crawl-then-k", "trio-crawl-no-k"):
+        elif tool == "trio-crawl-no-k":
+            cmd += ["--mirror", str(out)]  # the same output as with -k: the difference is -k
+        elif tool == "trio-crawl-then-k":
             cmd += ["--mirror", str(out), "-q"]
         else:
             cmd += ["-q"]
