@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_mirror import Result, compare, known_spellings
 from exactness import Fetches, read_scrapy, read_trio_crawl, verify
 from generate_site import (
     SiteParams,
@@ -158,3 +159,31 @@ def test_server_serves_site_with_query_variants(tmp_path: Path, kind: str) -> No
         conn.close()
         assert bodies[1] == bodies[2]  # a query variant serves its base page
         assert b"Page 0" in bodies[0]
+
+
+def test_mirror_comparison_counts_pages_that_differ_only_by_link_spelling(tmp_path: Path) -> None:
+    """bench_mirror's count of pages the two converters agree on: byte for
+    byte, then with a self link plus fragment and a ``?`` in a saved file's
+    name written one way; a page whose links go elsewhere still differs."""
+    pages = {
+        "same.html": (b'<a href="x.html">', b'<a href="x.html">'),
+        "p/own.html": (b'<a href="own.html#top">', b'<a href="#top">'),
+        "query.html": (b'<a href="q.html?x=1">', b'<a href="q.html%3Fx=1">'),
+        "p/q.html?a=1&b=2": (b'<a href="q.html%3Fa=1&amp;b=2#s">', b'<a href="#s">'),
+        "kept.html": (b'<a href="kept.html#s">', b'<a href="kept.html#s">'),
+        "other.html": (b'<a href="a.html#s">', b'<a href="#s">'),
+        "site.html": (b'<a href="http://h/a?b">', b'<a href="http://h/a%3Fb">'),
+    }
+    trees = []
+    for side in (0, 1):
+        files = {}
+        for name, contents in pages.items():
+            path = tmp_path / str(side) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(contents[side])
+            files[name] = path
+        trees.append(Result(["wget", "trio-crawl"][side], 0.0, 0.0, 0, files))
+    summary, *_ = compare(*trees)
+    assert "byte-identical 2, identical once two link spellings are written one way 5" in summary
+    assert "still different 2" in summary
+    assert known_spellings("a/b.html", b'src="b.html#x"') == b'src="#x"'

@@ -9,6 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trio_crawl.mirror import links
 from trio_crawl.mirror.convert import file_kind
 from trio_crawl.mirror.layout import MirrorLayout
 from trio_crawl.mirror.links import LinkConverter, attribute_spans
@@ -159,6 +160,7 @@ _REFERENCE = re.compile(
 _PIECES = (
     "href", "HREF", "src", "srcset", "imagesrcset", "data", "style", "\u017frc", "x",
     "=", " ", "\n", "\u00a0", '"', "'", "/", "<", ">", "a=b", "-", "`",
+    "bac\u212aground", "background", "\u0131magesrcset", "\u0130MAGESRCSET", "poster", "Data",
 )
 # fmt: on
 
@@ -168,3 +170,27 @@ _PIECES = (
 def test_attribute_spans_find_what_the_regular_expression_found(text: str) -> None:
     expected = [(m.start(), m.end(1), m.start(3), m.end()) for m in _REFERENCE.finditer(text)]
     assert list(attribute_spans(text)) == expected
+
+
+def test_the_names_match_every_character_a_case_insensitive_expression_takes() -> None:
+    """``attribute_spans`` spells each letter's cases out (no ``re.I``): every
+    character that ``re.I`` takes for a letter of the names is in its set."""
+    letters = sorted(set("".join(links._NAMES)))
+    anything = re.compile("[" + "".join(letters) + "]", re.I)
+    for code in range(0x110000):
+        char = chr(code)
+        if anything.fullmatch(char):
+            for letter in letters:
+                expected = re.fullmatch(letter, char, re.I) is not None
+                assert (re.fullmatch(links._any_case(letter), char) is not None) == expected
+
+
+def test_style_attributes_however_spelled_are_converted() -> None:
+    """The style attributes are asked of lxml only when the bytes hold
+    ``style``, blanks and ``=`` (any ASCII case): each spelling libxml2
+    reads as a style attribute is still converted."""
+    for spelling in ("style=", "STYLE =", "sTyLe\f=", "style\r\n\t ="):
+        page = f"<p {spelling}'background: url(/img/bg.png)'>x</p>"
+        expected = page.replace("/img/bg.png", "img/bg.png")
+        assert convert(("h", "index.html"), page) == expected, spelling
+    assert convert(("h", "index.html"), "<p data-x='style'>url(/img/bg.png)</p>") is None

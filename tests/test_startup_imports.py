@@ -43,6 +43,15 @@ OPTIONAL = (
     "trio_crawl.fetch.chromium",
     "trio_crawl.fetch.cookies",
     "lxml.html",
+    # issue #36 item 11: only --sitemaps, --page-requisites and pages over
+    # lexbor's 1 MiB use these (the requisite mark is core/payloads.py)
+    "trio_crawl.engine.sitemaps",
+    "trio_crawl.engine.sitemap_parse",
+    "trio_crawl.core.requisites",
+    "trio_crawl.core.libxml2_links",
+    "trio_crawl.core.push_parse",
+    "trio_crawl.core.stylesheet",
+    "trio_crawl.core.tokenized",
 )
 #: What only the summary table and the live display use (not with -q); rich
 #: imports fractions, which a quiet crawl needs only for a size or a count

@@ -120,9 +120,7 @@ from typing import TYPE_CHECKING, Final
 
 from .content_type import is_html_content_type
 from .html_links import html_links
-from .libxml2_links import WALK_TAGS, parse_links, read_elements, reopen_html_end, tokenize_links
 from .page_encoding import utf8
-from .push_parse import PushParse, stream
 from .url import join, resolve_many
 
 if TYPE_CHECKING:
@@ -204,6 +202,12 @@ def extract_links(body: bytes, url: str, content_type: str | None) -> list[str]:
         if not hrefs:
             return []
         return resolve_many(hrefs, url if base is None else _frozen_base(base, url))
+    # Pages lexbor does not read (rule 8) and requisites load libxml2's
+    # link loops on first use: a plain crawl of small pages never compiles
+    # their rules (issue #36 item 11).
+    from .libxml2_links import parse_links, reopen_html_end, tokenize_links
+    from .push_parse import stream
+
     data = reopen_html_end(data)
     if len(data) >= _STREAM_BYTES:
         streamed = stream(data, requisites=False)
@@ -241,6 +245,9 @@ def iter_link_chunks(
     """
     if not body or not is_html_content_type(content_type):
         return
+    from .libxml2_links import reopen_html_end, tokenize_links
+    from .push_parse import PushParse
+
     data = reopen_html_end(utf8(body, content_type))
     if len(data) < _STREAM_BYTES:
         links = extract_links(body, url, content_type)  # rare: 1 MiB once transcoded
@@ -298,6 +305,9 @@ def extract_links_and_requisites(
     """
     if not body or not is_html_content_type(content_type):
         return [], []
+    from .libxml2_links import WALK_TAGS, read_elements, reopen_html_end
+    from .push_parse import stream
+
     data = reopen_html_end(utf8(body, content_type))
     base: str | None = None
     hrefs: list[str] = []
@@ -350,6 +360,8 @@ def parse_html(body: bytes, content_type: str | None) -> lxml.html.HtmlElement |
     if not body or not is_html_content_type(content_type):
         return None
     import lxml.html  # for handlers only: the crawl's own parse needs lxml.etree alone
+
+    from .libxml2_links import reopen_html_end
 
     parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
     root, _ = _fromstring(reopen_html_end(utf8(body, content_type)), parser)

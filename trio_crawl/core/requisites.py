@@ -71,16 +71,18 @@ Rules:
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable
 from typing import Final, TypeGuard
 
+from .payloads import REQUISITE, Requisite
 from .url import resolve_many
 
 __all__ = [
+    "REQUISITE",
     "REQUISITE_RELS",
     "REQUISITE_TAGS",
+    "Requisite",
     "css_refs",
     "element_refs",
     "extract_css_urls",
@@ -456,14 +458,3 @@ def element_refs(
     style = get("style")
     if style and ("(" in style):
         refs.extend(css_refs(style))
-
-
-class Requisite(enum.Enum):
-    """The payload of a frontier entry admitted as a page requisite: fetched
-    with its body whatever its type, recorded, and never read for links (a
-    stylesheet is read for its own ``url()``s, which are requisites too)."""
-
-    OF_PAGE = "requisite"
-
-
-REQUISITE = Requisite.OF_PAGE

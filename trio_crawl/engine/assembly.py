@@ -39,7 +39,6 @@ from .requests import priority
 from .robots_gate import RobotsCache
 from .schedule import PoliteSchedule
 from .shared_politeness import SharedScheduleRoom, robots_fetcher
-from .sitemaps import SitemapSeeder
 from .time_limit import stop_at_time_limit
 from .worker_log import WorkerLog
 
@@ -114,10 +113,15 @@ def assemble(
             retry_period=ROBOTS_RETRY_PERIOD,
         )
     seeds = frontier if config.follow.sitemaps and isinstance(frontier, AdmitsSeeds) else None
+    sitemaps = None
+    if seeds is not None:
+        from .sitemaps import SitemapSeeder  # --sitemaps only: not loaded before
+
+        sitemaps = SitemapSeeder(fetcher, scope, seeds)
     gate = HostGate(
         robots,
         schedule,
-        SitemapSeeder(fetcher, scope, seeds) if seeds is not None else None,
+        sitemaps,
         max_crawl_delay=config.politeness.max_crawl_delay,
         capped_delays=stats.capped_crawl_delays,
     )

@@ -30,10 +30,9 @@ from ..core.frontier import Entry
 from ..core.http import is_html_content_type
 from ..core.models import FetchResult
 from ..core.parse import extract_links, extract_links_and_requisites, iter_link_chunks
-from ..core.requisites import REQUISITE
+from ..core.payloads import REQUISITE
 from ..core.scope import Scope
 from ..core.scrape import Handler, Page, Request
-from ..core.stylesheet import stylesheet_urls
 from ..core.url import resolve
 from ..frontiers.base import AdmitsLinkChunks, AdmitsRequests, AdmitsRequisites, FrontierBackend
 from .delivery import Delivery
@@ -115,6 +114,8 @@ class PageReader:
                 return PageOutcome(followed=await self.run_handler(handler, entry, result))
             if entry.payload is REQUISITE:
                 # Never read for links; a stylesheet's url()s are requisites too.
+                from ..core.stylesheet import stylesheet_urls  # -p only: not loaded before
+
                 refs = stylesheet_urls(result.body, entry.url, result.content_type)
                 assert self._requisites is not None  # only such a frontier admits them
                 self._requisites.admit_requisites(entry, refs)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import trio
 
 from ..core.frontier import Entry
-from ..core.requisites import REQUISITE
+from ..core.payloads import REQUISITE
 from ..core.url import host_port
 from .schedule import PoliteSchedule
 

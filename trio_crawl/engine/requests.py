@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.config import CrawlConfig
 from ..core.frontier import Entry
 from ..core.models import FetchResult
-from ..core.requisites import REQUISITE
+from ..core.payloads import REQUISITE
 from ..core.scrape import Handler, Request
 from ..fetch.base import Fetcher
 

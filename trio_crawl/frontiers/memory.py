@@ -25,7 +25,7 @@ from ..core.frontier import (
     RedirectOutcome,
 )
 from ..core.host_budget import HostBudget
-from ..core.requisites import REQUISITE
+from ..core.payloads import REQUISITE
 from ..core.scope import Scope
 from ..core.scrape import Request
 from .base import Correct, Publish

@@ -70,15 +70,33 @@ _LINK_ATTRIBUTES: Final[dict[str, tuple[str, ...]]] = {
     "object": ("data",),
     **{tag: ("background",) for tag in _BACKGROUND},
 }
-#: The attributes found in the text (``attribute_spans``): one of these names,
-#: case-insensitively, after a space, quote or ``/``, then ``=`` and a value.
-_ATTRIBUTE_NAME: Final = re.compile(
-    r"href|src|srcset|imagesrcset|poster|data|background|style", re.I
+#: The attribute names ``attribute_spans`` finds.
+_NAMES: Final = ("href", "src", "srcset", "imagesrcset", "poster", "data", "background", "style")
+#: What a case-insensitive ``str`` regular expression takes for these ASCII
+#: letters besides their two cases (Unicode case folding): spelled out, the
+#: search runs without ``re.I``, whose per-character folding made it a third
+#: slower.
+_FOLDS: Final = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c}{c.upper()}{_FOLDS.get(c, '')}]" for c in word)
+
+
+#: An attribute found in the text, read backwards (``attribute_spans``):
+#: ``=``, spaces, one of ``_NAMES`` reversed in any case (group 1), then a
+#: space, quote or ``/``.
+_ATTRIBUTE_REVERSED: Final = re.compile(
+    r"""=\s*(""" + "|".join(_any_case(name[::-1]) for name in _NAMES) + r""")[\s"'/]"""
 )
-_NAME_LENGTHS: Final = (3, 4, 5, 6, 10, 11)
-_BEFORE_NAME: Final = re.compile(r"""[\s"'/]""")
 _VALUE: Final = re.compile(r"""\s*("[^"]*"|'[^']*'|[^\s"'<>`]+)""")
 _STYLE_ELEMENT: Final = re.compile(r"(<style\b[^>]*>)(.*?)(</style\s*>)", re.I | re.S)
+#: Text that may hold a ``style`` attribute: libxml2 reads an attribute's
+#: name as written (ASCII letters folded), then blanks (form feed too),
+#: then ``=``. A page without it is not asked for its style attributes (an
+#: XPath over every attribute of every element: a tenth of a Sphinx page's
+#: conversion).
+_STYLE_ATTRIBUTE: Final = re.compile(rb"style[\t\n\f\r ]*=", re.I)
 _BASE_HREF: Final = re.compile(r"(<base\b[^>]*?[\s\"'/])(href)(?=\s*=)", re.I)
 _CSS_URL: Final = re.compile(
     r"""(url\(\s*)(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'()\\]*))(\s*\))"""
@@ -209,7 +227,7 @@ class LinkConverter:
                         new = self.href(value, base)
                     if new != value:
                         changes[(name, value)] = new
-        styles = root.xpath("//@style")
+        styles = root.xpath("//@style") if _STYLE_ATTRIBUTE.search(data) else []
         assert isinstance(styles, list)  # a node-set: the attribute values
         for found in styles:
             style = str(found)
@@ -226,7 +244,9 @@ class LinkConverter:
             for start, name_end, value_start, end in attribute_spans(text):
                 raw = text[value_start:end]
                 quote = raw[0] if raw[0] in "\"'" else ""
-                value = html.unescape(raw[1:-1] if quote else raw)
+                value = raw[1:-1] if quote else raw
+                if "&" in value:
+                    value = html.unescape(value)
                 replacement = changes.get((text[start:name_end].lower(), value))
                 if replacement is not None:
                     self.changed += 1
@@ -247,33 +267,40 @@ class LinkConverter:
 def attribute_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
     """(start, end of the name, start of the value, end) of each link-like
     attribute in ``text``, in order, never overlapping: what ``re.finditer``
-    gives for ``(?<=[\\s"'/])(NAME)(\\s*=\\s*)(VALUE)`` (case-insensitive),
-    found from each ``=`` instead. That regular expression tried a look-behind
-    at every character of every page: it was half of a conversion's CPU time.
+    gives for ``(?<=[\\s"'/])(NAME)(\\s*=\\s*)(VALUE)`` (case-insensitive).
+
+    That look-behind was tried at every character of every page; then a
+    Python loop over every ``=`` was (a Sphinx page has one per ``class=``):
+    most of a conversion's CPU time. Now the candidates, a name between a
+    space, quote or ``/`` and ``=``, are found in the reversed text, where
+    each starts with the literal ``=`` the regular expression engine jumps
+    to in C. Two candidates never share a character (each ends at its own
+    ``=``, which no other one contains), so reading them left to right and
+    skipping those that start inside the previous match (its value) gives
+    the forward search's matches exactly. The character before a name may be
+    the last one of the previous value, as the look-behind allowed.
 
     >>> list(attribute_spans('<a x=1 HREF = "a=b" data-src=c>'))
     [(7, 11, 14, 19)]
     """
-    find = text.find
+    size = len(text)
+    # (the character before the name, the name's start and end, the end of "=")
+    candidates = [
+        (size - m.end(), size - m.end(1), size - m.start(1), size - m.start())
+        for m in _ATTRIBUTE_REVERSED.finditer(text[::-1])
+    ]
+    candidates.reverse()
+    value_at = _VALUE.match
     position = 0
-    while (equals := find("=", position)) >= 0:
-        name_end = equals
-        while name_end > position and text[name_end - 1].isspace():
-            name_end -= 1
-        value = _VALUE.match(text, equals + 1)
-        after = equals + 1
-        for length in _NAME_LENGTHS if value is not None else ():
-            start = name_end - length
-            if start < max(position, 1):
-                break  # a match starts at or after the last one's end, after a character
-            if _ATTRIBUTE_NAME.fullmatch(text, start, name_end) and _BEFORE_NAME.match(
-                text, start - 1
-            ):
-                assert value is not None
-                yield start, name_end, value.start(1), value.end()
-                after = value.end()
-                break
-        position = after
+    for before, start, name_end, equals_end in candidates:
+        if before < position:
+            continue
+        value = value_at(text, equals_end)
+        if value is None:
+            position = before + 1
+            continue
+        yield start, name_end, value.start(1), value.end()
+        position = value.end() - 1
 
 
 def _quoted(value: str, quote: str) -> str:
