@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
 #: Change kinds a recrawl's record carries in ``change``.
@@ -60,8 +58,8 @@ class Visit:
     ``links``: the page's links as found (canonical URLs; the scope and
     filters of the crawl that reads them decide again), None when they were
     not kept (a page too big to hold its links: it is never revalidated).
-    ``schedule``: the revisit history's JSON (``core/revisit_schedule.py``),
-    None until a schedule keeps one.
+    ``schedule``: the revisit history's JSON (the revisit schedule's, when
+    one keeps it), None until then.
     """
 
     url: str
@@ -130,6 +128,11 @@ def http_date(value: str | None) -> float | None:
     """An HTTP-date as epoch seconds (None: absent or not a date)."""
     if not value:
         return None
+    # Here, not at the top: email.utils costs every crawl's start ~2 ms, and
+    # only a recrawl reads dates (``core/retry.py`` does the same).
+    from datetime import UTC
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
