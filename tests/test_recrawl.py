@@ -271,3 +271,64 @@ def test_kill_9_mid_recrawl_then_resume_is_one_recrawl(tmp_path: Path) -> None:
     twice = {t for t in asked(hurt_log) if asked(hurt_log).count(t) > 1}
     refetched = {u[len(server.url("")) :] for u, r in hurt_records.items() if r.get("refetched")}
     assert {target for target, _ in twice} <= refetched | {"/robots.txt"}
+
+
+def test_the_library_recrawls_a_state_file(tmp_path: Path) -> None:
+    import trio
+
+    from trio_crawl import CrawlRecord, run_crawl
+
+    site = first_site()
+    db = str(tmp_path / "s.db")
+    with serve_site(site.site()) as server:
+        first = trio.run(lambda: run_crawl(server.url("/"), state=db, workers=2))
+        assert first.changes == {} and first.reused_bytes == 0
+        change(site)
+        records: list[CrawlRecord] = []
+        again = trio.run(
+            lambda: run_crawl(
+                server.url("/"), state=db, recrawl=True, workers=2, on_record=records.append
+            )
+        )
+    assert again.changes == {
+        "unchanged": 4, "changed": 3, "new": 2, "gone": 1, "unlinked": 1,
+    }  # fmt: skip
+    root = next(r for r in records if r.url == server.url("/"))
+    assert root.status == 304 and root.extra["reused_bytes"] == root.size
+    assert sum(r.extra.get("reused_bytes", 0) for r in records) == again.reused_bytes
+
+
+def test_validators_go_back_exactly_as_they_came(tmp_path: Path) -> None:
+    """A weak ETag verbatim; a Last-Modified in the future not at all; a
+    response with Vary: * asked plainly."""
+    from email.utils import formatdate
+
+    from trio_crawl.testing import Response, Site, page
+
+    future = formatdate(4_000_000_000, usegmt=True)
+    past = formatdate(1_500_000_000, usegmt=True)
+    body = page("/weak", "/future", "/vary").body
+    site = Site(
+        {
+            "/": Response(body=body),
+            "/weak": Response(body=b"<p>w</p>", headers=(("ETag", 'W/"w1"'),)),
+            "/future": Response(
+                body=b"<p>f</p>", headers=(("ETag", '"f"'), ("Last-Modified", future))
+            ),
+            "/vary": Response(
+                body=b"<p>v</p>", headers=(("ETag", '"v"'), ("Last-Modified", past), ("Vary", "*"))
+            ),
+        }
+    )
+    db, first, second = tmp_path / "s.db", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    with serve_site(site) as server:
+        assert crawl(server.url("/"), db, first)[0] == 0
+        n = len(server.log)
+        assert crawl(server.url("/"), db, second, "--recrawl")[0] == 0
+        asked = {e.target: conditional(e.headers) for e in server.log[n:]}
+    assert asked["/weak"] == {"if-none-match": 'W/"w1"'}
+    assert asked["/future"] == {"if-none-match": '"f"'}  # no If-Modified-Since
+    assert asked["/vary"] == {}
+    changes = {u[len(server.url("")) :]: r["change"] for u, r in by_url(second).items()}
+    assert changes == {"/": "unchanged", "/weak": "unchanged", "/future": "unchanged",
+                       "/vary": "unchanged"}  # fmt: skip
