@@ -96,13 +96,23 @@ class Visit:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Visit:
-        """The inverse of ``to_row``."""
-        values = dict(zip(COLUMNS, row, strict=True))
-        links, schedule = values.pop("links"), values.pop("schedule")
+        """The inverse of ``to_row`` (positional: a recrawl reads one a URL)."""
+        url, status, etag, modified, digest, size, links = row[:7]
+        redirect, at, record_id, warc_date, content_type, schedule = row[7:]
         return cls(
-            **values,
-            links=None if links is None else tuple(json.loads(links)),
-            schedule=None if schedule is None else json.loads(schedule),
+            url,
+            status,
+            etag,
+            modified,
+            digest,
+            size,
+            None if links is None else tuple(json.loads(links)),
+            redirect,
+            at or 0.0,
+            record_id,
+            warc_date,
+            content_type,
+            None if schedule is None else json.loads(schedule),
         )
 
 
