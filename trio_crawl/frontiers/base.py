@@ -44,6 +44,7 @@ What each backend guarantees (the "Backends" table of docs/manual/ending.md says
     handler=              yes           no                   yes (importable ones)
     random_wait=          yes           yes                  no
     host budgets          yes           yes, across runs     no
+    recrawl=              no            yes (KeepsVisits)    no
 
 [1] a worker that dies or freezes past its lease loses its pages to the
 others: a page in flight then may be fetched twice (marked ``refetched``).
