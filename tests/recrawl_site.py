@@ -35,6 +35,8 @@ class ChangingSite:
     ignores_validators: bool = False
     #: Paths answered 304 whatever the request says (even with no validator).
     blind_304: set[str] = field(default_factory=set)
+    #: Paths answered 503 (a server in trouble).
+    failing: set[str] = field(default_factory=set)
 
     def add(self, path: str, *links: str, validators: str = ETAG, text: str = "") -> None:
         self.pages[path] = Page(tuple(links), text, validators)
@@ -64,6 +66,8 @@ class ChangingSite:
     def answer(self, request: object) -> Response:
         target: str = request.target  # type: ignore[attr-defined]
         asked: dict[str, str] = request.headers  # type: ignore[attr-defined]
+        if target in self.failing:
+            return Response(status=503, body=b"busy", content_type="text/plain")
         if target in self.blind_304:
             return Response(status=304, content_type=None)
         if target not in self.pages:

@@ -332,3 +332,28 @@ def test_validators_go_back_exactly_as_they_came(tmp_path: Path) -> None:
     changes = {u[len(server.url("")) :]: r["change"] for u, r in by_url(second).items()}
     assert changes == {"/": "unchanged", "/weak": "unchanged", "/future": "unchanged",
                        "/vary": "unchanged"}  # fmt: skip
+
+
+def test_a_failed_fetch_keeps_the_previous_capture(tmp_path: Path) -> None:
+    site = first_site()
+    db = tmp_path / "s.db"
+    with serve_site(site.site()) as server:
+        assert crawl(server.url("/"), db, tmp_path / "1.jsonl")[0] == 0
+        site.failing.add("/a")
+        second = tmp_path / "2.jsonl"
+        assert crawl(server.url("/"), db, second, "--recrawl", "--retries", "0")[0] == 0
+        failed = by_url(second)[server.url("/a")]
+        assert (failed["change"], failed["kept"], failed["status"]) == ("error", True, 503)
+        # what lies behind it is still reached through its kept links, not unlinked
+        behind = by_url(second)[server.url("/a1")]
+        assert (behind["change"], behind["depth"]) == ("unchanged", 2)
+        assert "unlinked" not in {r["change"] for r in by_url(second).values()}
+        site.failing.clear()
+        n = len(server.log)
+        assert crawl(server.url("/"), db, tmp_path / "3.jsonl", "--recrawl")[0] == 0
+        again = [e for e in server.log[n:] if e.target == "/a"]
+    # asked with the validators of the capture kept (the first crawl's)
+    assert [conditional(e.headers) for e in again] == [
+        {"if-none-match": dict(site.headers("/a"))["ETag"]}
+    ]
+    assert by_url(tmp_path / "3.jsonl")[server.url("/a")]["change"] == "unchanged"

@@ -50,7 +50,7 @@ class Recorder:
         """Admit the children, deliver the record, then let the frontier store
         the URL as done. Awaiting a slow record reader is safe: the entry is
         still held. A kept visit is in the frontier before the record is out."""
-        record, ticket = self.revisits.settle(entry, record, links)
+        record, links, ticket = self.revisits.settle(entry, record, links)
         await self._frontier.finish(entry, links)  # writes the visit with the links
         await self.revisits.kept(ticket)
         if self._refetch is not None and self._refetch.was_refetched(entry):

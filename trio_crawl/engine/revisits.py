@@ -114,11 +114,13 @@ class Revisits:
 
     def settle(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None
-    ) -> tuple[CrawlRecord, int]:
-        """The record as a recrawl says it, and the ticket of the visit it
-        leaves (0: none kept). Not a checkpoint."""
+    ) -> tuple[CrawlRecord, Sequence[str] | None, int]:
+        """The record as a recrawl says it, the links to admit (a failed
+        page's kept ones: what lies behind a page that fails today is not
+        unlinked), and the ticket of the visit it leaves (0: none kept).
+        Not a checkpoint."""
         if self._keeper is None:
-            return record, 0
+            return record, links, 0
         url = entry.url
         result = self._heard.pop(url, None)
         asked = url in self._asked
@@ -145,10 +147,13 @@ class Revisits:
             if change == ERROR and previous is not None:
                 record.extra["kept"] = True
                 visit = previous  # the capture we have stays the one to ask with
+                if links is None and previous.links:
+                    links = list(previous.links)
+                    record = dataclasses.replace(record, links=len(links))
             record.extra["change"] = change
         if visit is None:
             visit = _visit_of(record, result, links, now)
-        return record, self._keeper.keep(visit)
+        return record, links, self._keeper.keep(visit)
 
     async def kept(self, ticket: int) -> None:
         if ticket and self._keeper is not None:
