@@ -73,7 +73,7 @@ def test_crawl_to_stdout_writes_only_records(fetcher: str) -> None:
     assert urls == sorted([base + "/"] + [f"{base}/p/{i}" for i in range(20)])
     assert set(records[0]) == {
         "url", "status", "depth", "error", "redirect", "referrer",
-        "content_type", "elapsed_ms", "links", "attempts", "t", "size", "protocol",
+        "content_type", "elapsed_ms", "links", "attempts", "t", "size", "protocol", "digest",
     }  # fmt: skip
     denied = [r for r in records if r["url"].endswith("/p/13")]
     assert denied[0]["error"]["kind"] == "robots" and denied[0]["status"] is None

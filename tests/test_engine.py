@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlConfig, CrawlRecord, DepthUpdate
+from trio_crawl.core.digest import sha1_digest
 from trio_crawl.core.pool_sizing import INITIAL_WORKERS
 
 # The private engine: a seeded rng=, stop() mid-run, its stats and its frontier.
@@ -105,6 +106,7 @@ async def test_records_shape_and_fields(autojump_clock: object) -> None:
         "attempts": 1,
         "t": 0.0,
         "size": len(pages[url(0)].body()),
+        "digest": sha1_digest(pages[url(0)].body()),  # the WARC's payload digest
         "workers": INITIAL_WORKERS,  # a sized pool's count: on the first record, then on changes
     }
     assert "workers" not in failed.to_json()

@@ -6,6 +6,7 @@ Dependencies point down; nothing imports upward:
     engine/     the crawl on WorkPool      -> workpool, frontiers, fetch, core
     outputs/    where results go           -> core, trio (the WARC writer's link)
     mirror/     the offline copy           -> core, trio (layout.py, links.py: pure)
+    recrawl/    what a recrawl keeps       -> core, sqlite3 (visit.py: pure)
     frontiers/  where URLs live            -> core (never the engine, never HTTP)
     fetch/      HTTP clients               -> core (the only HTTP importers)
     workpool.py the termination core       -> trio only
@@ -61,6 +62,7 @@ PURE = {
     "trio_crawl.mirror.layout",
     "trio_crawl.mirror.links",
     "trio_crawl.outputs.warc.revisit",
+    "trio_crawl.recrawl.visit",
 }
 #: What a pure module may import of the package besides other pure modules.
 PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}
@@ -68,7 +70,7 @@ PURE_MAY_IMPORT = {"trio_crawl.core", "trio_crawl.errors", "trio_crawl.robots"}
 #: layer -> what its modules must not import (top-level names, and
 #: ``trio_crawl.X`` for the package's own layers; ``trio_crawl`` alone is the face).
 RULES: dict[str, set[str]] = {
-    "core": PURE_RULES | {"trio_crawl.robots", "trio_crawl.machine"},
+    "core": PURE_RULES | {"trio_crawl.robots", "trio_crawl.machine", "trio_crawl.recrawl"},
     "machine": PURE_RULES,
     "robots": PURE_RULES,
     "workpool": HTTP_CLIENTS
@@ -90,6 +92,11 @@ RULES: dict[str, set[str]] = {
     | {"sqlite3", "rich"}
     | {f"trio_crawl.{x}" for x in INTERNAL - {"mirror"}}
     | {"trio_crawl.frontiers"},
+    "recrawl": ASYNC
+    | HTTP_CLIENTS
+    | {"rich"}
+    | {f"trio_crawl.{x}" for x in INTERNAL}
+    | {"trio_crawl.frontiers", "trio_crawl.machine"},
     "report": ASYNC
     | HTTP_CLIENTS
     | {"sqlite3"}

@@ -13,6 +13,7 @@ subpackages are the implementation, laid out by layer, and may change:
     frontiers/  FrontierBackend: in memory, in a SQLite file, or in Redis
     outputs/    where results go: JSON Lines / CSV files, WARC archives
     mirror/     --mirror: the offline copy (pure layout and links, disk I/O)
+    recrawl/    --recrawl: each URL's last visit (pure), kept in SQLite tables
     engine/     the crawl on WorkPool: robots gate, politeness, pages, delivery
     report/     the crawl report: aggregation and the HTML page
     cli/        the command line (nothing imports it)

@@ -342,6 +342,14 @@ def _state(with_urls: bool) -> list[Flag]:
             metavar="FILE",
         ),
         Flag(("--status",), "with --state: print progress, exit", action="store_true"),
+        Flag(
+            ("--recrawl",),
+            "with --state: crawl a finished state file again, asking each known URL "
+            "whether it changed (If-None-Match / If-Modified-Since); every record says "
+            "its change (new, changed, unchanged, gone, error, unlinked)",
+            sets="recrawl",
+            action="store_true",
+        ),
         Flag(("--force",), "resume a --state file with new args", action="store_true"),
         Flag(("--seeds",), "start URLs from a file, one per line", metavar="FILE"),
         Flag(

@@ -130,6 +130,9 @@ def summary_table(
     table.add_row("pages", f"{summary.records:,} ({summary.pages_ok:,} ok)")
     table.add_row("status codes", status_counts(summary.statuses) or "-")
     table.add_row("downloaded", human_bytes(summary.bytes))
+    if summary.changes:  # a recrawl
+        table.add_row("changes", ", ".join(f"{kind} {n:,}" for kind, n in summary.changes.items()))
+        table.add_row("not downloaded", f"{human_bytes(summary.reused_bytes)} (304 Not Modified)")
     table.add_row("failed", f"{summary.failed:,}")
     for kind, count in summary.failures.items():
         table.add_row(f"  {kind}", f"{count:,}")

@@ -105,6 +105,11 @@ def _check_usage(args: argparse.Namespace) -> str | None:
         return f"--redis: {problem}"
     if getattr(args, "page_requisites", False):
         return "--redis cannot be combined with --page-requisites yet"
+    if getattr(args, "recrawl", False):
+        return (
+            "--recrawl cannot be combined with --redis: a recrawl compares with the "
+            "visits a --state file keeps, and Redis keeps none"
+        )
     for option in ("state", "seeds", "max_queue", "save_cookies"):
         if getattr(args, option, None) is not None:
             return f"--redis cannot be combined with --{option.replace('_', '-')}"

@@ -85,6 +85,10 @@ class CrawlSummary:
     #: and the extra attempts they took in all.
     retried: int = 0
     retries: int = 0
+    #: A recrawl: records per ``change`` kind (``recrawl/visit.py``), and the
+    #: bytes 304s stood for and were not downloaded (``reused_bytes``).
+    changes: dict[str, int] = field(default_factory=dict)
+    reused_bytes: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -110,6 +114,8 @@ class CrawlStats:
         self.depth_updates = 0
         self.retried = 0
         self.retries = 0
+        self.changes: Counter[str] = Counter()
+        self.reused_bytes = 0
         # 4 bytes a page: a million pages cost 4 MB.
         self._latencies_ms = array("f")
         self._busy_ms = 0.0
@@ -117,6 +123,13 @@ class CrawlStats:
 
     def add(self, record: CrawlRecord) -> None:
         self.records += 1
+        change = record.extra.get("change") if record.extra else None
+        if change is not None:
+            self.changes[change] += 1
+            if change == "unlinked":  # no page: a URL the crawl no longer reaches
+                return
+        reused = record.extra.get("reused_bytes", 0) if record.extra else 0
+        self.reused_bytes += reused
         if record.status is not None:
             self.statuses[record.status] += 1
         if record.error is not None:
@@ -124,7 +137,7 @@ class CrawlStats:
         else:
             self.pages_ok += 1
         if record.size is not None:
-            self.bytes += record.size
+            self.bytes += record.size - reused  # a 304's size is what it stood for
         if record.attempts > 1:
             self.retried += 1
             self.retries += record.attempts - 1
@@ -159,6 +172,8 @@ class CrawlStats:
             depth_updates=self.depth_updates,
             retried=self.retried,
             retries=self.retries,
+            changes=dict(self.changes.most_common()),
+            reused_bytes=self.reused_bytes,
         )
 
 

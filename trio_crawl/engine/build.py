@@ -168,6 +168,12 @@ def _refuse_unservable(plan: CrawlPlan) -> None:
     elif plan.frontier is not None:
         opened = plan.frontier
         refuse_unservable(plan.config, opened, f"frontier={type(opened).__name__}")
+    elif plan.config.output.recrawl:  # in memory: nothing of the last crawl is kept
+        raise ConfigError(
+            "recrawl=True needs state= (the file of the crawl to do again)",
+            "recrawl=True",
+            "state=",
+        )
 
 
 @contextlib.asynccontextmanager

@@ -102,6 +102,10 @@ class Responses:
         self._callbacks = list(callbacks)
         self._unsettled: dict[Entry, list[Awaitable[None]]] = {}
 
+    def add(self, callback: ResponseCallback) -> None:
+        """One more callback (the crawl's own: ``engine/revisits.py``)."""
+        self._callbacks.append(callback)
+
     def heard(self, entry: Entry, result: FetchResult) -> None:
         """Hand ``entry``'s response to the callbacks. Not a checkpoint."""
         for callback in self._callbacks:

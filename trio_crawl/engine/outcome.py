@@ -24,6 +24,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.digest import sha1_digest
 from ..core.frontier import Entry
 from ..core.models import HOST_FAILURE_KINDS, CrawlRecord, ErrorInfo, FetchResult
 from ..core.retry import RetryPolicy
@@ -108,9 +109,9 @@ def _render_again(result: FetchResult, policy: RetryPolicy) -> bool:
     return failure is not None and failure.retry and policy.should_retry_error("render")
 
 
-def _size(result: FetchResult) -> int:
+def _payload(result: FetchResult) -> bytes:
     """What came over the network (a rendered page's DOM is not its size)."""
-    return len(result.body if result.network_body is None else result.network_body)
+    return result.body if result.network_body is None else result.network_body
 
 
 def make_record(
@@ -138,6 +139,9 @@ def make_record(
         extra["rendered"] = True
     if result is not None and result.render_failure is not None:
         extra["render_error"] = result.render_failure.to_json()
+    if result is not None and not result.body_skipped and result.status != 304:
+        # The WARC's WARC-Payload-Digest of this body: two crawls compare by it.
+        extra["digest"] = sha1_digest(_payload(result))
     return CrawlRecord(
         extra=extra,
         url=entry.url,
@@ -152,5 +156,5 @@ def make_record(
         attempts=entry.attempts or int(error is not None and error[0] in HOST_FAILURE_KINDS),
         t=t,
         protocol=None if result is None else result.http_version,
-        size=None if result is None or result.body_skipped else _size(result),
+        size=None if result is None or result.body_skipped else len(_payload(result)),
     )

@@ -38,6 +38,7 @@ from ..frontiers.base import AdmitsLinkChunks, AdmitsRequests, AdmitsRequisites,
 from .delivery import Delivery
 from .distinct import DistinctCounter
 from .parse_process import ParseProcess, parse_process_for
+from .revisits import Revisits
 
 if TYPE_CHECKING:
     from ..workpool import WorkPool
@@ -67,6 +68,7 @@ class PageReader:
         delivery: Delivery,
         scope: Scope,
         config: CrawlConfig,
+        revisits: Revisits | None = None,
         *,
         parse_threads: int = 2,
         process: ParseProcess | None = None,
@@ -82,6 +84,8 @@ class PageReader:
         self._requests = frontier if isinstance(frontier, AdmitsRequests) else None
         #: The parse co-process, if the crawl has one.
         self.process = process
+        #: A recrawl's kept links, for a page that answered 304.
+        self._revisits = revisits
 
     def use_process(self, *, auto: bool, pool: WorkPool[Entry] | None = None) -> None:
         """Give the crawl a parse co-process if its config (or, unset and
@@ -107,6 +111,10 @@ class PageReader:
         none and it is HTML. An exception becomes the outcome's error (kind
         ``handler``, or ``internal`` for the link extractor), except a
         handler's under ``fail_fast``, which propagates."""
+        if self._revisits is not None and result.status == 304:
+            kept = self._revisits.kept_links(entry, result)
+            if kept is not None:  # unchanged: it leads where it led, unparsed
+                return PageOutcome(links=kept, followed=len(kept))
         if handler is None and self._streams_links(entry, result):
             return await self._stream_links(entry, result)
         try:

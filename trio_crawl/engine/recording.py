@@ -13,6 +13,7 @@ from ..core.url import resolve
 from ..frontiers.base import FrontierBackend, ReportsRefetch
 from .delivery import Delivery, Responses
 from .outcome import make_record
+from .revisits import Revisits
 from .statistics import RunClock
 
 _FAILED_REDIRECTS = (RedirectOutcome.LOOP, RedirectOutcome.TOO_MANY, RedirectOutcome.OUT_OF_SCOPE)
@@ -37,14 +38,21 @@ class Recorder:
         #: Called with each record just before it is written (the crawl adds
         #: the worker count when it changed).
         self.before_write: Callable[[CrawlRecord], None] | None = None
+        #: Keeps each URL's visit when the frontier keeps visits, and says
+        #: what changed in a recrawl (inert otherwise).
+        self.revisits = Revisits.of(frontier, delivery, clock)
+        if self.revisits.active:
+            responses.add(self.revisits.heard)
 
     async def finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None
     ) -> None:
         """Admit the children, deliver the record, then let the frontier store
         the URL as done. Awaiting a slow record reader is safe: the entry is
-        still held."""
-        await self._frontier.finish(entry, links)
+        still held. A kept visit is in the frontier before the record is out."""
+        record, links, ticket = self.revisits.settle(entry, record, links)
+        await self._frontier.finish(entry, links)  # writes the visit with the links
+        await self.revisits.kept(ticket)
         if self._refetch is not None and self._refetch.was_refetched(entry):
             record.extra["refetched"] = True
         await self._responses.settle(entry)

@@ -44,6 +44,7 @@ What each backend guarantees (the "Backends" table of docs/manual/ending.md says
     handler=              yes           no                   yes (importable ones)
     random_wait=          yes           yes                  no
     host budgets          yes           yes, across runs     yes, counted in Redis
+    recrawl=              no            yes (KeepsVisits)    no
 
 [1] a worker that dies or freezes past its lease loses its pages to the
 others: a page in flight then may be fetched twice (marked ``refetched``).
@@ -79,7 +80,7 @@ per correction, always after the record it corrects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
@@ -87,6 +88,7 @@ from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, RedirectOutcome
 from ..core.models import FetchResult
 from ..errors import ConfigError
+from ..recrawl.visit import Visit
 
 #: Seconds a Redis worker's lease lasts without a renewal [1]. Here, not in
 #: ``redis/``: the command line's ``--lease`` shows it without importing that.
@@ -274,6 +276,54 @@ class AdmitsLinkChunks(Protocol):
         ...
 
 
+class VisitKeeper(Protocol):
+    """A backend's visits (``frontiers/sqlite/visits.py``): each recorded
+    URL's last capture, kept before its record is written, and the previous
+    crawl's, read by a recrawl (``engine/revisits.py``)."""
+
+    #: The crawl's generation: 1 for a first crawl, more for a recrawl.
+    generation: int
+
+    @property
+    def recrawl(self) -> bool:
+        """Whether a previous crawl's visits are there to compare with."""
+        ...
+
+    def previous(self, url: str) -> Visit | None:
+        """``url``'s visit in the previous crawl. Not a checkpoint."""
+        ...
+
+    def keep(self, visit: Visit) -> int:
+        """Note this crawl's visit of a URL; a ticket for ``kept``."""
+        ...
+
+    async def kept(self, ticket: int) -> None:
+        """Return once the visit of ``ticket`` is stored."""
+        ...
+
+    async def unreached(self, limit: int = 1000) -> list[Visit]:
+        """Previous visits this crawl never reached, not recorded unlinked yet."""
+        ...
+
+    async def mark_unlinked(self, urls: Iterable[str]) -> None:
+        """Their ``unlinked`` records are written."""
+        ...
+
+    async def finish(self) -> None:
+        """The crawl ended whole (a recrawl may begin the next one)."""
+        ...
+
+
+@runtime_checkable
+class KeepsVisits(Protocol):
+    """A backend that keeps a visit per recorded URL (a ``--state`` file),
+    so the crawl can be done again: ``recrawl=True``."""
+
+    def kept_visits(self) -> VisitKeeper | None:
+        """The visits (None: this backend's file keeps none, a temporary one)."""
+        ...
+
+
 @runtime_checkable
 class SharedPoliteness(Protocol):
     """A backend shared by several processes (Redis) that spaces requests to
@@ -415,5 +465,12 @@ def refuse_unservable(
             # Each argument of a need by itself ("max_pages_per_host= and
             # max_hosts="): a front end words each as its own flag.
             *need.value.split(" and "),
+            chosen_by,
+        )
+    if config.output.recrawl and not _has(backend, KeepsVisits):
+        raise ConfigError(
+            f"recrawl=True cannot be combined with {chosen_by}: a recrawl compares with "
+            "the visits a state file keeps, and this backend keeps none",
+            "recrawl=True",
             chosen_by,
         )

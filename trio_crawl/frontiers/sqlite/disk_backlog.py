@@ -47,7 +47,7 @@ from typing import TypeVar
 import trio
 
 from .disk_queue import Row
-from .marks import Admit, Finish, Op, Start
+from .marks import Admit, Keep, Mark, Op
 from .offering import Offered
 from .state import CrawlState
 
@@ -75,7 +75,12 @@ class DiskBacklog:
         self.state = state
         self.queued_on_disk = state.queued_on_disk()
         self._limiter = trio.CapacityLimiter(1)
-        self._pending: list[Start | Finish] = []
+        self._pending: list[Mark] = []
+        #: Keep ops noted, and the last of them known to be committed: a
+        #: page's record waits for its visit (``keep``, ``kept``).
+        self._kept_noted = 0
+        self._kept_taken = 0  # in the worker thread
+        self._kept_committed = 0
         self._offers: list[_Offer] = []  # queued for the next thread call (rule 4)
         self._leading = False  # an offer_links is running the queued ones
 
@@ -84,19 +89,51 @@ class DiskBacklog:
 
     def _apply_pending(self) -> None:
         """In the worker thread: write the noted ops first (keeps their order)."""
-        ops = self._take_pending()
+        ops, kept = self._take_pending()
         if ops:
             self.state.apply(ops)
+        self._committed(kept)
 
-    def _take_pending(self) -> list[Start | Finish]:
-        """In the worker thread: the noted ops, for an offer to apply first."""
+    def _take_pending(self) -> tuple[list[Mark], int]:
+        """In the worker thread: the noted ops, for an offer to apply first,
+        and the number of Keep ops noted up to them."""
         ops, self._pending = self._pending, []
-        return ops
+        # Takes are one at a time (the limiter) and in order: the Keep ops
+        # taken so far are the tickets up to this count.
+        self._kept_taken += sum(type(op) is Keep for op in ops)
+        return ops, self._kept_taken
 
-    def note(self, op: Start | Finish) -> None:
+    def _committed(self, kept: int) -> None:
+        """In the worker thread, once the ops taken with ``kept`` are committed."""
+        self._kept_committed = max(self._kept_committed, kept)
+
+    def note(self, op: Mark) -> None:
         """Keep a Start/Finish to be written before the next disk call or by
         ``flush``. Not a checkpoint."""
         self._pending.append(op)
+
+    def keep(self, op: Keep) -> int:
+        """Note a visit like a Start/Finish; return its ticket for ``kept``."""
+        self._pending.append(op)
+        self._kept_noted += 1
+        return self._kept_noted
+
+    async def kept(self, ticket: int) -> None:
+        """Return once the visit of ``ticket`` is committed: at once when the
+        page's offer of links took it (most pages), else after one thread
+        call (the limiter lets no call run before those that took earlier
+        ops have returned)."""
+        if self._kept_committed < ticket:
+            await self.flush()
+
+    async def run(self, job: Callable[[], T]) -> T:
+        """``job()`` in the worker thread, after the noted ops are written."""
+
+        def work() -> T:
+            self._apply_pending()
+            return job()
+
+        return await self._run(work)
 
     async def admit(
         self, urls: Sequence[str], depth: int, referrer: str | None, room: int
@@ -131,14 +168,12 @@ class DiskBacklog:
         """``CrawlState.offer_links`` in the worker thread (atomic, as ``admit``)."""
 
         def work() -> Offered:
-            return self.state.offer_links(
-                parent,
-                links,
-                room=room,
-                max_depth=max_depth,
-                settles=settles,
-                before=self._take_pending(),
+            ops, kept = self._take_pending()
+            offered = self.state.offer_links(
+                parent, links, room=room, max_depth=max_depth, settles=settles, before=ops
             )
+            self._committed(kept)
+            return offered
 
         offer = _Offer(work)
         self._offers.append(offer)
@@ -190,7 +225,10 @@ class DiskBacklog:
         """``CrawlState.offer_seeds`` in the worker thread."""
 
         def work() -> Offered:
-            return self.state.offer_seeds(urls, referrer, room=room, before=self._take_pending())
+            ops, kept = self._take_pending()
+            offered = self.state.offer_seeds(urls, referrer, room=room, before=ops)
+            self._committed(kept)
+            return offered
 
         return self._count(await self._run(work))
 
@@ -200,14 +238,12 @@ class DiskBacklog:
         """``CrawlState.offer_redirect`` in the worker thread."""
 
         def work() -> Offered:
-            return self.state.offer_redirect(
-                parent,
-                target,
-                room=room,
-                max_depth=max_depth,
-                settles=settles,
-                before=self._take_pending(),
+            ops, kept = self._take_pending()
+            offered = self.state.offer_redirect(
+                parent, target, room=room, max_depth=max_depth, settles=settles, before=ops
             )
+            self._committed(kept)
+            return offered
 
         return self._count(await self._run(work))
 

@@ -50,6 +50,7 @@ from .marks import Finish, Start
 from .offering import Lowered, Offered
 from .resume import PreparedState, prepare_state
 from .schema import State
+from .visits import StateVisits
 
 #: Queued URLs held in memory by default; the rest wait on disk.
 DEFAULT_WINDOW = 10_000
@@ -173,6 +174,8 @@ class SqliteFrontier:
     def complete(self) -> bool:
         """A resumed crawl with nothing left to fetch (nothing queued, or
         its page budget spent): running it again would fetch nothing."""
+        if self.visits is not None and self.visits.recrawl and not self.visits.ended:
+            return False  # a recrawl owes its unlinked records: it runs to write them
         return self.resumed and (self._backlog.queued_on_disk == 0 or self.core.budget_spent)
 
     @property
@@ -191,6 +194,14 @@ class SqliteFrontier:
     def done(self) -> int:
         """URLs the state file has as done (their records are in the output)."""
         return self._backlog.state.progress()["done"]
+
+    @property
+    def visits(self) -> StateVisits | None:
+        """The visits this crawl keeps, and a recrawl's previous ones."""
+        return None if self._prepared is None else self._prepared.visits
+
+    def kept_visits(self) -> StateVisits | None:
+        return self.visits
 
     @property
     def resumed(self) -> bool:

@@ -1,4 +1,4 @@
-"""The engine's marks on the state file: Admit, Start and Finish ops.
+"""The engine's marks on the state file: Admit, Start, Finish and Keep ops.
 
 The engine notes what happened to its URLs as ops and applies a batch at a
 time (``CrawlState.apply``, or first thing in an offer's transaction: Start
@@ -15,6 +15,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ...recrawl.store import put_rows
+from ...recrawl.visit import Visit
 from .books import Books
 from .schema import DN, FE, QD, QM, State
 
@@ -48,7 +50,20 @@ class Finish:
     url: str
 
 
-Op = Admit | Start | Finish
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """A URL's visit of generation ``generation`` (``recrawl/store.py``):
+    written with the marks, before the URL's record is (it goes with the
+    page's offer of links when it has one, in that transaction)."""
+
+    url: str
+    generation: int
+    visit: Visit
+
+
+Op = Admit | Start | Finish | Keep
+#: The ops written behind and with an offer (no Admit: see ``offering.Step.apply``).
+Mark = Start | Finish | Keep
 
 
 def apply_ops(conn: sqlite3.Connection, books: Books, ops: Sequence[Op]) -> None:
@@ -171,9 +186,14 @@ def _broken(conn: sqlite3.Connection, name: str, run: list[Op], target: State) -
     )
 
 
+def _apply_keep(conn: sqlite3.Connection, run: list[Op], delta: list[int]) -> None:
+    put_rows(conn, [(op.generation, op.visit) for op in run if isinstance(op, Keep)])
+
+
 #: How each kind of op is applied to a run of them.
 APPLY = {
     Admit: _apply_admit,
     Start: _apply_start,
     Finish: _apply_finish,
+    Keep: _apply_keep,
 }

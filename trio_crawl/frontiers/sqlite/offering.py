@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from .books import Books
 from .disk_queue import Row
-from .marks import APPLY, Admit, Finish, Start, runs
+from .marks import APPLY, Admit, Mark, runs
 from .schema import QD, QM, State, ensure_depth_schema
 from .seen import LOOKUP_CHUNK
 
@@ -79,7 +79,7 @@ class Offering:
         self.refused = 0
         self.target_refused = False
 
-    def apply(self, ops: Sequence[Start | Finish]) -> None:
+    def apply(self, ops: Sequence[Mark]) -> None:
         """Apply Start and Finish ops in this transaction (``CrawlState.apply``'s
         rules 1-3), their counts joining the offer's. An Admit is refused: it
         would have to reach the seen-filter before the offer reads it."""
@@ -217,7 +217,7 @@ def offer_links(
     room: int,
     max_depth: int | None,
     settles: bool,
-    before: Sequence[Start | Finish],
+    before: Sequence[Mark],
 ) -> Offered:
     """``CrawlState.offer_links``: ``parent``'s in-scope ``links`` (or one chunk of
     them) one link below its stored depth, in one transaction; the first ``room``
@@ -253,7 +253,7 @@ def offer_seeds(
     urls: Sequence[str],
     referrer: str,
     room: int,
-    before: Sequence[Start | Finish],
+    before: Sequence[Mark],
 ) -> Offered:
     """``CrawlState.offer_seeds``: seeds found mid-crawl (a sitemap's URLs) at
     depth 0; ``before`` as for ``offer_links``."""
@@ -275,7 +275,7 @@ def offer_redirect(
     room: int,
     max_depth: int | None,
     settles: bool,
-    before: Sequence[Start | Finish],
+    before: Sequence[Mark],
 ) -> Offered:
     """``CrawlState.offer_redirect``: the target of ``parent``'s redirect at
     ``parent``'s depth (a hop costs nothing), remembered with the page's links,

@@ -40,6 +40,7 @@ from ..crawl_identity import StateIdentity
 from ..seeds import seed_lines
 from .disk_backlog import DiskBacklog
 from .state import CrawlState
+from .visits import StateVisits, prepare_visits, reconcile_unlinked, start_generation
 
 
 #: Settings that define "the same crawl".
@@ -57,6 +58,8 @@ class PreparedState:
     #: path, as stored), if they had one: a run given another ``-o`` has
     #: its records elsewhere.
     recorded_in: str | None = None
+    #: The visits this crawl keeps (None for a temporary file: nobody recrawls it).
+    visits: StateVisits | None = None
 
     def keep_recorded_in(self) -> None:
         """Store ``recorded_in`` as the crawl's output again (this run's
@@ -68,6 +71,8 @@ class PreparedState:
         self.state.save_settings({**settings, "output": self.recorded_in})
 
     def close(self) -> None:
+        if self.visits is not None:
+            self.visits.close()
         self.state.close()
         if self.temporary_dir is not None:
             for name in os.listdir(self.temporary_dir):
@@ -204,6 +209,9 @@ def prepare_state(
         raise StateUsageError(f"cannot read seeds file {seeds!r}")
     state = open_state_file(state_path, create=True, lock=True)
     try:
+        if config.output.recrawl and start_generation(state):
+            state.close()  # its books count the rows the new generation emptied
+            state = open_state_file(state_path, create=True, lock=True)
         return _prepare(config, state, seeds, output, force, temporary_dir)
     except BaseException:
         state.close()
@@ -239,6 +247,7 @@ def _prepare(
             marked = state.mark_recorded(recorded_urls(output))
             if marked:
                 notes.append(f"{marked:,} URLs recorded in {output} marked done")
+            reconcile_unlinked(state, output)
     else:
         scope_origins = []
         recorded_in = None
@@ -261,9 +270,11 @@ def _prepare(
     state.filter_unseen([])  # build the seen-filter now, not on the first page
     progress = state.progress()
     scope = config.scope(sorted(origins), url_filter)
+    backlog = DiskBacklog(state)
+    visits = None if temporary_dir is not None else StateVisits(backlog, *prepare_visits(state))
     return PreparedState(
         state=state,
-        backlog=DiskBacklog(state),
+        backlog=backlog,
         scope=scope,
         already_started=progress["done"],
         refetched=refetched,
@@ -271,6 +282,7 @@ def _prepare(
         temporary_dir=temporary_dir,
         notes=notes,
         recorded_in=recorded_in,
+        visits=visits,
     )
 
 

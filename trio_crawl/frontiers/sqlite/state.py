@@ -92,9 +92,10 @@ per file" ``lock.py``'s, and "Threads" (one at a time on a connection)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...core.host_budget import HostBudget
 from . import disk_queue, offering, recovery
@@ -102,10 +103,12 @@ from .books import Books
 from .connection import StateFile
 from .disk_queue import Row
 from .hosts import HostLedger
-from .marks import Finish, Op, Start, apply_ops
+from .marks import Mark, Op, apply_ops
 from .offering import Offered
 from .schema import QD, State, load_settings, save_settings, settings_text
 from .seen import StateStatistics
+
+T = TypeVar("T")
 
 
 class CrawlState:
@@ -288,7 +291,7 @@ class CrawlState:
         room: int,
         max_depth: int | None,
         settles: bool = True,
-        before: Sequence[Start | Finish] = (),
+        before: Sequence[Mark] = (),
     ) -> Offered:
         """Offer ``parent``'s in-scope ``links`` (or one chunk of them) one link below
         its stored depth, in one transaction (rule 7; ``offering.offer_links``)."""
@@ -305,7 +308,7 @@ class CrawlState:
         referrer: str,
         *,
         room: int,
-        before: Sequence[Start | Finish] = (),
+        before: Sequence[Mark] = (),
     ) -> Offered:
         """Offer seeds found mid-crawl (a sitemap's URLs) at depth 0 (rule 7)."""
         with self._file.using() as conn:
@@ -320,7 +323,7 @@ class CrawlState:
         room: int,
         max_depth: int | None,
         settles: bool = True,
-        before: Sequence[Start | Finish] = (),
+        before: Sequence[Mark] = (),
     ) -> Offered:
         """Offer the target of ``parent``'s redirect at ``parent``'s depth (rule 7;
         ``offering.offer_redirect``)."""
@@ -335,6 +338,12 @@ class CrawlState:
         """Pages whose links are kept for a shorter path still to come (rule 7)."""
         with self._file.using() as conn:
             return offering.stored_out_links(conn, self._books)
+
+    def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """``job(connection)`` holding the connection: for a table this class
+        does not keep (``recrawl/store.py``'s visits), in its transactions."""
+        with self._file.using() as conn:
+            return job(conn)
 
     def _require_recovered(self) -> None:
         if self._needs_recovery:

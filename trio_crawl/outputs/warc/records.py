@@ -72,7 +72,6 @@ A body that was not fully downloaded is stored as far as it was, with
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -82,6 +81,7 @@ from http import HTTPStatus
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
+from ...core.digest import sha1_digest as _sha1
 from ...core.models import FetchResult
 from ...core.version import VERSION
 from .members import GZ_HEADER, GZ_MAGIC, GZ_SUBFIELD, PLAIN_GZ_HEADER_SIZE
@@ -123,27 +123,6 @@ _REASONS: Final = {s.value: s.phrase for s in HTTPStatus}
 #: Response headers that describe the wire form of a body we store decoded.
 _WIRE_HEADERS: Final = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 _ORIGINAL_PREFIX: Final = "x-crawler-original-"
-
-# base32 of a SHA-1 (160 bits = 32 characters), ten bits at a time: the standard
-# library's b32encode is pure Python and twice as slow.
-_B32_PAIRS: Final = [
-    a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-]
-_B32_SHIFTS: Final = tuple(range(150, -1, -10))
-
-
-def _b32(digest: bytes) -> str:
-    n = int.from_bytes(digest, "big")
-    pairs = _B32_PAIRS
-    return "".join([pairs[(n >> shift) & 1023] for shift in _B32_SHIFTS])
-
-
-def _sha1(*parts: bytes) -> str:
-    """A ``sha1:<base32>`` digest, as WARC-*-Digest fields carry it."""
-    h = hashlib.sha1()
-    for part in parts:
-        h.update(part)
-    return "sha1:" + _b32(h.digest())
 
 
 def _record_id() -> str:

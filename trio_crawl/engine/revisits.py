@@ -1,0 +1,208 @@
+"""The crawl's side of keeping visits and of a recrawl (issue #33).
+
+A crawl whose frontier keeps visits (``frontiers.base.KeepsVisits``: a
+``--state`` file) keeps one per record, written before the record is
+(``VisitKeeper.keep``, then ``kept``). A recrawl, one with a previous
+generation of visits, also:
+
+- asks each URL it knows with the validators it came with (``ask``: the one
+  place where a URL's previous visit decides how it is requested);
+- takes a 304 as "unchanged": the page's links are the kept ones
+  (``kept_links``), so what lies behind an unchanged page is still reached,
+  at its shortest depth, without a parse;
+- says in every record how the URL ``change``d (``recrawl/visit.py``
+  ``classify``), and for a 304 the bytes it did not download
+  (``reused_bytes``);
+- once the crawl ended whole, records each URL it knew and never reached
+  as ``unlinked`` (``end``), then marks the generation done.
+
+A page whose fetch failed keeps its previous visit (``kept: true``): the
+next recrawl asks for it with the same validators.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ..core.frontier import Entry
+from ..core.models import CrawlRecord, ErrorInfo, FetchResult
+from ..frontiers.base import FrontierBackend, KeepsVisits, VisitKeeper
+from ..recrawl.visit import (
+    ERROR,
+    UNCHANGED,
+    UNLINKED,
+    Visit,
+    after_not_modified,
+    capture_time,
+    classify,
+    conditional_headers,
+    validators,
+)
+from .delivery import Delivery
+from .statistics import RunClock
+
+#: What a 304 to a request without validators is: the server cannot know
+#: what we have, so its answer says nothing (``recrawl/visit.py``).
+_BLIND_304 = ErrorInfo("protocol", "304 Not Modified to a request without validators")
+
+
+class Ask(NamedTuple):
+    """How to request a URL: with these extra headers (None: as in a first
+    crawl). ``--recrawl due`` adds "not at all: record it not_due"."""
+
+    headers: dict[str, str] | None = None
+
+
+PLAIN = Ask()
+
+
+class Revisits:
+    """Visits kept and compared for one crawl; inert without a keeper."""
+
+    def __init__(self, keeper: VisitKeeper | None, delivery: Delivery, clock: RunClock) -> None:
+        self._keeper = keeper
+        self._recrawl = keeper is not None and keeper.recrawl
+        self._delivery = delivery
+        self._clock = clock
+        #: Per URL between its first request and its record: its previous
+        #: visit, whether validators were sent, the last response heard.
+        self._previous: dict[str, Visit | None] = {}
+        self._asked: set[str] = set()
+        self._heard: dict[str, FetchResult] = {}
+
+    @classmethod
+    def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
+        keeper = frontier.kept_visits() if isinstance(frontier, KeepsVisits) else None
+        return cls(keeper, delivery, clock)
+
+    @property
+    def active(self) -> bool:
+        return self._keeper is not None
+
+    def _previous_of(self, url: str) -> Visit | None:
+        if url not in self._previous:
+            assert self._keeper is not None
+            self._previous[url] = self._keeper.previous(url)
+        return self._previous[url]
+
+    def ask(self, entry: Entry) -> Ask:
+        """How ``entry`` is requested (each attempt): conditionally when its
+        previous visit has validators. Not a checkpoint."""
+        if not self._recrawl:
+            return PLAIN
+        headers = conditional_headers(self._previous_of(entry.url))
+        if not headers:
+            return PLAIN
+        self._asked.add(entry.url)
+        return Ask(headers)
+
+    def heard(self, url: str, result: FetchResult) -> None:
+        """An ``on_response`` callback: the last answer of each URL, whose
+        validators its visit keeps."""
+        self._heard[url] = result
+
+    def kept_links(self, entry: Entry, result: FetchResult) -> list[str] | None:
+        """The links of a page that answered 304 to our validators: those of
+        its previous visit (None: not such a page, read it as usual)."""
+        if result.status != 304 or entry.url not in self._asked:
+            return None
+        visit = self._previous.get(entry.url)
+        return None if visit is None or visit.links is None else list(visit.links)
+
+    def settle(
+        self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None
+    ) -> tuple[CrawlRecord, Sequence[str] | None, int]:
+        """The record as a recrawl says it, the links to admit (a failed
+        page's kept ones: what lies behind a page that fails today is not
+        unlinked), and the ticket of the visit it leaves (0: none kept).
+        Not a checkpoint."""
+        if self._keeper is None:
+            return record, links, 0
+        url = entry.url
+        result = self._heard.pop(url, None)
+        asked = url in self._asked
+        self._asked.discard(url)
+        now = time.time()
+        visit: Visit | None = None
+        if self._recrawl:
+            if url in self._previous:
+                previous = self._previous.pop(url)
+            else:  # recorded without a request (robots.txt, a host that fails)
+                previous = self._keeper.previous(url)
+            change = classify(
+                previous, record.status, record.extra.get("digest"), record.redirect, asked=asked
+            )
+            if record.status == 304 and change == UNCHANGED:
+                assert previous is not None and result is not None
+                record = dataclasses.replace(record, size=previous.size)
+                if previous.digest is not None:
+                    record.extra["digest"] = previous.digest
+                record.extra["reused_bytes"] = previous.size or 0
+                visit = after_not_modified(previous, result.headers, now)
+            elif record.status == 304:
+                record = dataclasses.replace(record, error=_BLIND_304)
+            if change == ERROR and previous is not None:
+                record.extra["kept"] = True
+                visit = previous  # the capture we have stays the one to ask with
+                if links is None and previous.links:
+                    links = list(previous.links)
+                    record = dataclasses.replace(record, links=len(links))
+            record.extra["change"] = change
+        if visit is None:
+            visit = _visit_of(record, result, links, now)
+        return record, links, self._keeper.keep(visit)
+
+    async def kept(self, ticket: int) -> None:
+        if ticket and self._keeper is not None:
+            await self._keeper.kept(ticket)
+
+    async def end(self, *, stopped: bool) -> None:
+        """Once the crawl ended whole (not ``stopped``): write an ``unlinked``
+        record for every URL of the previous crawl it never reached, then
+        mark it done."""
+        if self._keeper is None or stopped:
+            return
+        if self._recrawl:
+            while batch := await self._keeper.unreached():
+                for visit in batch:
+                    record = CrawlRecord(
+                        url=visit.url,
+                        status=None,
+                        depth=0,
+                        attempts=0,
+                        t=self._clock.t(),
+                        # Never reached: no depth (the JSON says null).
+                        extra={"depth": None, "change": UNLINKED},
+                    )
+                    self._delivery.write_record(record)
+                    await self._delivery.send_record(record)
+                await self._keeper.mark_unlinked([visit.url for visit in batch])
+        await self._keeper.finish()
+
+
+def _visit_of(
+    record: CrawlRecord, result: FetchResult | None, links: Sequence[str] | None, now: float
+) -> Visit:
+    """The visit a record leaves. Its links: those found, none for a page
+    with none (or no page), unknown (None) when they went to the frontier
+    in chunks as parsed (a huge page: then it is never revalidated)."""
+    headers = {} if result is None else result.headers
+    etag, modified = validators(headers) if result is not None else (None, None)
+    kept: tuple[str, ...] | None = tuple(links) if links is not None else ()
+    if links is None and record.links:
+        kept = None
+    return Visit(
+        url=record.url,
+        status=record.status,
+        etag=etag,
+        last_modified=modified,
+        digest=record.extra.get("digest"),
+        size=record.size,
+        links=kept,
+        redirect=record.redirect,
+        fetched_at=capture_time(headers, now),
+        content_type=record.content_type,
+    )
