@@ -83,9 +83,11 @@ from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
 from .outbox import BATCH_DELAY, Batch, Lease, put_back
+from .page_links import add_links, finish_op
 from .payloads import decode_payload, encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
+from .sent_links import SentLinks
 
 if TYPE_CHECKING:
     import coredis
@@ -165,6 +167,11 @@ class RedisFrontier:
         self.reregistered = 0
         #: Pages not started because this worker's lease may have run out.
         self.dropped_unleased = 0
+        #: Links sent to Redis in full (admitted there), and as digests only
+        #: because Redis had accepted them at that depth or lower.
+        self.links_sent = 0
+        self.links_known = 0
+        self._sent = SentLinks()
 
     @property
     def calls(self) -> int:
@@ -310,13 +317,9 @@ class RedisFrontier:
         lease = self._leases[entry]
         depth = entry.depth + 1
         if links and self._within_reach(depth):
-            # Every link, even one sent before: Redis keeps them with the
-            # page until it is settled, for a shorter path found later.
-            allows = self._scope.allows
-            children = lease.children
-            for url in links:
-                if allows(url):
-                    children += wire.admission(url, depth, entry.url)
+            add_links(
+                lease, links, depth, entry.url, self._scope.allows, self._sent, self._max_depth
+            )
         # No checkpoint: nothing is sent until ``recorded`` (a checkpoint per
         # page costs a trip through the scheduler).
 
@@ -324,9 +327,12 @@ class RedisFrontier:
         # The record is written: now Redis may forget the URL (at least once).
         lease = self._leases[entry]
         entry.state = EntryState.DONE
-        children = lease.children
-        self._send(lease, wire.finish_op(lease.digest, lease.token, lease.started, children))
-        lease.children = []
+        self.links_sent += len(lease.children) // wire.ADMISSION_FIELDS
+        self.links_known += len(lease.known)
+        if lease.fresh:
+            self._outbox.sent.append((lease.fresh, lease.link_depth))
+        self._send(lease, finish_op(lease))
+        lease.children, lease.known, lease.fresh = [], [], []
 
     def abandon(self, entry: Entry) -> None:
         lease = self._leases.get(entry)
@@ -523,6 +529,9 @@ class RedisFrontier:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
         self._counters(reply.counters)
+        if not reply.refused:  # a refused finish admitted nothing
+            for urls, depth in batch.sent:
+                self._sent.confirm(urls, depth)
         if reply.refused:
             # Moves of leases Redis had taken back (the retaker sends their links).
             self.refused += reply.refused

@@ -438,7 +438,9 @@ local function finish(C, d, token, started, children, args, i)
   local ent = valid_lease(C, d, token)
   if not ent then
     C.refused = C.refused + 1
-    return i + 7 * children -- a stale lease: its children come with the retaker
+    -- a stale lease: its children come with the retaker
+    local j = i + 7 * children
+    return j + 2 + tonumber(args[j])
   end
   local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
   if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
@@ -456,6 +458,18 @@ local function finish(C, d, token, started, children, args, i)
     end
     i = i + 7
   end
+  -- Known links: this worker's earlier calls admitted them at ``kdepth`` or
+  -- lower, so they are only kept, unless this page was lowered since it
+  -- was leased (then they may be lowered too).
+  local known, kdepth = tonumber(args[i]), tonumber(args[i + 1])
+  local hop = kdepth - was
+  local child_depth = depth + hop
+  local moved = depth < was and not beyond(C, child_depth)
+  for j = i + 2, i + 1 + known do
+    if moved then lower(C, args[j], child_depth, ent[E_URL]) end
+    links[#links + 1] = {args[j], hop}
+  end
+  i = i + 2 + known
   redis.call('HDEL', C.p .. 'e', d)
   unlease(C, d, ent)
   count_depth(C, depth, -1)

@@ -35,6 +35,12 @@ class Lease:
     moved: bool = False
     #: Admissions to send with the finish (7 fields each).
     children: list[object] = field(default_factory=list)
+    #: Digests of links Redis accepted before (``sent_links.py``).
+    known: list[bytes] = field(default_factory=list)
+    #: Links sent in full at ``link_depth``, to confirm once Redis accepts them.
+    fresh: list[str] = field(default_factory=list)
+    #: The depth the page's links were found at (its depth + 1, as it knew).
+    link_depth: int = 0
     #: This worker's join (``RedisFrontier.reregistered``) when it was taken:
     #: a lease of an earlier join was lost.
     join: int = 0
@@ -45,6 +51,8 @@ class Batch:
     ops: list[object] = field(default_factory=list)
     #: Leases whose move is in ``ops`` (forgotten once the call returns).
     leases: list[Lease] = field(default_factory=list)
+    #: Links sent in full, and their depth: known once the call succeeds.
+    sent: list[tuple[list[str], int]] = field(default_factory=list)
     urgent: bool = False
     first_at: float = math.inf
     confirmed: trio.Event = field(default_factory=trio.Event)
@@ -68,6 +76,7 @@ def put_back(failed: Batch, later: Batch) -> Batch:
     """
     failed.ops += later.ops
     failed.leases += later.leases
+    failed.sent += later.sent
     failed.urgent = failed.urgent or later.urgent
     failed.first_at = min(failed.first_at, later.first_at)
     failed.confirmed = later.confirmed
