@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_crawl import CrawlRecord, redis_frontier, run_crawl
+from trio_crawl.frontiers.redis.outbox import CALL_WEIGHT, Batch
 from trio_crawl.frontiers.redis.sent_links import SentLinks
 
 import redis_fixture
@@ -30,6 +31,7 @@ pytest.importorskip("coredis", reason="coredis is not installed (pip install 'tr
 
 redis_server = redis_fixture.redis_server
 crawl_id = redis_fixture.crawl_id
+own_redis = redis_fixture.own_redis
 
 SITE = "http://cpu.test"
 
@@ -52,9 +54,11 @@ async def command_calls(server: RedisServer) -> Counter[str]:
     return calls
 
 
-async def crawl(server: RedisServer, name: str, pages: dict[str, FakePage]) -> list[CrawlRecord]:
+async def crawl(
+    server: RedisServer, name: str, pages: dict[str, FakePage], **options: Any
+) -> list[CrawlRecord]:
     records: list[CrawlRecord] = []
-    with trio.fail_after(60):
+    with trio.fail_after(120):
         await run_crawl(
             [url(0)],
             frontier=redis_frontier(server.url, name, name="w"),
@@ -62,6 +66,7 @@ async def crawl(server: RedisServer, name: str, pages: dict[str, FakePage]) -> l
             on_record=records.append,
             ignore_robots=True,
             workers=2,
+            **options,
         )
     return records
 
@@ -122,3 +127,54 @@ def test_sent_links_never_claims_more_than_was_confirmed(
             for probe in range(6):
                 if sent.known(other, probe):
                     assert other in lowest and lowest[other] <= probe
+
+
+async def test_a_page_with_50000_links_is_admitted_in_bounded_calls(own_redis: Any) -> None:
+    """Redis runs one call at a time, and every other worker waits behind
+    it: a page's 50,000 links go over many calls, each a bounded part
+    (``CALL_WEIGHT`` admissions), never as one call of 350,000 arguments.
+    SLOWLOG gives each call's argument count."""
+    import coredis
+
+    # Calls over 200 us: every call that carries hundreds of admissions, and
+    # few of the commands they run (each logged too).
+    server = own_redis("--slowlog-log-slower-than", "200", "--slowlog-max-len", "100000")
+    many = [url(f"m{i}") for i in range(50_000)]
+    pages = {url(0): FakePage(links=many), **{u: FakePage() for u in many[:5]}}
+    records = await crawl(server, "big", pages, max_pages=3)
+    assert records[0].url == url(0) and len(records) == 3
+    # Every link was admitted (one seen-set probe each, and one for the start).
+    assert (await command_calls(server))["hsetnx"] == 50_001
+    client: Any = coredis.Redis.from_url(server.url)
+    async with client:
+        entries = await client.slowlog_get(-1)
+    sizes = []
+    for entry in entries:
+        args = [a.decode("latin-1") if isinstance(a, bytes) else str(a) for a in entry.command]
+        if args[0].upper() != "FCALL":
+            continue
+        more = 0
+        if args[-1].startswith("... ("):  # SLOWLOG keeps 31 arguments, then a count
+            more = int(args[-1].split("(")[1].split()[0]) - 1
+        sizes.append(len(args) + more)
+    # About 7 arguments an admission: 50,000 links in calls of CALL_WEIGHT.
+    assert len([n for n in sizes if n > 1_000]) >= 50_000 // CALL_WEIGHT
+    assert max(sizes) < 8 * (CALL_WEIGHT + 10), max(sizes)
+
+
+@given(st.lists(st.integers(1, 2 * CALL_WEIGHT), max_size=40), st.integers(0, 3))
+def test_a_batch_is_cut_into_calls_of_bounded_weight(weights: list[int], loose: int) -> None:
+    """Every op once, in order, whole; a call weighs at most ``CALL_WEIGHT``
+    unless it is one op that weighs more by itself."""
+    batch = Batch()
+    for i, weight in enumerate(weights):
+        batch.add([i] * 3, 0.0, weight)
+        batch.ops += ["x"] * (i % (loose + 1) == 0)  # an op added without ``add``
+    calls = batch.calls()
+    assert [op for call in calls for op in call] == batch.ops
+    numbered = [[op for op in call if op != "x"] for call in calls]
+    for call in numbered:
+        ops = sorted(set(call))  # each op's 3 fields stay together
+        assert all(call.count(op) == 3 for op in ops)
+        weight = sum(weights[op] for op in ops)  # type: ignore[index]
+        assert weight <= CALL_WEIGHT or len(ops) <= 1

@@ -83,7 +83,7 @@ from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
 from .outbox import BATCH_DELAY, Batch, Lease, put_back
-from .page_links import add_links, finish_op
+from .page_links import add_links, finish_ops
 from .payloads import decode_payload, encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
@@ -331,7 +331,10 @@ class RedisFrontier:
         self.links_known += len(lease.known)
         if lease.fresh:
             self._outbox.sent.append((lease.fresh, lease.link_depth))
-        self._send(lease, finish_op(lease))
+        *parts, (op, weight) = finish_ops(lease)
+        for part, part_weight in parts:  # links a call's worth at a time
+            self._outbox.add(part, trio.current_time(), part_weight)
+        self._send(lease, op, weight)
         lease.children, lease.known, lease.fresh = [], [], []
 
     def abandon(self, entry: Entry) -> None:
@@ -448,13 +451,13 @@ class RedisFrontier:
 
     # -- internals -------------------------------------------------------------
 
-    def _send(self, lease: Lease, op: list[object]) -> None:
+    def _send(self, lease: Lease, op: list[object], weight: int = 1) -> None:
         lease.moved = True
         batch = self._outbox
-        batch.add(op, trio.current_time())
+        batch.add(op, trio.current_time(), weight)
         batch.leases.append(lease)
         self._pending += 1
-        if len(batch.leases) >= self._batch_max or self._queued() < self._low_water:
+        if batch.full(self._batch_max) or self._queued() < self._low_water:
             self._signals.kick.set()
 
     def _want(self) -> int:
@@ -471,7 +474,7 @@ class RedisFrontier:
             or want
             or self._stopping
             or self._done
-            or len(batch.leases) >= self._batch_max
+            or batch.full(self._batch_max)
             or now >= batch.first_at + BATCH_DELAY
         ):
             return True
@@ -512,11 +515,19 @@ class RedisFrontier:
         batch, self._outbox = self._outbox, Batch()
         confirmed = batch.confirmed
         self._signals.remote_kick = False
+        *first, last = batch.calls()
+        refused = 0
         try:
+            for ops in first:  # a heavy batch: a call's worth of moves at a time
+                early = wire.SyncReply.parse(
+                    await self._calls.fcall("sync", wire.sync_args(self.owner, 0, 0, ops))
+                )
+                refused += early.refused
+                self._counters(early.counters)
+                for correction in early.corrections:
+                    self._correct(correction)
             floor = min(want, self._config.initial_workers)
-            raw = await self._calls.fcall(
-                "sync", wire.sync_args(self.owner, want, floor, batch.ops)
-            )
+            raw = await self._calls.fcall("sync", wire.sync_args(self.owner, want, floor, last))
         except BaseException:
             self._outbox = put_back(batch, self._outbox)
             raise
@@ -529,12 +540,12 @@ class RedisFrontier:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
         self._counters(reply.counters)
-        if not reply.refused:  # a refused finish admitted nothing
+        refused += reply.refused
+        if not refused:  # a refused finish admitted nothing
             for urls, depth in batch.sent:
                 self._sent.confirm(urls, depth)
-        if reply.refused:
-            # Moves of leases Redis had taken back (the retaker sends their links).
-            self.refused += reply.refused
+        # Moves of leases Redis had taken back (the retaker sends their links).
+        self.refused += refused
         # Each after the record it corrects, and after the corrections made
         # before it: Redis gives a record's corrections only to the worker
         # that wrote it, in order (this call's finishes came after their records).

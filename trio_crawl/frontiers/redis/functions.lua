@@ -6,11 +6,15 @@ local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
 local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
 -- E_LDEPTH: the depth it had when last leased (what the holder's record says).
 local E_LDEPTH = 13
+-- E_PARTS: 1 if some of its links came ahead of its finish (``pl:<digest>``).
+local E_PARTS = 14
 -- A finished page not settled yet (``dn``): URL, depth, referrer, links,
 -- and the worker that wrote its record (its corrections go to that worker). A
 -- link is {digest, hop} (hop: 1 a link, 0 a redirect), or, for one
 -- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}.
 local D_URL, D_DEPTH, D_REF, D_LINKS, D_OWNER = 1, 2, 3, 4, 5
+-- D_MORE: the links that came in parts ahead of the finish (packed lists).
+local D_MORE = 6
 -- Fields of a depth correction (in a reply, or waiting in ``fx:<owner>``).
 local FIX = 4
 
@@ -341,14 +345,18 @@ local function lower(C, d, depth, ref)
         else
           keep_done(C, dd, rec)
         end
-        for _, link in ipairs(rec[D_LINKS]) do
-          local cd = nd + link[2]
-          if not beyond(C, cd) then
-            if link[3] and seen_add(C, link[1]) then
-              -- cut off by max_depth before, within reach now
-              admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
-            else
-              work[#work + 1] = {link[1], cd, rec[D_URL]}
+        local lists = {rec[D_LINKS]}
+        for _, blob in ipairs(rec[D_MORE] or {}) do lists[#lists + 1] = cmsgpack.unpack(blob) end
+        for _, list in ipairs(lists) do
+          for _, link in ipairs(list) do
+            local cd = nd + link[2]
+            if not beyond(C, cd) then
+              if link[3] and seen_add(C, link[1]) then
+                -- cut off by max_depth before, within reach now
+                admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
+              else
+                work[#work + 1] = {link[1], cd, rec[D_URL]}
+              end
             end
           end
         end
@@ -434,18 +442,17 @@ end
 -- A page is done. Its record (written before this call) says the depth it
 -- was leased at; a shorter path found meanwhile lowered it: a correction,
 -- and its links move down as much. Links beyond max_depth are only kept.
-local function finish(C, d, token, started, children, args, i)
-  local ent = valid_lease(C, d, token)
-  if not ent then
-    C.refused = C.refused + 1
-    -- a stale lease: its children come with the retaker
-    local j = i + 7 * children
-    return j + 2 + tonumber(args[j])
-  end
+-- Read a page's links from ``args`` at ``i`` (``n`` admissions, then the
+-- known links: count, depth, digests) into ``links``; return the next index.
+local function page_links(C, ent, n, args, i, links)
   local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
-  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
-  local links = {}
-  for _ = 1, children do
+  -- Every path still to be found starts at an unfinished URL, no shallower
+  -- than ``low``: through this page, a link reaches ``low + hop`` at best.
+  -- One already that close gains nothing from it and is not kept (as
+  -- ``_out_links`` in core/frontier.py).
+  local floor = C.low
+  if C.nosettle == 1 then floor = -1e9 end
+  for _ = 1, n do
     local cd, url, hostname, ref, chain, payload =
       args[i], args[i + 1], args[i + 2], args[i + 4], args[i + 5], args[i + 6]
     local hop = tonumber(args[i + 3]) - was
@@ -454,7 +461,7 @@ local function finish(C, d, token, started, children, args, i)
       links[#links + 1] = {cd, hop, url, hostname, chain, payload}
     else
       admit(C, cd, url, hostname, child_depth, ref, chain, payload)
-      links[#links + 1] = {cd, hop}
+      if child_depth > floor + hop then links[#links + 1] = {cd, hop} end
     end
     i = i + 7
   end
@@ -465,17 +472,64 @@ local function finish(C, d, token, started, children, args, i)
   local hop = kdepth - was
   local child_depth = depth + hop
   local moved = depth < was and not beyond(C, child_depth)
+  local keep = child_depth > floor + hop
   for j = i + 2, i + 1 + known do
     if moved then lower(C, args[j], child_depth, ent[E_URL]) end
-    links[#links + 1] = {args[j], hop}
+    if keep then links[#links + 1] = {args[j], hop} end
   end
-  i = i + 2 + known
+  return i + 2 + known
+end
+
+-- The index after a page's links at ``i`` (``n`` admissions), unread.
+local function skip_links(args, i, n)
+  local j = i + 7 * n
+  return j + 2 + tonumber(args[j])
+end
+
+-- Part of a leased page's links, ahead of its finish (a page with more
+-- links than one call should carry): admitted now, kept for the finish.
+local function part(C, d, token, n, args, i)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return skip_links(args, i, n) -- a stale lease: the retaker sends them
+  end
+  local links = {}
+  i = page_links(C, ent, n, args, i, links)
+  if #links > 0 then
+    redis.call('RPUSH', C.p .. 'pl:' .. d, cmsgpack.pack(links))
+    if ent[E_PARTS] ~= 1 then
+      ent[E_PARTS] = 1
+      store(C, d, ent)
+    end
+  end
+  return i
+end
+
+-- A page is done. Its record (written before this call) says the depth it
+-- was leased at; a shorter path found meanwhile lowered it: a correction,
+-- and its links move down as much. Links beyond max_depth are only kept.
+local function finish(C, d, token, started, children, args, i)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return skip_links(args, i, children) -- a stale lease: its children come with the retaker
+  end
+  local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
+  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
+  local links = {}
+  i = page_links(C, ent, children, args, i, links)
+  local more = nil
+  if ent[E_PARTS] == 1 then
+    more = redis.call('LRANGE', C.p .. 'pl:' .. d, 0, -1)
+    redis.call('DEL', C.p .. 'pl:' .. d)
+  end
   redis.call('HDEL', C.p .. 'e', d)
   unlease(C, d, ent)
   count_depth(C, depth, -1)
   advance_low(C)
   if not is_settled(C, depth) then
-    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links, C.owner})
+    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links, C.owner, more})
   end
   C.unfinished = C.unfinished - 1
   C.finished = C.finished + 1
@@ -551,6 +605,10 @@ local function lease(C, d, ent, H, out)
   ent[E_OWNER] = C.owner
   ent[E_ATT] = ent[E_ATT] + 1
   ent[E_LDEPTH] = ent[E_DEPTH]
+  if ent[E_PARTS] == 1 then -- parts of an earlier lease's links: its retaker sends them all
+    redis.call('DEL', C.p .. 'pl:' .. d)
+    ent[E_PARTS] = 0
+  end
   store(C, d, ent)
   redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
   C.leased = C.leased + 1
@@ -739,7 +797,8 @@ end
 -- sync(prefix; owner, want, floor, ops...): apply a worker's batch of moves,
 -- then take up to ``want`` URLs (no more than a fair share of what is queued
 -- among the live workers, but ``floor`` if there is that much).
--- Ops: F d token started n children... | R d token started
+-- Ops: F d token started n children... | P d token n children...
+-- | R d token started
 -- | D d token delay_ms tries | A n children... | C host delay_ms | S d token
 local function sync(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
@@ -755,6 +814,8 @@ local function sync(keys, args)
     if op == 'F' then
       i = finish(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]),
         tonumber(args[i + 4]), args, i + 5)
+    elseif op == 'P' then
+      i = part(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]), args, i + 4)
     elseif op == 'R' then
       release(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]))
       i = i + 4

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from . import wire
-from .outbox import Lease
+from .outbox import CALL_WEIGHT, Lease
 from .sent_links import SentLinks
 
 
@@ -48,8 +48,30 @@ def add_links(
             fresh.append(url)
 
 
-def finish_op(lease: Lease) -> list[object]:
-    """The finish of ``lease``'s page, with everything its links became."""
-    return wire.finish_op(
-        lease.digest, lease.token, lease.started, lease.children, lease.known, lease.link_depth
-    )
+#: A known link costs Redis about an eighth of an admission.
+KNOWN_PER_ADMISSION = 8
+
+
+def weight(admissions: int, known: int) -> int:
+    """What links ask of Redis, in admissions (see ``outbox.CALL_WEIGHT``)."""
+    return admissions + known // KNOWN_PER_ADMISSION
+
+
+def finish_ops(lease: Lease) -> list[tuple[list[object], int]]:
+    """The finish of ``lease``'s page with everything its links became, and
+    its weight; a page whose links weigh more than one call should carry
+    (``CALL_WEIGHT``) sends them in parts first, each a call's worth."""
+    fields, depth = wire.ADMISSION_FIELDS, lease.link_depth
+    children, known = lease.children, lease.known
+    ops: list[tuple[list[object], int]] = []
+    step = CALL_WEIGHT * fields
+    known_step = CALL_WEIGHT * KNOWN_PER_ADMISSION
+    while len(children) > step:
+        part, children = children[:step], children[step:]
+        ops.append((wire.part_op(lease.digest, lease.token, part, [], depth), CALL_WEIGHT))
+    while len(known) > known_step:
+        some, known = known[:known_step], known[known_step:]
+        ops.append((wire.part_op(lease.digest, lease.token, [], some, depth), CALL_WEIGHT))
+    last = wire.finish_op(lease.digest, lease.token, lease.started, children, known, depth)
+    ops.append((last, 1 + weight(len(children) // fields, len(known))))
+    return ops

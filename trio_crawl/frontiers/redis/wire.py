@@ -9,6 +9,7 @@ can be compared at a glance.
 Ops of a sync call (the Lua ``sync``):
 
 ``F digest token started n admission*n m depth known*m``  finished, with its links
+``P digest token n admission*n m depth known*m``  part of a leased page's links
 ``R digest token started``                put back (stopping)
 ``D digest token delay_ms tries``         retry later
 ``A n admission*n``                       seeds (sitemaps)
@@ -79,6 +80,15 @@ def finish_op(
         known_depth,
         *known,
     ]
+
+
+def part_op(
+    digest: bytes, token: int, children: list[object], known: list[bytes], known_depth: int
+) -> list[object]:
+    """Part of a leased page's links, ahead of its finish: a page with more
+    links than one call should carry sends them over several calls."""
+    n = len(children) // ADMISSION_FIELDS
+    return ["P", digest, token, n, *children, len(known), known_depth, *known]
 
 
 def release_op(digest: bytes, token: int, started: bool) -> list[object]:
