@@ -126,6 +126,7 @@ async def client(
                 taken_depths[fix.url] = fix.depth
             for taken in reply.taken:
                 taken_depths[taken.url] = taken.depth
+                sent.confirm((taken.url,), taken.depth)
                 lease = Lease(taken.digest, taken.token, None, False, started=True)  # type: ignore[arg-type]
                 links = graph[taken.url]
                 add_links(lease, links, taken.depth + 1, taken.url, bool, sent, None)

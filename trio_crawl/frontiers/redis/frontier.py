@@ -567,6 +567,7 @@ class RedisFrontier:
             entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
         else:  # a retry: a shorter path may have lowered it meanwhile
             entry.depth, entry.referrer = taken.depth, taken.referrer
+        self._sent.confirm((taken.url,), taken.depth)  # Redis has it, at most that deep
         entry.attempts = taken.tries
         entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
         self._leases[entry] = Lease(

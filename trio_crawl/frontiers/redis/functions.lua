@@ -288,12 +288,17 @@ end
 
 local function enqueue_fresh(C, d, depth, hostname, front)
   local q = C.p .. 'q:' .. depth .. ':' .. hostname
+  local n
   if front then
-    redis.call('LPUSH', q, d)
+    n = redis.call('LPUSH', q, d)
   else
-    redis.call('RPUSH', q, d)
+    n = redis.call('RPUSH', q, d)
   end
-  redis.call('ZADD', C.p .. 'r:' .. depth, 'NX', host_score(host(C, hostname)), hostname)
+  -- A queue that held URLs already has its host in the ready set (take_fresh
+  -- removes a host only once its queue is empty): no lookup of the host.
+  if n == 1 then
+    redis.call('ZADD', C.p .. 'r:' .. depth, 'NX', host_score(host(C, hostname)), hostname)
+  end
   C.changed = true
 end
 

@@ -14,7 +14,8 @@ admission work for it.
 Why that is exact: Redis admitted the link at depth ``e`` or less (depths
 only decrease), so a path of ``e`` or more through this page changes
 nothing, and the link stays among the page's links in Redis, so a shorter
-path to the page found later still passes on through it. Only links Redis
+path to the page found later still passes on through it. A URL Redis
+hands out counts too, at the depth it comes with. Only links Redis
 *confirmed* count: a finish refused (its lease was taken back) admitted
 nothing, so a batch with a refusal confirms none of its links, and a link
 still on the wire is not known yet. Links beyond ``max_depth`` are never
@@ -27,8 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: Links remembered (two generations of at most this many each).
-DEFAULT_SIZE = 250_000
+#: Links remembered (two generations of at most this many each): about
+#: 200 bytes a URL with its string, so 20 MB at most.
+DEFAULT_SIZE = 50_000
 
 
 class SentLinks:
