@@ -82,9 +82,9 @@ from . import wire
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
-from .outbox import BATCH_DELAY, Batch, Lease, put_back
+from .outbox import BATCH_DELAY, Batch, Lease, entry_of, put_back
 from .page_links import add_links, finish_ops
-from .payloads import decode_payload, encode_payload
+from .payloads import encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
 from .sent_links import SentLinks
@@ -561,15 +561,8 @@ class RedisFrontier:
             self._signals.rejoin = True
 
     def _take(self, taken: wire.Taken) -> None:
-        entry = self._deferred.pop(taken.digest, None)
-        if entry is None or entry.url != taken.url:
-            payload = decode_payload(taken.url, taken.payload)
-            entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
-        else:  # a retry: a shorter path may have lowered it meanwhile
-            entry.depth, entry.referrer = taken.depth, taken.referrer
+        entry = entry_of(taken, self._deferred.pop(taken.digest, None))
         self._sent.confirm((taken.url,), taken.depth)  # Redis has it, at most that deep
-        entry.attempts = taken.tries
-        entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
         self._leases[entry] = Lease(
             taken.digest, taken.token, entry, taken.refetch, taken.report, join=self.reregistered
         )

@@ -451,12 +451,6 @@ end
 -- known links: count, depth, digests) into ``links``; return the next index.
 local function page_links(C, ent, n, args, i, links)
   local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
-  -- Every path still to be found starts at an unfinished URL, no shallower
-  -- than ``low``: through this page, a link reaches ``low + hop`` at best.
-  -- One already that close gains nothing from it and is not kept (as
-  -- ``_out_links`` in core/frontier.py).
-  local floor = C.low
-  if C.nosettle == 1 then floor = -1e9 end
   for _ = 1, n do
     local cd, url, hostname, ref, chain, payload =
       args[i], args[i + 1], args[i + 2], args[i + 4], args[i + 5], args[i + 6]
@@ -466,7 +460,7 @@ local function page_links(C, ent, n, args, i, links)
       links[#links + 1] = {cd, hop, url, hostname, chain, payload}
     else
       admit(C, cd, url, hostname, child_depth, ref, chain, payload)
-      if child_depth > floor + hop then links[#links + 1] = {cd, hop} end
+      links[#links + 1] = {cd, hop}
     end
     i = i + 7
   end
@@ -477,10 +471,9 @@ local function page_links(C, ent, n, args, i, links)
   local hop = kdepth - was
   local child_depth = depth + hop
   local moved = depth < was and not beyond(C, child_depth)
-  local keep = child_depth > floor + hop
   for j = i + 2, i + 1 + known do
     if moved then lower(C, args[j], child_depth, ent[E_URL]) end
-    if keep then links[#links + 1] = {args[j], hop} end
+    links[#links + 1] = {args[j], hop}
   end
   return i + 2 + known
 end

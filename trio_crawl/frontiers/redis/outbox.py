@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ...core.frontier import Entry
+from ...core.frontier import Entry, EntryState
+from . import wire
+from .payloads import decode_payload
 
 #: Longest time a finished page's move waits in the outbox for company.
 BATCH_DELAY = 0.02
@@ -112,3 +114,17 @@ def put_back(failed: Batch, later: Batch) -> Batch:
     failed.first_at = min(failed.first_at, later.first_at)
     failed.confirmed = later.confirmed
     return failed
+
+
+def entry_of(taken: wire.Taken, deferred: Entry | None) -> Entry:
+    """The entry of a URL Redis leased to this worker: ``deferred``, the one
+    this worker retried, if it is the same URL, or a new one."""
+    entry = deferred
+    if entry is None or entry.url != taken.url:
+        payload = decode_payload(taken.url, taken.payload)
+        entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
+    else:  # a retry: a shorter path may have lowered it meanwhile
+        entry.depth, entry.referrer = taken.depth, taken.referrer
+    entry.attempts = taken.tries
+    entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
+    return entry
