@@ -42,6 +42,8 @@ local function open(prefix)
   C.now = now_ms()
   C.refused0 = C.refused
   C.fixes = {} -- depth corrections of written records, 4 fields each
+  C.udd = {} -- unfinished URLs by depth: changes not written yet
+  C.udn = {} -- and the counts read (with those changes)
   return C
 end
 
@@ -52,6 +54,9 @@ local function close(C)
     args[#args + 1] = C[name]
   end
   redis.call('HSET', C.p .. 'm', unpack(args))
+  for depth, delta in pairs(C.udd) do
+    if delta ~= 0 then redis.call('HINCRBY', C.p .. 'ud', depth, delta) end
+  end
 end
 
 local function load(C, d)
@@ -116,18 +121,30 @@ end
 -- turn up: every path still to be found starts from an unfinished page) and
 -- forgets its links (core/frontier.py rule 7).
 
+-- The counts (``ud``) are read at most once a call and written back by
+-- ``close`` (a call moves hundreds of URLs: two commands a URL saved).
 local function count_depth(C, depth, delta)
-  redis.call('HINCRBY', C.p .. 'ud', depth, delta)
+  C.udd[depth] = (C.udd[depth] or 0) + delta
+  local n = C.udn[depth]
+  if n ~= nil then C.udn[depth] = n + delta end
   if delta > 0 then
     if depth < C.low then C.low = depth end
     if depth > C.maxd then C.maxd = depth end
   end
 end
 
+local function unfinished_at(C, depth)
+  local n = C.udn[depth]
+  if n == nil then
+    n = (tonumber(redis.call('HGET', C.p .. 'ud', depth)) or 0) + (C.udd[depth] or 0)
+    C.udn[depth] = n
+  end
+  return n
+end
+
 local function advance_low(C)
   while C.low <= C.maxd do
-    local n = tonumber(redis.call('HGET', C.p .. 'ud', C.low)) or 0
-    if n > 0 then return end
+    if unfinished_at(C, C.low) > 0 then return end
     C.low = C.low + 1
   end
 end
