@@ -167,10 +167,7 @@ class RedisFrontier:
         self.reregistered = 0
         #: Pages not started because this worker's lease may have run out.
         self.dropped_unleased = 0
-        #: Links sent to Redis in full (admitted there), and as digests only
-        #: because Redis had accepted them at that depth or lower.
-        self.links_sent = 0
-        self.links_known = 0
+        #: Links Redis accepted from this worker, and at what depth.
         self._sent = SentLinks()
 
     @property
@@ -327,8 +324,6 @@ class RedisFrontier:
         # The record is written: now Redis may forget the URL (at least once).
         lease = self._leases[entry]
         entry.state = EntryState.DONE
-        self.links_sent += len(lease.children) // wire.ADMISSION_FIELDS
-        self.links_known += len(lease.known)
         if lease.fresh:
             self._outbox.sent.append((lease.fresh, lease.link_depth))
         *parts, (op, weight) = finish_ops(lease)
