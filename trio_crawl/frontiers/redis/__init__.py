@@ -7,6 +7,8 @@ The package face. Its modules, one job each:
 ``registration.py`` what ``hello`` sends to join, and what a (re)joining worker says
 ``calls.py``        every call to Redis, bounded, its errors translated once
 ``outbox.py``       what this worker holds (leases) and has yet to send (the batch)
+``page_links.py``   what a finished page's links become: admissions, or known digests
+``sent_links.py``   the links Redis accepted from this worker, at what depth (pure)
 ``liveness.py``     the heartbeat and the wake-up listener
 ``robots.py``       robots.txt fetched once per crawl and shared
 ``payloads.py``     a Request's handler and meta as they cross processes

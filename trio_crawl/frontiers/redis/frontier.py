@@ -82,10 +82,12 @@ from . import wire
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
-from .outbox import BATCH_DELAY, Batch, Lease, put_back
-from .payloads import decode_payload, encode_payload
+from .outbox import BATCH_DELAY, Batch, Lease, entry_of, put_back
+from .page_links import add_links, finish_ops
+from .payloads import encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
+from .sent_links import SentLinks
 
 if TYPE_CHECKING:
     import coredis
@@ -167,6 +169,8 @@ class RedisFrontier:
         self.reregistered = 0
         #: Pages not started because this worker's lease may have run out.
         self.dropped_unleased = 0
+        #: Links Redis accepted from this worker, and at what depth.
+        self._sent = SentLinks()
 
     @property
     def calls(self) -> int:
@@ -312,13 +316,9 @@ class RedisFrontier:
         lease = self._leases[entry]
         depth = entry.depth + 1
         if links and self._within_reach(depth):
-            # Every link, even one sent before: Redis keeps them with the
-            # page until it is settled, for a shorter path found later.
-            allows = self._scope.allows
-            children = lease.children
-            for url in links:
-                if allows(url):
-                    children += wire.admission(url, depth, entry.url)
+            add_links(
+                lease, links, depth, entry.url, self._scope.allows, self._sent, self._max_depth
+            )
         # No checkpoint: nothing is sent until ``recorded`` (a checkpoint per
         # page costs a trip through the scheduler).
 
@@ -326,9 +326,13 @@ class RedisFrontier:
         # The record is written: now Redis may forget the URL (at least once).
         lease = self._leases[entry]
         entry.state = EntryState.DONE
-        children = lease.children
-        self._send(lease, wire.finish_op(lease.digest, lease.token, lease.started, children))
-        lease.children = []
+        if lease.fresh:
+            self._outbox.sent.append((lease.fresh, lease.link_depth))
+        *parts, (op, weight) = finish_ops(lease)
+        for part, part_weight in parts:  # links a call's worth at a time
+            self._outbox.add(part, trio.current_time(), part_weight)
+        self._send(lease, op, weight)
+        lease.children, lease.known, lease.fresh = [], [], []
 
     def abandon(self, entry: Entry) -> None:
         lease = self._leases.get(entry)
@@ -449,13 +453,13 @@ class RedisFrontier:
 
     # -- internals -------------------------------------------------------------
 
-    def _send(self, lease: Lease, op: list[object]) -> None:
+    def _send(self, lease: Lease, op: list[object], weight: int = 1) -> None:
         lease.moved = True
         batch = self._outbox
-        batch.add(op, trio.current_time())
+        batch.add(op, trio.current_time(), weight)
         batch.leases.append(lease)
         self._pending += 1
-        if len(batch.leases) >= self._batch_max or self._queued() < self._low_water:
+        if batch.full(self._batch_max) or self._queued() < self._low_water:
             self._signals.kick.set()
 
     def _want(self) -> int:
@@ -472,7 +476,7 @@ class RedisFrontier:
             or want
             or self._stopping
             or self._done
-            or len(batch.leases) >= self._batch_max
+            or batch.full(self._batch_max)
             or now >= batch.first_at + BATCH_DELAY
         ):
             return True
@@ -513,11 +517,20 @@ class RedisFrontier:
         batch, self._outbox = self._outbox, Batch()
         confirmed = batch.confirmed
         self._signals.remote_kick = False
+        *first, last = batch.calls()
+        refused = over_budget = 0
         try:
+            for ops in first:  # a heavy batch: a call's worth of moves at a time
+                early = wire.SyncReply.parse(
+                    await self._calls.fcall("sync", wire.sync_args(self.owner, 0, 0, ops))
+                )
+                refused += early.refused
+                over_budget += early.over_budget
+                self._counters(early.counters)
+                for correction in early.corrections:
+                    self._correct(correction)
             floor = min(want, self._config.initial_workers)
-            raw = await self._calls.fcall(
-                "sync", wire.sync_args(self.owner, want, floor, batch.ops)
-            )
+            raw = await self._calls.fcall("sync", wire.sync_args(self.owner, want, floor, last))
         except BaseException:
             self._outbox = put_back(batch, self._outbox)
             raise
@@ -530,10 +543,14 @@ class RedisFrontier:
             self._leases.pop(lease.entry, None)
             self._pending -= 1
         self._counters(reply.counters)
-        if reply.refused:
-            # Moves of leases Redis had taken back (the retaker sends their links).
-            self.refused += reply.refused
-        self._over_budget += reply.over_budget
+        refused += reply.refused
+        over_budget += reply.over_budget
+        self._over_budget += over_budget
+        if not refused and not over_budget:  # a refused finish admitted nothing
+            for urls, depth in batch.sent:
+                self._sent.confirm(urls, depth)
+        # Moves of leases Redis had taken back (the retaker sends their links).
+        self.refused += refused
         # Each after the record it corrects, and after the corrections made
         # before it: Redis gives a record's corrections only to the worker
         # that wrote it, in order (this call's finishes came after their records).
@@ -549,14 +566,8 @@ class RedisFrontier:
             self._signals.rejoin = True
 
     def _take(self, taken: wire.Taken) -> None:
-        entry = self._deferred.pop(taken.digest, None)
-        if entry is None or entry.url != taken.url:
-            payload = decode_payload(taken.url, taken.payload)
-            entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
-        else:  # a retry: a shorter path may have lowered it meanwhile
-            entry.depth, entry.referrer = taken.depth, taken.referrer
-        entry.attempts = taken.tries
-        entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
+        entry = entry_of(taken, self._deferred.pop(taken.digest, None))
+        self._sent.confirm((taken.url,), taken.depth)  # Redis has it, at most that deep
         self._leases[entry] = Lease(
             taken.digest, taken.token, entry, taken.refetch, taken.report, join=self.reregistered
         )

@@ -6,11 +6,15 @@ local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
 local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
 -- E_LDEPTH: the depth it had when last leased (what the holder's record says).
 local E_LDEPTH = 13
+-- E_PARTS: 1 if some of its links came ahead of its finish (``pl:<digest>``).
+local E_PARTS = 14
 -- A finished page not settled yet (``dn``): URL, depth, referrer, links,
 -- and the worker that wrote its record (its corrections go to that worker). A
 -- link is {digest, hop} (hop: 1 a link, 0 a redirect), or, for one
 -- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}.
 local D_URL, D_DEPTH, D_REF, D_LINKS, D_OWNER = 1, 2, 3, 4, 5
+-- D_MORE: the links that came in parts ahead of the finish (packed lists).
+local D_MORE = 6
 -- Fields of a depth correction (in a reply, or waiting in ``fx:<owner>``).
 local FIX = 4
 
@@ -38,6 +42,8 @@ local function open(prefix)
   C.now = now_ms()
   C.refused0 = C.refused
   C.fixes = {} -- depth corrections of written records, 4 fields each
+  C.udd = {} -- unfinished URLs by depth: changes not written yet
+  C.udn = {} -- and the counts read (with those changes)
   return C
 end
 
@@ -48,6 +54,9 @@ local function close(C)
     args[#args + 1] = C[name]
   end
   redis.call('HSET', C.p .. 'm', unpack(args))
+  for depth, delta in pairs(C.udd) do
+    if delta ~= 0 then redis.call('HINCRBY', C.p .. 'ud', depth, delta) end
+  end
 end
 
 local function load(C, d)
@@ -112,18 +121,30 @@ end
 -- turn up: every path still to be found starts from an unfinished page) and
 -- forgets its links (core/frontier.py rule 7).
 
+-- The counts (``ud``) are read at most once a call and written back by
+-- ``close`` (a call moves hundreds of URLs: two commands a URL saved).
 local function count_depth(C, depth, delta)
-  redis.call('HINCRBY', C.p .. 'ud', depth, delta)
+  C.udd[depth] = (C.udd[depth] or 0) + delta
+  local n = C.udn[depth]
+  if n ~= nil then C.udn[depth] = n + delta end
   if delta > 0 then
     if depth < C.low then C.low = depth end
     if depth > C.maxd then C.maxd = depth end
   end
 end
 
+local function unfinished_at(C, depth)
+  local n = C.udn[depth]
+  if n == nil then
+    n = (tonumber(redis.call('HGET', C.p .. 'ud', depth)) or 0) + (C.udd[depth] or 0)
+    C.udn[depth] = n
+  end
+  return n
+end
+
 local function advance_low(C)
   while C.low <= C.maxd do
-    local n = tonumber(redis.call('HGET', C.p .. 'ud', C.low)) or 0
-    if n > 0 then return end
+    if unfinished_at(C, C.low) > 0 then return end
     C.low = C.low + 1
   end
 end
@@ -286,12 +307,17 @@ end
 
 local function enqueue_fresh(C, d, depth, hostname, front)
   local q = C.p .. 'q:' .. depth .. ':' .. hostname
+  local n
   if front then
-    redis.call('LPUSH', q, d)
+    n = redis.call('LPUSH', q, d)
   else
-    redis.call('RPUSH', q, d)
+    n = redis.call('RPUSH', q, d)
   end
-  redis.call('ZADD', C.p .. 'r:' .. depth, 'NX', host_score(host(C, hostname)), hostname)
+  -- A queue that held URLs already has its host in the ready set (take_fresh
+  -- removes a host only once its queue is empty): no lookup of the host.
+  if n == 1 then
+    redis.call('ZADD', C.p .. 'r:' .. depth, 'NX', host_score(host(C, hostname)), hostname)
+  end
   C.changed = true
 end
 
@@ -343,14 +369,18 @@ local function lower(C, d, depth, ref)
         else
           keep_done(C, dd, rec)
         end
-        for _, link in ipairs(rec[D_LINKS]) do
-          local cd = nd + link[2]
-          if not beyond(C, cd) then
-            if link[3] and seen_admit(C, link[1], link[4]) then
-              -- cut off by max_depth before, within reach now
-              admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
-            else
-              work[#work + 1] = {link[1], cd, rec[D_URL]}
+        local lists = {rec[D_LINKS]}
+        for _, blob in ipairs(rec[D_MORE] or {}) do lists[#lists + 1] = cmsgpack.unpack(blob) end
+        for _, list in ipairs(lists) do
+          for _, link in ipairs(list) do
+            local cd = nd + link[2]
+            if not beyond(C, cd) then
+              if link[3] and seen_admit(C, link[1], link[4]) then
+                -- cut off by max_depth before, within reach now
+                admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
+              else
+                work[#work + 1] = {link[1], cd, rec[D_URL]}
+              end
             end
           end
         end
@@ -437,16 +467,11 @@ end
 -- A page is done. Its record (written before this call) says the depth it
 -- was leased at; a shorter path found meanwhile lowered it: a correction,
 -- and its links move down as much. Links beyond max_depth are only kept.
-local function finish(C, d, token, started, children, args, i)
-  local ent = valid_lease(C, d, token)
-  if not ent then
-    C.refused = C.refused + 1
-    return i + 7 * children -- a stale lease: its children come with the retaker
-  end
+-- Read a page's links from ``args`` at ``i`` (``n`` admissions, then the
+-- known links: count, depth, digests) into ``links``; return the next index.
+local function page_links(C, ent, n, args, i, links)
   local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
-  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
-  local links = {}
-  for _ = 1, children do
+  for _ = 1, n do
     local cd, url, hostname, ref, chain, payload =
       args[i], args[i + 1], args[i + 2], args[i + 4], args[i + 5], args[i + 6]
     local hop = tonumber(args[i + 3]) - was
@@ -459,12 +484,70 @@ local function finish(C, d, token, started, children, args, i)
     end
     i = i + 7
   end
+  -- Known links: this worker's earlier calls admitted them at ``kdepth`` or
+  -- lower, so they are only kept, unless this page was lowered since it
+  -- was leased (then they may be lowered too).
+  local known, kdepth = tonumber(args[i]), tonumber(args[i + 1])
+  local hop = kdepth - was
+  local child_depth = depth + hop
+  local moved = depth < was and not beyond(C, child_depth)
+  for j = i + 2, i + 1 + known do
+    if moved then lower(C, args[j], child_depth, ent[E_URL]) end
+    links[#links + 1] = {args[j], hop}
+  end
+  return i + 2 + known
+end
+
+-- The index after a page's links at ``i`` (``n`` admissions), unread.
+local function skip_links(args, i, n)
+  local j = i + 7 * n
+  return j + 2 + tonumber(args[j])
+end
+
+-- Part of a leased page's links, ahead of its finish (a page with more
+-- links than one call should carry): admitted now, kept for the finish.
+local function part(C, d, token, n, args, i)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return skip_links(args, i, n) -- a stale lease: the retaker sends them
+  end
+  local links = {}
+  i = page_links(C, ent, n, args, i, links)
+  if #links > 0 then
+    redis.call('RPUSH', C.p .. 'pl:' .. d, cmsgpack.pack(links))
+    if ent[E_PARTS] ~= 1 then
+      ent[E_PARTS] = 1
+      store(C, d, ent)
+    end
+  end
+  return i
+end
+
+-- A page is done. Its record (written before this call) says the depth it
+-- was leased at; a shorter path found meanwhile lowered it: a correction,
+-- and its links move down as much. Links beyond max_depth are only kept.
+local function finish(C, d, token, started, children, args, i)
+  local ent = valid_lease(C, d, token)
+  if not ent then
+    C.refused = C.refused + 1
+    return skip_links(args, i, children) -- a stale lease: its children come with the retaker
+  end
+  local was, depth = ent[E_LDEPTH] or ent[E_DEPTH], ent[E_DEPTH]
+  if depth < was then correct(C, ent[E_URL], depth, ent[E_REF], was, C.owner) end
+  local links = {}
+  i = page_links(C, ent, children, args, i, links)
+  local more = nil
+  if ent[E_PARTS] == 1 then
+    more = redis.call('LRANGE', C.p .. 'pl:' .. d, 0, -1)
+    redis.call('DEL', C.p .. 'pl:' .. d)
+  end
   redis.call('HDEL', C.p .. 'e', d)
   unlease(C, d, ent)
   count_depth(C, depth, -1)
   advance_low(C)
   if not is_settled(C, depth) then
-    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links, C.owner})
+    keep_done(C, d, {ent[E_URL], depth, ent[E_REF], links, C.owner, more})
   end
   C.unfinished = C.unfinished - 1
   C.finished = C.finished + 1
@@ -540,6 +623,10 @@ local function lease(C, d, ent, H, out)
   ent[E_OWNER] = C.owner
   ent[E_ATT] = ent[E_ATT] + 1
   ent[E_LDEPTH] = ent[E_DEPTH]
+  if ent[E_PARTS] == 1 then -- parts of an earlier lease's links: its retaker sends them all
+    redis.call('DEL', C.p .. 'pl:' .. d)
+    ent[E_PARTS] = 0
+  end
   store(C, d, ent)
   redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
   C.leased = C.leased + 1
@@ -729,7 +816,8 @@ end
 -- sync(prefix; owner, want, floor, ops...): apply a worker's batch of moves,
 -- then take up to ``want`` URLs (no more than a fair share of what is queued
 -- among the live workers, but ``floor`` if there is that much).
--- Ops: F d token started n children... | R d token started
+-- Ops: F d token started n children... | P d token n children...
+-- | R d token started
 -- | D d token delay_ms tries | A n children... | C host delay_ms | S d token
 local function sync(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
@@ -745,6 +833,8 @@ local function sync(keys, args)
     if op == 'F' then
       i = finish(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]),
         tonumber(args[i + 4]), args, i + 5)
+    elseif op == 'P' then
+      i = part(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]), args, i + 4)
     elseif op == 'R' then
       release(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]))
       i = i + 4

@@ -14,10 +14,17 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ...core.frontier import Entry
+from ...core.frontier import Entry, EntryState
+from . import wire
+from .payloads import decode_payload
 
 #: Longest time a finished page's move waits in the outbox for company.
 BATCH_DELAY = 0.02
+#: A batch this heavy goes at once (a full admission weighs 1, a known
+#: link 1/8): Redis runs one call at a time, and every other worker waits
+#: behind it, so a call should hold it for a few milliseconds at most
+#: (about 3 us an admission: ``benchmarks/redis_replay.py``).
+CALL_WEIGHT = 600
 
 
 @dataclass(slots=True)
@@ -35,6 +42,12 @@ class Lease:
     moved: bool = False
     #: Admissions to send with the finish (7 fields each).
     children: list[object] = field(default_factory=list)
+    #: Digests of links Redis accepted before (``sent_links.py``).
+    known: list[bytes] = field(default_factory=list)
+    #: Links sent in full at ``link_depth``, to confirm once Redis accepts them.
+    fresh: list[str] = field(default_factory=list)
+    #: The depth the page's links were found at (its depth + 1, as it knew).
+    link_depth: int = 0
     #: This worker's join (``RedisFrontier.reregistered``) when it was taken:
     #: a lease of an earlier join was lost.
     join: int = 0
@@ -45,14 +58,39 @@ class Batch:
     ops: list[object] = field(default_factory=list)
     #: Leases whose move is in ``ops`` (forgotten once the call returns).
     leases: list[Lease] = field(default_factory=list)
+    #: Links sent in full, and their depth: known once the call succeeds.
+    sent: list[tuple[list[str], int]] = field(default_factory=list)
+    #: Admission work the batch asks of Redis (see ``CALL_WEIGHT``).
+    weight: int = 0
+    #: (end of an op in ``ops``, the batch's weight up to it), for each ``add``.
+    cuts: list[tuple[int, int]] = field(default_factory=list)
     urgent: bool = False
     first_at: float = math.inf
     confirmed: trio.Event = field(default_factory=trio.Event)
 
-    def add(self, op: list[object], now: float) -> None:
+    def full(self, moves: int) -> bool:
+        """Whether the batch should go now: ``moves`` moves, or its weight."""
+        return len(self.leases) >= moves or self.weight >= CALL_WEIGHT
+
+    def add(self, op: list[object], now: float, weight: int = 1) -> None:
         if not self.ops:
             self.first_at = now
         self.ops += op
+        self.weight += weight
+        self.cuts.append((len(self.ops), self.weight))
+
+    def calls(self) -> list[list[object]]:
+        """The ops cut into calls of at most ``CALL_WEIGHT`` each (an op is
+        never cut; ops added without ``add`` go with the next one)."""
+        out: list[list[object]] = []
+        start, base, last_end, last_weight = 0, 0, 0, 0
+        for end, weight in self.cuts:
+            if weight - base > CALL_WEIGHT and last_end > start:
+                out.append(self.ops[start:last_end])
+                start, base = last_end, last_weight
+            last_end, last_weight = end, weight
+        out.append(self.ops[start:])
+        return out
 
 
 def put_back(failed: Batch, later: Batch) -> Batch:
@@ -66,9 +104,27 @@ def put_back(failed: Batch, later: Batch) -> Batch:
     saw is not lost. Lost, a finish left its page leased, and ``bye`` queued
     it again: fetched twice after a graceful stop.
     """
+    shift, base = len(failed.ops), failed.weight
+    failed.cuts += [(end + shift, weight + base) for end, weight in later.cuts]
     failed.ops += later.ops
     failed.leases += later.leases
+    failed.sent += later.sent
+    failed.weight += later.weight
     failed.urgent = failed.urgent or later.urgent
     failed.first_at = min(failed.first_at, later.first_at)
     failed.confirmed = later.confirmed
     return failed
+
+
+def entry_of(taken: wire.Taken, deferred: Entry | None) -> Entry:
+    """The entry of a URL Redis leased to this worker: ``deferred``, the one
+    this worker retried, if it is the same URL, or a new one."""
+    entry = deferred
+    if entry is None or entry.url != taken.url:
+        payload = decode_payload(taken.url, taken.payload)
+        entry = Entry(taken.url, taken.depth, taken.referrer, taken.chain, payload)
+    else:  # a retry: a shorter path may have lowered it meanwhile
+        entry.depth, entry.referrer = taken.depth, taken.referrer
+    entry.attempts = taken.tries
+    entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
+    return entry

@@ -8,7 +8,8 @@ can be compared at a glance.
 
 Ops of a sync call (the Lua ``sync``):
 
-``F digest token started n admission*n``  finished, with its new links
+``F digest token started n admission*n m depth known*m``  finished, with its links
+``P digest token n admission*n m depth known*m``  part of a leased page's links
 ``R digest token started``                put back (stopping)
 ``D digest token delay_ms tries``         retry later
 ``A n admission*n``                       seeds (sitemaps)
@@ -16,8 +17,10 @@ Ops of a sync call (the Lua ``sync``):
 ``S digest token``                        a spaced host's request started
 
 An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
-(``\\n``-joined), payload (JSON or ``''``). A finish's admissions carry
-the depth this worker knew; Redis moves them by as much as the page's
+(``\\n``-joined), payload (JSON or ``''``). A finish's *known* links are
+8-byte digests of links Redis accepted before at ``depth`` or lower
+(``sent_links.py``): kept with the page, no admission work. A finish's
+admissions carry the depth this worker knew; Redis moves them by as much as the page's
 depth dropped meanwhile, and keeps those beyond ``max_depth`` (one level
 beyond is sent) in case a shorter path brings them within reach. A taken
 URL is 10 fields (see ``Taken``); a sync reply also carries depth
@@ -56,8 +59,36 @@ def admission(
     return [url_digest(url), url, host_port(url), depth, referrer, chain, payload]
 
 
-def finish_op(digest: bytes, token: int, started: bool, children: list[object]) -> list[object]:
-    return ["F", digest, token, int(started), len(children) // ADMISSION_FIELDS, *children]
+def finish_op(
+    digest: bytes,
+    token: int,
+    started: bool,
+    children: list[object],
+    known: list[bytes] = [],  # noqa: B006 (never mutated)
+    known_depth: int = 0,
+) -> list[object]:
+    """A page finished: its admissions, then the digests of its links Redis
+    accepted before at ``known_depth`` or lower (see ``sent_links.py``)."""
+    return [
+        "F",
+        digest,
+        token,
+        int(started),
+        len(children) // ADMISSION_FIELDS,
+        *children,
+        len(known),
+        known_depth,
+        *known,
+    ]
+
+
+def part_op(
+    digest: bytes, token: int, children: list[object], known: list[bytes], known_depth: int
+) -> list[object]:
+    """Part of a leased page's links, ahead of its finish: a page with more
+    links than one call should carry sends them over several calls."""
+    n = len(children) // ADMISSION_FIELDS
+    return ["P", digest, token, n, *children, len(known), known_depth, *known]
 
 
 def release_op(digest: bytes, token: int, started: bool) -> list[object]:

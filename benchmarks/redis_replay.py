@@ -1,0 +1,257 @@
+"""The ceiling of one Redis (issue 37, Part A item 2): a crawl's frontier
+traffic without HTTP, from several client processes.
+
+The synthetic site's link graph (``generate_site.plan_site``, the same site
+``run.py`` crawls: 20,600 URLs, 30 links a page) is crawled against one
+redis-server by K client processes that do everything a ``--redis`` worker
+says to Redis and nothing else: each registers (``hello``), then makes one
+``sync`` call at a time that carries the finishes of the pages it took in
+its previous call, with their links made as a worker makes them
+(``page_links.add_links`` with its ``SentLinks``, confirmed when a call
+succeeds), and takes up to ``--window`` URLs. A page is "fetched" the moment
+it is taken. So the clients spend a few microseconds a page, and what
+limits the pages/s is Redis.
+
+Printed: pages/s the one Redis sustained, its CPU per page (``INFO cpu``,
+used_cpu_sys + used_cpu_user over the run), the calls (``INFO
+commandstats``), the slowest call (``SLOWLOG``, every call over 1 ms
+logged), and whether the crawl was exact (every URL once, each at its link
+distance from ``/``). Pages/s divided by one worker's pages/s is how many
+worker processes one Redis serves, at most; with fewer cores than clients
+plus Redis, the clients take CPU from Redis, so the CPU per page is the
+figure that carries over.
+
+    python benchmarks/redis_replay.py [--pages 20000] [--clients 4] [--window 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate_site import SiteParams, plan_site, resolve
+from servers import open_redis, redis_available
+
+from trio_crawl.frontiers.redis import keys_prefix, wire
+from trio_crawl.frontiers.redis import lua as redis_lua
+from trio_crawl.frontiers.redis.outbox import Batch, Lease
+from trio_crawl.frontiers.redis.page_links import add_links, finish_ops
+from trio_crawl.frontiers.redis.sent_links import SentLinks
+
+HOST = "http://replay.test"
+
+
+def link_graph(pages: int) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each URL's in-scope links (absolute, as a parser gives them), and
+    each URL's link distance from the start page."""
+    plan = plan_site(SiteParams(pages=pages))
+
+    def page_of(path: str) -> int:
+        bare = path.split("?", 1)[0]
+        return 0 if bare == "/" else int(bare.removeprefix("/p/").removesuffix(".html"))
+
+    graph: dict[str, list[str]] = {}
+    for path in plan.expected:
+        links = [resolve(path, href) for href in plan.hrefs[page_of(path)]]
+        graph[HOST + path] = [HOST + t for t in links if t is not None]
+    depth = {HOST + "/": 0}
+    queue = deque([HOST + "/"])
+    while queue:
+        url = queue.popleft()
+        for target in graph[url]:
+            if target not in depth:
+                depth[target] = depth[url] + 1
+                queue.append(target)
+    return graph, depth
+
+
+async def client(
+    url: str, crawl: str, name: str, graph: dict[str, list[str]], window: int
+) -> dict[str, Any]:
+    """One worker's traffic: returns what it took (URL -> depth)."""
+    import coredis
+
+    prefix = keys_prefix(crawl)
+    conn: Any = coredis.Redis.from_url(url)
+    taken_depths: dict[str, int] = {}
+    calls = 0
+    async with conn:
+
+        async def call(fn: str, args: list[object]) -> Any:
+            return await conn.fcall(redis_lua.function(fn), keys=[prefix], args=args)
+
+        hello = wire.HelloReply.parse(
+            await call(
+                "hello",
+                wire.hello_args(
+                    name, 600, may_create=True, identity_json="{}", max_pages=None, rate=None,
+                    per_host_concurrency=None, read_robots=False, max_depth=None, settle=True,
+                    starts=wire.admission(HOST + "/", 0, ""),
+                ),
+            )
+        )  # fmt: skip
+        owner = hello.owner
+        sent = SentLinks()
+        batch = Batch()
+        first = last = 0.0
+        while True:
+            # As the worker does: a heavy batch goes a call's worth at a time,
+            # the last call takes.
+            *early, final = batch.calls()
+            for ops in early:
+                await call("sync", wire.sync_args(owner, 0, 0, ops))
+                calls += 1
+            raw = await call("sync", wire.sync_args(owner, window, window, final))
+            last = time.time()
+            first = first or last
+            calls += 1
+            reply = wire.SyncReply.parse(raw)
+            if not reply.refused:
+                for urls, depth in batch.sent:
+                    sent.confirm(urls, depth)
+            batch = Batch()
+            for fix in reply.corrections:  # a shorter path found since its take
+                taken_depths[fix.url] = fix.depth
+            for taken in reply.taken:
+                taken_depths[taken.url] = taken.depth
+                sent.confirm((taken.url,), taken.depth)
+                lease = Lease(taken.digest, taken.token, None, False, started=True)  # type: ignore[arg-type]
+                links = graph[taken.url]
+                add_links(lease, links, taken.depth + 1, taken.url, bool, sent, None)
+                for op, weight in finish_ops(lease):
+                    batch.add(op, 0.0, weight)
+                if lease.fresh:
+                    batch.sent.append((lease.fresh, lease.link_depth))
+            if reply.counters.done and not batch.ops:
+                break
+            if not reply.taken and not batch.ops:
+                await trio.sleep(0.002)  # idle: other clients hold the rest
+    return {"taken": taken_depths, "calls": calls, "first": first, "last": last}
+
+
+def client_main(args: argparse.Namespace) -> None:
+    graph = json.loads(Path(args.graph).read_text())
+    result = trio.run(client, args.url, args.crawl, args.name, graph, args.window)
+    json.dump(result, sys.stdout)
+
+
+def info(server: Any, section: str) -> dict[str, str]:
+    text = server.command("INFO", section).decode(errors="replace")
+    out = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep:
+            out[name] = value
+    return out
+
+
+def slowest_calls(server: Any) -> list[int]:
+    """Durations (us) of the calls SLOWLOG kept, longest first."""
+    raw = server.command("SLOWLOG", "GET", "1000").decode(errors="replace").split("\r\n")
+    # Each entry: *6, :id, :timestamp, :duration, ...: the third integer of each.
+    durations, ints = [], 0
+    for line in raw:
+        if line.startswith("*6"):
+            ints = 0
+        elif line.startswith(":"):
+            ints += 1
+            if ints == 3:
+                durations.append(int(line[1:]))
+    return sorted(durations, reverse=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pages", type=int, default=20_000)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--window", type=int, default=128, help="URLs a client takes per call")
+    p.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    p.add_argument("--crawl", help=argparse.SUPPRESS)
+    p.add_argument("--name", help=argparse.SUPPRESS)
+    p.add_argument("--graph", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.client:
+        client_main(args)
+        return 0
+    why = redis_available()
+    if why:
+        sys.exit(why)
+    graph, depth = link_graph(args.pages)
+    with tempfile.TemporaryDirectory() as tmp, open_redis() as server:
+        graph_file = Path(tmp) / "graph.json"
+        graph_file.write_text(json.dumps(graph))
+        server.command("FUNCTION", "LOAD", "REPLACE", redis_lua.LIBRARY)
+        server.command("CONFIG", "SET", "slowlog-log-slower-than", "1000")
+        server.command("CONFIG", "SET", "slowlog-max-len", "1000")
+        server.command("CONFIG", "RESETSTAT")
+        server.command("SLOWLOG", "RESET")
+        cpu0 = server.cpu_seconds()
+        t0 = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--client",
+                    "--url",
+                    server.url,
+                    "--crawl",
+                    "replay",
+                    "--name",
+                    f"c{i}",
+                    "--graph",
+                    str(graph_file),
+                    "--window",
+                    str(args.window),
+                ],
+                stdout=subprocess.PIPE,
+            )
+            for i in range(args.clients)
+        ]
+        results = [json.loads(proc.communicate()[0]) for proc in procs]
+        wall = time.perf_counter() - t0
+        cpu = server.cpu_seconds() - cpu0
+        stats = info(server, "commandstats")
+        slow = slowest_calls(server)
+    span = max(r["last"] for r in results) - min(r["first"] for r in results)
+    taken: dict[str, int] = {}
+    twice = 0
+    for result in results:
+        for url, d in result["taken"].items():
+            twice += url in taken
+            taken[url] = d
+    exact = not twice and taken == depth
+    fcall = dict(kv.split("=") for kv in stats.get("cmdstat_fcall", "calls=0").split(","))
+    n = len(taken)
+    print(f"{n:,} pages, {args.clients} clients, window {args.window}: "
+          f"{'exact' if exact else 'NOT EXACT'} (taken twice: {twice}, "
+          f"missing: {len(depth.keys() - taken.keys())})")  # fmt: skip
+    print(f"  {span:.2f} s from the first call to the last: {n / span:,.0f} pages/s "
+          f"(wall {wall:.1f} s with the clients' start-up)")  # fmt: skip
+    print(f"  redis-server CPU {cpu:.2f} s: {cpu / n * 1e6:.1f} us per page, "
+          f"so one Redis core sustains at most {n / cpu:,.0f} pages/s")  # fmt: skip
+    print(f"  FCALL: {fcall.get('calls')} calls, {float(fcall.get('usec_per_call', 0)):.0f} us "
+          f"per call on average")  # fmt: skip
+    print(f"  calls over 1 ms: {len(slow)}; slowest: {slow[0] / 1000 if slow else 0:.2f} ms")
+    for name in ("hsetnx", "hget", "hset", "rpush", "zadd", "hincrby", "hmget", "sadd"):
+        if f"cmdstat_{name}" in stats:
+            calls = stats[f"cmdstat_{name}"].split(",")[0].split("=")[1]
+            print(f"  {name.upper()}: {int(calls) / n:.1f} per page")
+    return 0 if exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

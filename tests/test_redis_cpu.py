@@ -1,0 +1,180 @@
+"""What a Redis crawl costs its redis-server (issue 37, Part A item 1),
+against a real redis-server (tests/redis_fixture.py).
+
+Admitting a link Redis knows already is a seen-set probe and two lookups
+that change nothing; most links of a site are such links. A worker sends a
+link it had Redis accept at the same depth or lower as its digest only
+(``frontiers/redis/sent_links.py``): the server's own command counts
+(``INFO commandstats``) show which links were admitted. The crawl stays
+exact: every page once, at its link distance.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_crawl import CrawlRecord, redis_frontier, run_crawl
+from trio_crawl.frontiers.redis.outbox import CALL_WEIGHT, Batch
+from trio_crawl.frontiers.redis.sent_links import SentLinks
+
+import redis_fixture
+from fakes import FakeFetcher, FakePage
+from redis_fixture import RedisServer
+
+pytest.importorskip("coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')")
+
+redis_server = redis_fixture.redis_server
+crawl_id = redis_fixture.crawl_id
+own_redis = redis_fixture.own_redis
+
+SITE = "http://cpu.test"
+
+
+def url(name: object) -> str:
+    return f"{SITE}/{name}"
+
+
+async def command_calls(server: RedisServer) -> Counter[str]:
+    """Calls of each command since the last ``CONFIG RESETSTAT``."""
+    import coredis
+
+    client: Any = coredis.Redis.from_url(server.url)
+    async with client:
+        stats = await client.info("commandstats")
+    calls: Counter[str] = Counter()
+    for name, value in stats.items():
+        if name.startswith("cmdstat_"):
+            calls[name.removeprefix("cmdstat_")] = int(value["calls"])
+    return calls
+
+
+async def crawl(
+    server: RedisServer, name: str, pages: dict[str, FakePage], **options: Any
+) -> list[CrawlRecord]:
+    records: list[CrawlRecord] = []
+    with trio.fail_after(120):
+        await run_crawl(
+            [url(0)],
+            frontier=redis_frontier(server.url, name, name="w"),
+            fetcher=FakeFetcher(pages),
+            on_record=records.append,
+            ignore_robots=True,
+            workers=2,
+            **options,
+        )
+    return records
+
+
+def hub_site(again: bool) -> dict[str, FakePage]:
+    """0 -> a; a -> x0..x49 and c (depth 2); c -> x0..x49 again (depth 3)
+    when ``again``. ``c`` is admitted by ``a``'s finish, so Redis has
+    accepted ``a``'s links before ``c`` is even handed out."""
+    xs = [url(f"x{i}") for i in range(50)]
+    pages = {url(0): FakePage(links=[url("a")]), url("a"): FakePage(links=[*xs, url("c")])}
+    pages[url("c")] = FakePage(links=xs if again else [])
+    pages.update({x: FakePage() for x in xs})
+    return pages
+
+
+async def test_links_redis_accepted_at_a_lower_depth_are_not_admitted_again(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    admitted: list[int] = []
+    for again in (False, True):
+        redis_server.command("CONFIG", "RESETSTAT")
+        records = await crawl(redis_server, f"{crawl_id}-{again}", hub_site(again))
+        # Exact all the same: 53 pages, each once, at its link distance.
+        depths = {r.url: r.depth for r in records}
+        assert len(records) == len(depths) == 53
+        assert depths[url("c")] == 2 and depths[url("x7")] == 2
+        admitted.append((await command_calls(redis_server))["hsetnx"])
+    # Every seen-set probe (HSETNX) is an admission: c's 50 links, sent at
+    # depth 3 after Redis accepted them at depth 2, cost none.
+    assert admitted[0] == 53  # 0, a, then a's 51 links
+    assert admitted[1] == admitted[0]
+
+
+def test_sent_links_is_exact_and_bounded() -> None:
+    sent = SentLinks(size=2)
+    assert not sent.known("u", 5)
+    sent.confirm(["u"], 3)
+    assert sent.known("u", 3) and sent.known("u", 4) and not sent.known("u", 2)
+    sent.confirm(["u"], 5)  # a deeper send never raises what Redis has
+    assert sent.known("u", 4)
+    sent.confirm(["v", "w", "z", "y", "q"], 1)  # u is pushed out of both generations
+    assert len(sent) <= 4
+    assert not sent.known("u", 9)
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 5)), max_size=60))
+def test_sent_links_never_claims_more_than_was_confirmed(
+    sends: list[tuple[str, int]],
+) -> None:
+    """``known`` is only ever True for a depth at or above the lowest
+    confirmed one (forgetting is allowed, inventing is not)."""
+    sent = SentLinks(size=3)
+    lowest: dict[str, int] = {}
+    for link, depth in sends:
+        sent.confirm([link], depth)
+        lowest[link] = min(depth, lowest.get(link, depth))
+        for other in "abcdefgh":
+            for probe in range(6):
+                if sent.known(other, probe):
+                    assert other in lowest and lowest[other] <= probe
+
+
+async def test_a_page_with_50000_links_is_admitted_in_bounded_calls(own_redis: Any) -> None:
+    """Redis runs one call at a time, and every other worker waits behind
+    it: a page's 50,000 links go over many calls, each a bounded part
+    (``CALL_WEIGHT`` admissions), never as one call of 350,000 arguments.
+    SLOWLOG gives each call's argument count."""
+    import coredis
+
+    # Calls over 200 us: every call that carries hundreds of admissions, and
+    # few of the commands they run (each logged too).
+    server = own_redis("--slowlog-log-slower-than", "200", "--slowlog-max-len", "100000")
+    many = [url(f"m{i}") for i in range(50_000)]
+    pages = {url(0): FakePage(links=many), **{u: FakePage() for u in many[:5]}}
+    records = await crawl(server, "big", pages, max_pages=3)
+    assert records[0].url == url(0) and len(records) == 3
+    # Every link was admitted (one seen-set probe each, and one for the start).
+    assert (await command_calls(server))["hsetnx"] == 50_001
+    client: Any = coredis.Redis.from_url(server.url)
+    async with client:
+        entries = await client.slowlog_get(-1)
+    sizes = []
+    for entry in entries:
+        args = [a.decode("latin-1") if isinstance(a, bytes) else str(a) for a in entry.command]
+        if args[0].upper() != "FCALL":
+            continue
+        more = 0
+        if args[-1].startswith("... ("):  # SLOWLOG keeps 31 arguments, then a count
+            more = int(args[-1].split("(")[1].split()[0]) - 1
+        sizes.append(len(args) + more)
+    # About 7 arguments an admission: 50,000 links in calls of CALL_WEIGHT.
+    assert len([n for n in sizes if n > 1_000]) >= 50_000 // CALL_WEIGHT
+    assert max(sizes) < 8 * (CALL_WEIGHT + 10), max(sizes)
+
+
+@given(st.lists(st.integers(1, 2 * CALL_WEIGHT), max_size=40), st.integers(0, 3))
+def test_a_batch_is_cut_into_calls_of_bounded_weight(weights: list[int], loose: int) -> None:
+    """Every op once, in order, whole; a call weighs at most ``CALL_WEIGHT``
+    unless it is one op that weighs more by itself."""
+    batch = Batch()
+    for i, weight in enumerate(weights):
+        batch.add([i] * 3, 0.0, weight)
+        batch.ops += ["x"] * (i % (loose + 1) == 0)  # an op added without ``add``
+    calls = batch.calls()
+    assert [op for call in calls for op in call] == batch.ops
+    numbered = [[op for op in call if op != "x"] for call in calls]
+    for call in numbered:
+        ops = sorted(set(call))  # each op's 3 fields stay together
+        assert all(call.count(op) == 3 for op in ops)
+        weight = sum(weights[op] for op in ops)  # type: ignore[index]
+        assert weight <= CALL_WEIGHT or len(ops) <= 1
