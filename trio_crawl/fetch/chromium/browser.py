@@ -78,12 +78,20 @@ def browser_command(
         "--disable-background-timer-throttling",
         "--disable-renderer-backgrounding",
         "--disable-backgrounding-occluded-windows",
+        # Memory (issue #34 item 5): a crawl never goes back, so no tab
+        # keeps the pages it left alive for a back button (below too); no
+        # renderer is started ahead for a navigation that may never come,
+        # and no window preloads the omnibox popup's WebUI renderer.
+        "--disable-back-forward-cache",
         "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
         "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4,"
         "OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,"
         "OptimizationHintsFetching,OptimizationTargetPrediction,"
         "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,"  # http is fetched as http
-        "IntensiveWakeUpThrottling",
+        "IntensiveWakeUpThrottling,"
+        "BackForwardCache,SpareRendererForSitePerProcess,"
+        "WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,AimEnabled,"
+        "PreloadTopChromeWebUI",
         "--password-store=basic",
         "--use-mock-keychain",
         *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox
