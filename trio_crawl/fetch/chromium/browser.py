@@ -9,7 +9,9 @@ Rules:
    commands, fd 4: its answers; no TCP port), in a new temporary
    ``--user-data-dir`` removed afterwards, which is also its ``HOME`` and
    XDG directories, with no extensions, sync, background networking or
-   first-run state: nothing of the user's is read or written.
+   first-run state: nothing of the user's is read or written. Nothing a
+   crawl never uses is kept or started ahead (the back-forward cache, a
+   spare renderer, the omnibox popup's renderer): memory goes to the tabs.
 3. It ends with us. The pipe closing ends it: when our process dies, even by
    SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
    normal exit we ask it to close (``Browser.close``), close the pipe, wait
