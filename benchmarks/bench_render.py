@@ -25,7 +25,9 @@ start is left out); the parent serves
 the site and samples the child's whole process tree (the browser and its
 renderers included) every 50 ms: peak memory is the largest sum of PSS (each
 shared page split between its sharers; RSS where PSS is unreadable), CPU the
-sum of the tree's user+system time last seen for each process. Each run's
+sum of the tree's user+system time last seen for each process
+(``--processes``: also the peak split by kind of process, renderers, GPU,
+browser, network service, with how many of each). Each run's
 URL set is checked against the site's exact set of pages. Needs Chromium
 (``--browser``, default ``chromium`` on PATH) and ``pip install playwright``
 (its browser download is not needed: ``playwright install`` is never run),
@@ -229,12 +231,35 @@ def memory_kb(pid: int) -> int:
         return 0
 
 
+def process_kind(pid: int) -> str:
+    """What a process of the tree is: Chromium's ``--type`` (``renderer``,
+    ``gpu-process``, ``zygote``, ``utility:`` and its service), ``browser``
+    for Chromium's main process, else the program's name (python, node)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return "gone"
+    # Chromium rewrites its command line into one space-separated string.
+    args = [part for arg in raw.decode(errors="replace").split("\0") for part in arg.split(" ")]
+    options = dict(a[2:].partition("=")[::2] for a in args if a.startswith("--"))
+    kind = options.get("type")
+    if kind is None:
+        program = os.path.basename(args[0]) if args and args[0] else "?"
+        return "browser" if "chrom" in program else program
+    if kind == "utility":
+        return "utility:" + options.get("utility-sub-type", "?").rpartition(".")[2]
+    return kind
+
+
 class Sampler:
-    """Peak PSS and CPU of a process tree, sampled every 50 ms in a thread."""
+    """Peak PSS and CPU of a process tree, sampled every 50 ms in a thread;
+    at the peak, the PSS and count of each kind of process (``--processes``)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak_kb = 0
+        self.peak_kinds: dict[str, tuple[int, int]] = {}
         self.cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -243,7 +268,14 @@ class Sampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             pids = process_tree(self.pid)
-            self.peak_kb = max(self.peak_kb, sum(memory_kb(p) for p in pids))
+            sizes = {p: memory_kb(p) for p in pids}
+            if sum(sizes.values()) > self.peak_kb:
+                self.peak_kb = sum(sizes.values())
+                kinds: dict[str, tuple[int, int]] = {}
+                for p, kb in sizes.items():
+                    total, count = kinds.get(process_kind(p), (0, 0))
+                    kinds[process_kind(p)] = (total + kb, count + 1)
+                self.peak_kinds = kinds
             for p in pids:
                 self.cpu[p] = max(self.cpu.get(p, 0.0), process_cpu_s(p))
             self._stop.wait(0.05)
@@ -255,9 +287,15 @@ class Sampler:
 
 
 def run_child(
-    name: str, start: str, tabs: int, browser: str, python: str = sys.executable
+    name: str,
+    start: str,
+    tabs: int,
+    browser: str,
+    python: str = sys.executable,
+    processes: bool = False,
 ) -> tuple[float, float, float, list[str]]:
-    """(crawl seconds, peak MB, CPU s, URLs fetched ok) of one child, run by ``python``."""
+    """(crawl seconds, peak MB, CPU s, URLs fetched ok) of one child, run by
+    ``python``; ``processes``: print the tree at its peak, by kind of process."""
     with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
         cmd = [python, __file__, "--child", name, "--start", start, "--tabs", str(tabs),
                "--browser", browser, "--out", out.name]  # fmt: skip
@@ -265,6 +303,10 @@ def run_child(
         sampler = Sampler(child.pid)
         _, err = child.communicate(timeout=1800)
         peak_mb, cpu = sampler.stop()
+        if processes:
+            kinds = sorted(sampler.peak_kinds.items(), key=lambda item: -item[1][0])
+            parts = [f"{kind} {kb / 1024:.0f} MB ({n})" for kind, (kb, n) in kinds]
+            print(f"  {name} at {tabs} tabs, peak by process: " + ", ".join(parts))
         if child.returncode != 0:
             raise SystemExit(f"{name} failed:\n{err.decode(errors='replace')[-2000:]}")
         result = json.load(out)
@@ -287,6 +329,11 @@ def main() -> None:
         "--playwright-python",
         default=os.environ.get("PLAYWRIGHT_PYTHON", sys.executable),
         help="the interpreter of a venv with playwright installed (default: this one)",
+    )
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="also print each run's peak by kind of process (renderers, GPU, browser...)",
     )
     parser.add_argument("--child")
     parser.add_argument("--start")
@@ -321,7 +368,9 @@ def main() -> None:
                         expected = {server.url(f"{prefix}{i}") for i in range(args.pages)}
                         start = server.url(f"{prefix}0")
                     python = args.playwright_python if name == "playwright" else sys.executable
-                    wall, peak, cpu, found = run_child(name, start, tabs, args.browser, python)
+                    wall, peak, cpu, found = run_child(
+                        name, start, tabs, args.browser, python, args.processes
+                    )
                     exact = set(found) == expected and len(found) == len(expected)
                     n = len(found)
                     print(

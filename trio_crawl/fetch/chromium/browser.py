@@ -9,7 +9,9 @@ Rules:
    commands, fd 4: its answers; no TCP port), in a new temporary
    ``--user-data-dir`` removed afterwards, which is also its ``HOME`` and
    XDG directories, with no extensions, sync, background networking or
-   first-run state: nothing of the user's is read or written.
+   first-run state: nothing of the user's is read or written. Nothing a
+   crawl never uses is kept or started ahead (the back-forward cache, a
+   spare renderer, the omnibox popup's renderer): memory goes to the tabs.
 3. It ends with us. The pipe closing ends it: when our process dies, even by
    SIGKILL, the kernel closes our ends and Chromium exits on its own. On a
    normal exit we ask it to close (``Browser.close``), close the pipe, wait
@@ -78,12 +80,20 @@ def browser_command(
         "--disable-background-timer-throttling",
         "--disable-renderer-backgrounding",
         "--disable-backgrounding-occluded-windows",
+        # Memory (issue #34 item 5): a crawl never goes back, so no tab
+        # keeps the pages it left alive for a back button (below too); no
+        # renderer is started ahead for a navigation that may never come,
+        # and no window preloads the omnibox popup's WebUI renderer.
+        "--disable-back-forward-cache",
         "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
         "AutofillServerCommunication,InterestFeedContentSuggestions,PrivacySandboxSettings4,"
         "OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,"
         "OptimizationHintsFetching,OptimizationTargetPrediction,"
         "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,"  # http is fetched as http
-        "IntensiveWakeUpThrottling",
+        "IntensiveWakeUpThrottling,"
+        "BackForwardCache,SpareRendererForSitePerProcess,"
+        "WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,AimEnabled,"
+        "PreloadTopChromeWebUI",
         "--password-store=basic",
         "--use-mock-keychain",
         *(["--no-sandbox"] if os.geteuid() == 0 else []),  # root cannot use the sandbox

@@ -123,6 +123,9 @@ class BrowserSession:
         #: Refused requests by reason, for the summary.
         self.blocked: Counter[str] = Counter()
         self._nursery: trio.Nursery | None = None
+        #: The window Chromium opens at its start (``about:blank``): closed
+        #: once our first tab is open, a window and a renderer less.
+        self._first_window: list[str] = []
 
     async def serve(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -148,6 +151,12 @@ class BrowserSession:
                 "Target.setAutoAttach",
                 {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
             )
+            answer = await self.cdp.send("Target.getTargets", {})
+            self._first_window = [
+                info["targetId"]
+                for info in answer.get("targetInfos", [])
+                if info.get("type") == "page"
+            ]
             task_status.started()
             async for event in self._events:
                 if event.method == "Fetch.requestPaused":
@@ -174,6 +183,9 @@ class BrowserSession:
             self._attach_events.pop(target, None)
         if target not in self._attached:
             raise BrowserClosed("the browser is gone")
+        while self._first_window:  # now that a window of ours is open
+            with contextlib.suppress(CdpError):
+                await self.cdp.send("Target.closeTarget", {"targetId": self._first_window.pop()})
         return target, self._attached[target]
 
     async def close_tab(self, target: str) -> None:
