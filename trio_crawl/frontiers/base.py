@@ -286,6 +286,11 @@ class SharedPoliteness(Protocol):
         """Retry ``entry`` in ``delay`` seconds. Not a checkpoint."""
         ...
 
+    def not_before(self, entry: Entry) -> float | None:
+        """When ``entry`` (handed out ahead of its host's turn) may start, in
+        trio's running time; None if it may start now. Not a checkpoint."""
+        ...
+
 
 @runtime_checkable
 class SharedRobots(Protocol):

@@ -86,6 +86,7 @@ from .outbox import BATCH_DELAY, Batch, Lease, put_back
 from .payloads import decode_payload, encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
+from .turns import Turn, not_before
 
 if TYPE_CHECKING:
     import coredis
@@ -163,8 +164,9 @@ class RedisFrontier:
         self._closed = False
         self.refused = 0
         self.reregistered = 0
-        #: Pages not started because this worker's lease may have run out.
-        self.dropped_unleased = 0
+        #: Pages not started because this worker's lease may have run out,
+        #: or their rate's turn had passed (``turns.py``).
+        self.dropped_unleased = self.missed_turns = 0
 
     @property
     def calls(self) -> int:
@@ -291,17 +293,16 @@ class RedisFrontier:
         count). False (the page goes back to Redis) when this worker's lease
         may have run out: Redis may have handed the page to another worker,
         and a fetch outside a lease escapes the host's rate and concurrency."""
-        lease = self._leases[entry]
-        if lease.join != self.reregistered or trio.current_time() >= self._alive_until:
+        lease, now = self._leases[entry], trio.current_time()
+        if lease.join != self.reregistered or now >= self._alive_until:
             self.dropped_unleased += 1
             self.abandon(entry)
             return False
+        if lease.turn is not None and lease.turn.missed(now):  # later turns were given out
+            self.missed_turns += 1
+            self.abandon(entry)
+            return False
         lease.started = True
-        if lease.report:  # the host's next start is spaced from this one
-            lease.report = False
-            self._outbox.ops += wire.started_op(lease.digest, lease.token)
-            self._outbox.urgent = True
-            self._signals.kick.set()
         entry.attempts += 1
         entry.state = EntryState.FETCHING
         return True
@@ -351,6 +352,10 @@ class RedisFrontier:
         self._outbox.ops += wire.crawl_delay_op(host, delay)
         self._outbox.urgent = True
         self._signals.kick.set()
+
+    def not_before(self, entry: Entry) -> float | None:
+        lease = self._leases.get(entry)  # its host's turn, if to come (turns.py)
+        return None if lease is None else not_before(lease.turn, trio.current_time())
 
     def stop(self) -> None:
         self._stopping = True
@@ -549,8 +554,9 @@ class RedisFrontier:
             entry.depth, entry.referrer = taken.depth, taken.referrer
         entry.attempts = taken.tries
         entry.state = EntryState.FETCHING if entry.attempts else EntryState.QUEUED
+        turn = Turn.parse(taken.turn, trio.current_time())
         self._leases[entry] = Lease(
-            taken.digest, taken.token, entry, taken.refetch, taken.report, join=self.reregistered
+            taken.digest, taken.token, entry, taken.refetch, turn, join=self.reregistered
         )
         self._publish(entry)
 
