@@ -131,6 +131,11 @@ async def test_a_rate_limited_hosts_urls_come_ahead_with_turns_an_interval_apart
         again = await call("sync", *wire.sync_args(owner, 10, 10, []))
         assert again[3] == [] and again[4] == 1  # none taken; registered idle
         assert 0 <= again[1] <= 3 * 21 - 50 + 1  # ms until the next turn is 50 ms ahead
+        # A rendered page's request takes the next turn, as a URL would (each
+        # wait counted from its own call's end, a little later than the last).
+        first = await call("turn", "site.test")
+        second = await call("turn", "site.test")
+        assert first <= 3 * 21_000 and 10_000 <= second - first <= 21_000, (first, second)
     assert await _check(redis_server, crawl_id) == []
 
 

@@ -8,7 +8,9 @@ says when that start time (its *turn*) is: this room parks the URL until
 then (``try_start``), as it parks a retry in one process. Local limits on
 top would only slow each worker down, so this room has none; it passes a
 robots.txt Crawl-delay and every retry to the frontier, so that a retry's
-next request is spaced like any other as the server sees it.
+next request is spaced like any other as the server sees it. A rendered
+page's own requests (``wait_turn``) take turns of their host from the
+server too, so they count for the host's rate as every worker sees it.
 
 robots.txt is fetched once for the whole crawl too: the robots cache of
 each worker fetches through ``SharedRobotsFetcher``, which asks the frontier
@@ -47,6 +49,13 @@ class SharedScheduleRoom(ScheduleRoom):
         self.schedule.unreserve(entry, host)  # if the timer handed it back a moment early
         super().defer(entry, host, at - trio.current_time())
         return False
+
+    async def wait_turn(self, host: str) -> bool:
+        """A turn of ``host`` from the server, then the local bookkeeping
+        (no limits here: at once) that ``release`` balances."""
+        if not await self._shared.wait_turn(host):
+            return False
+        return await super().wait_turn(host)
 
     def defer(self, entry: Entry, host: str, delay: float) -> None:
         self._shared.defer(entry, delay)

@@ -357,6 +357,15 @@ class RedisFrontier:
         lease = self._leases.get(entry)  # its host's turn, if to come (turns.py)
         return None if lease is None else not_before(lease.turn, trio.current_time())
 
+    async def wait_turn(self, host: str) -> bool:
+        while not (self._stopping or self._lost is not None or self._done):
+            wait_us = await self._calls.fcall("turn", [host])  # a rendered page's request
+            turn = Turn(trio.current_time() + wait_us / 1_000_000, strict=True)
+            await trio.sleep_until(turn.at)
+            if not turn.missed(trio.current_time()):  # else a later turn is someone's
+                return True
+        return False
+
     def stop(self) -> None:
         self._stopping = True
         self._signals.kick.set()

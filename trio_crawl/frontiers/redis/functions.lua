@@ -854,6 +854,22 @@ local function bye(keys, args)
   return counters(C)
 end
 
+-- turn(prefix; host): a request that is not a URL of the crawl (a rendered
+-- page's script, stylesheet or fetch(), made through the crawl) takes its
+-- host's next turn as a leased URL does: the reply is the microseconds to
+-- wait before it starts. With a Crawl-delay, the turns that follow are the
+-- delay later (Redis does not hear when such a request ends).
+local function turn(keys, args)
+  if not exists(keys[1]) then return redis.error_reply(GONE) end
+  local C = open(keys[1])
+  local H = host(C, args[1])
+  local slot = math.max(H.next, C.now)
+  H.next = slot + math.max(H.iv, H.cd)
+  save_host(C, H)
+  rescore(C, H, false)
+  return math.max(0, math.ceil((slot - now_exact_ms()) * 1000))
+end
+
 -- status(prefix): counters for --status (read-only).
 local function status(keys, args)
   local p = keys[1]
@@ -985,6 +1001,7 @@ redis.register_function('tc_hello_{V}', hello)
 redis.register_function('tc_sync_{V}', sync)
 redis.register_function('tc_renew_{V}', renew)
 redis.register_function('tc_bye_{V}', bye)
+redis.register_function('tc_turn_{V}', turn)
 redis.register_function{function_name = 'tc_status_{V}', callback = status,
   flags = {'no-writes'}}
 redis.register_function{function_name = 'tc_check_{V}', callback = check,
