@@ -161,28 +161,43 @@ def tree(pages: int) -> Site:
     return Site({}, fallback=route)
 
 
-@pytest.mark.timeout(120)
+def per_second(times: list[float]) -> float:
+    """Requests a second after the first, from the first arrival to the last."""
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+@pytest.mark.timeout(200)
 def test_two_workers_on_one_rate_limited_host_reach_the_rate_and_never_exceed_it(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
+    """The rate as in memory: the same crawl in one process, then two workers
+    on Redis, both measured by the server's own arrival times."""
     pytest.importorskip("coredis", reason="coredis is not installed (trio-crawl[redis])")
-    rate, pages = 100.0, 300
+    rate, pages = 250.0, 500
     with serve_site(tree(pages)) as server:
+
+        def arrivals(since: int) -> list[float]:
+            return sorted(r.time for r in server.log[since:] if r.target != "/robots.txt")
+
+        alone = start_cli(server.url("/"), "--rate", f"{rate:g}", "-o", str(tmp_path / "m.jsonl"))
+        _, stderr = alone.communicate(timeout=100)
+        assert alone.returncode == 0, stderr
+        memory = arrivals(0)
+        before = len(server.log)
         outputs = [tmp_path / f"w{i}.jsonl" for i in range(2)]
         common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "--rate", f"{rate:g}"]
         processes = [start_cli(server.url("/"), *common, "-o", str(out)) for out in outputs]
         for process in processes:
             _, stderr = process.communicate(timeout=100)
             assert process.returncode == 0, stderr
-        times = sorted(r.time for r in server.log if r.target != "/robots.txt")
+        times = arrivals(before)
     done = [records_in(out.read_text()) for out in outputs]
     got = [r["url"] for part in done for r in part]
-    assert len(got) == len(set(got)) == pages + 1
+    assert len(memory) == len(got) == len(set(got)) == pages + 1
     assert all(done)  # shared, not one worker alone
     # As the server saw them: never more than the rate in any second ...
     assert most_in_a_second(times) <= rate, times
-    # ... and the rate reached: 95 pages/s at most (starts 1.05/rate apart);
-    # a worker that waited to hear of each start got 25-47 on this machine.
-    per_second = (len(times) - 1) / (times[-1] - times[0])
-    assert per_second >= 0.75 * rate / 1.05, per_second
+    # ... and the rate reached as in memory (this loaded machine: 135-164% of
+    # memory's pages/s; workers that waited to hear of each start: 17-26%).
+    assert per_second(times) >= 0.75 * per_second(memory), (per_second(times), per_second(memory))
     assert trio.run(_check, redis_server, crawl_id) == []

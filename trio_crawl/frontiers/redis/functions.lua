@@ -543,7 +543,7 @@ local function lease(C, d, ent, H, out)
   elseif H.cd > 0 or slot > C.now then
     turn = -slot -- 'w': a time to wait for only (one request at a time)
   end
-  H.next = slot + math.max(H.iv, H.cd)
+  if H.iv > 0 or H.cd > 0 then H.next = slot + math.max(H.iv, H.cd) end
   local n = #out
   out[n + 1] = d
   out[n + 2] = ent[E_URL]
@@ -863,6 +863,7 @@ local function turn(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
   local C = open(keys[1])
   local H = host(C, args[1])
+  if H.iv == 0 and H.cd == 0 then return 0 end -- not spaced: at once
   local slot = math.max(H.next, C.now)
   H.next = slot + math.max(H.iv, H.cd)
   save_host(C, H)
