@@ -79,6 +79,7 @@ from ...errors import RedisLost
 from ..base import DEFAULT_LEASE, Correct, Publish
 from ..crawl_identity import SharedIdentity
 from . import wire
+from .browser_turns import wait_turn
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
@@ -353,18 +354,12 @@ class RedisFrontier:
         self._outbox.urgent = True
         self._signals.kick.set()
 
-    def not_before(self, entry: Entry) -> float | None:
-        lease = self._leases.get(entry)  # its host's turn, if to come (turns.py)
+    def not_before(self, entry: Entry) -> float | None:  # its host's turn (turns.py)
+        lease = self._leases.get(entry)
         return None if lease is None else not_before(lease.turn, trio.current_time())
 
     async def wait_turn(self, host: str) -> bool:
-        while not (self._stopping or self._lost is not None or self._done):
-            wait_us = await self._calls.fcall("turn", [host])  # a rendered page's request
-            turn = Turn(trio.current_time() + wait_us / 1_000_000, strict=True)
-            await trio.sleep_until(turn.at)
-            if not turn.missed(trio.current_time()):  # else a later turn is someone's
-                return True
-        return False
+        return await wait_turn(self._calls, host, lambda: self.waiting == 0 or self._done)
 
     def stop(self) -> None:
         self._stopping = True
