@@ -59,6 +59,7 @@ PURE = {
     "trio_crawl.fetch.dns.name_cache",
     "trio_crawl.frontiers.bloom",
     "trio_crawl.frontiers.crawl_identity",
+    "trio_crawl.frontiers.redis.turns",
     "trio_crawl.mirror.layout",
     "trio_crawl.mirror.links",
     "trio_crawl.outputs.warc.revisit",

@@ -339,6 +339,18 @@ class SharedPoliteness(Protocol):
         """Retry ``entry`` in ``delay`` seconds. Not a checkpoint."""
         ...
 
+    def not_before(self, entry: Entry) -> float | None:
+        """When ``entry`` (handed out ahead of its host's turn) may start, in
+        trio's running time; None if it may start now. Not a checkpoint."""
+        ...
+
+    async def wait_turn(self, host: str) -> bool:
+        """Wait for a turn of ``host`` for a request that is not a URL of
+        the crawl (a rendered page's script or stylesheet), spaced with the
+        crawl's own by the whole crawl's ``--rate`` and Crawl-delay; False
+        if the crawl stopped first."""
+        ...
+
 
 @runtime_checkable
 class SharedRobots(Protocol):

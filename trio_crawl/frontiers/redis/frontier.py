@@ -79,6 +79,7 @@ from ...errors import RedisLost
 from ..base import DEFAULT_LEASE, Correct, Publish
 from ..crawl_identity import SharedIdentity
 from . import wire
+from .browser_turns import wait_turn
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
@@ -88,6 +89,7 @@ from .payloads import encode_payload
 from .registration import hello_args, mismatch, rejoined
 from .robots import fetch_robots_once
 from .sent_links import SentLinks
+from .turns import Turn, not_before
 
 if TYPE_CHECKING:
     import coredis
@@ -167,8 +169,9 @@ class RedisFrontier:
         #: New URLs the host budgets refused in this worker's calls (``budgets.py``).
         self._over_budget = 0
         self.reregistered = 0
-        #: Pages not started because this worker's lease may have run out.
-        self.dropped_unleased = 0
+        #: Pages not started because this worker's lease may have run out,
+        #: or their rate's turn had passed (``turns.py``).
+        self.dropped_unleased = self.missed_turns = 0
         #: Links Redis accepted from this worker, and at what depth.
         self._sent = SentLinks()
 
@@ -297,17 +300,16 @@ class RedisFrontier:
         count). False (the page goes back to Redis) when this worker's lease
         may have run out: Redis may have handed the page to another worker,
         and a fetch outside a lease escapes the host's rate and concurrency."""
-        lease = self._leases[entry]
-        if lease.join != self.reregistered or trio.current_time() >= self._alive_until:
+        lease, now = self._leases[entry], trio.current_time()
+        if lease.join != self.reregistered or now >= self._alive_until:
             self.dropped_unleased += 1
             self.abandon(entry)
             return False
+        if lease.turn is not None and lease.turn.missed(now):  # later turns were given out
+            self.missed_turns += 1
+            self.abandon(entry)
+            return False
         lease.started = True
-        if lease.report:  # the host's next start is spaced from this one
-            lease.report = False
-            self._outbox.ops += wire.started_op(lease.digest, lease.token)
-            self._outbox.urgent = True
-            self._signals.kick.set()
         entry.attempts += 1
         entry.state = EntryState.FETCHING
         return True
@@ -357,6 +359,13 @@ class RedisFrontier:
         self._outbox.ops += wire.crawl_delay_op(host, delay)
         self._outbox.urgent = True
         self._signals.kick.set()
+
+    def not_before(self, entry: Entry) -> float | None:  # its host's turn (turns.py)
+        lease = self._leases.get(entry)
+        return None if lease is None else not_before(lease.turn, trio.current_time())
+
+    async def wait_turn(self, host: str) -> bool:
+        return await wait_turn(self._calls, host, lambda: self.waiting == 0 or self._done)
 
     def stop(self) -> None:
         self._stopping = True
@@ -416,18 +425,9 @@ class RedisFrontier:
         return not self.created
 
     def statistics(self) -> FrontierStatistics:
-        remote = self._remote
         fetching = sum(1 for lease in self._leases.values() if lease.started)
-        return FrontierStatistics(
-            seen=remote.seen,
-            queued=remote.fresh,
-            fetching=fetching,
-            done=remote.finished,
-            dropped=0,
-            started=remote.started,
-            unfinished=self.unfinished,
-            held=0,
-            refused=self._over_budget,
+        return self._remote.statistics(
+            fetching=fetching, unfinished=self.unfinished, refused=self._over_budget
         )
 
     async def aclose(self) -> None:
@@ -568,8 +568,9 @@ class RedisFrontier:
     def _take(self, taken: wire.Taken) -> None:
         entry = entry_of(taken, self._deferred.pop(taken.digest, None))
         self._sent.confirm((taken.url,), taken.depth)  # Redis has it, at most that deep
+        turn = Turn.parse(taken.turn, trio.current_time())
         self._leases[entry] = Lease(
-            taken.digest, taken.token, entry, taken.refetch, taken.report, join=self.reregistered
+            taken.digest, taken.token, entry, taken.refetch, turn, join=self.reregistered
         )
         self._publish(entry)
 

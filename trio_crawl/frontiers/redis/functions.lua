@@ -1,6 +1,10 @@
 #!lua name=trio_crawl_{V}
 
 local BLOCK = 1e15 -- a host score: saturated, wait for a release
+-- Turns ahead (ms): a host's URL is leased up to this long before its start
+-- time, with that time (its *turn*), so that the worker holds it and starts
+-- it on time instead of asking again once Redis has heard the last start.
+local AHEAD = 50
 local LOAD = 40 -- seen-set entries per bucket before the next split
 local E_URL, E_DEPTH, E_REF, E_HOST, E_STATE, E_OWNER = 1, 2, 3, 4, 5, 6
 local E_ATT, E_TRIES, E_REFETCH, E_BUD, E_CHAIN, E_PAYLOAD = 7, 8, 9, 10, 11, 12
@@ -25,6 +29,13 @@ local COUNTERS = {'unfinished', 'fresh', 'started', 'maxp', 'done', 'low', 'maxd
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The time now to the microsecond (TIME moves on during a call): a turn's
+-- wait is counted from the end of the call that hands it out.
+local function now_exact_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
 -- The error every function answers when the crawl's keys are gone (deleted,
@@ -218,10 +229,9 @@ end
 -- hosts ------------------------------------------------------------------
 
 local function host(C, name)
-  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'pend', 'cd')
+  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'cd')
   local H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
-    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, pend = v[5] or '',
-    cd = tonumber(v[6]) or 0}
+    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, cd = tonumber(v[5]) or 0}
   if (C.setup == 1 and H.ok == 0) or H.cd > 0 then
     -- one request until its robots.txt has been read; one at a time with a
     -- Crawl-delay (the delay counts from the end of the previous request)
@@ -234,11 +244,9 @@ local function host(C, name)
   return H
 end
 
--- Saturated: as many requests in flight as allowed, or (a spaced host) its
--- last URL handed out has not reported its start yet: the next start is
--- spaced from the moment the previous one *started*, as the server sees it.
+-- Saturated: as many requests in flight (leased) as allowed.
 local function saturated(H)
-  return (H.lim > 0 and H.infl >= H.lim) or H.pend ~= ''
+  return H.lim > 0 and H.infl >= H.lim
 end
 
 local function host_score(H)
@@ -248,7 +256,7 @@ end
 
 local function save_host(C, H)
   redis.call('HSET', C.p .. 'h:' .. H.name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
-    'ok', H.ok, 'pend', H.pend, 'cd', H.cd)
+    'ok', H.ok, 'cd', H.cd)
 end
 
 -- Give the host its true score in every ready set it is in (XX: only there).
@@ -275,7 +283,6 @@ local function release_host(C, name, d)
   local H = host(C, name)
   local was = saturated(H)
   H.infl = math.max(H.infl - 1, 0)
-  if H.pend == d then H.pend = '' end -- it never reported a start
   if H.cd > 0 then
     -- The request has ended (this call runs after its finish was sent, so
     -- no sooner than the response): the next starts a Crawl-delay later,
@@ -284,21 +291,6 @@ local function release_host(C, name, d)
   end
   save_host(C, H)
   if was or H.cd > 0 then rescore(C, H, true) end
-end
-
--- A spaced host's URL has started: the next may start ``iv`` from now.
-local function started_at(C, d, token)
-  local ent = load(C, d)
-  if not (ent and ent[E_STATE] == 'l' and ent[E_OWNER] == C.owner and ent[E_ATT] == token) then
-    return
-  end
-  local H = host(C, ent[E_HOST])
-  if H.pend == d then
-    H.pend = ''
-    H.next = C.now + H.iv
-    save_host(C, H)
-    rescore(C, H, true)
-  end
 end
 
 -- @budgets (budgets.lua: seen_admit, the seen set under the host budgets)
@@ -631,12 +623,17 @@ local function lease(C, d, ent, H, out)
   redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
   C.leased = C.leased + 1
   H.infl = H.infl + 1
-  local report = 0
-  if H.iv > 0 then
-    H.pend = d -- no other start on this host until this one reports its own
-    H.next = C.now + H.iv
-    report = 1
+  -- The URL's turn: its host's next start time, or now. The next turn is
+  -- ``iv`` later (a Crawl-delay: at least the delay, and the delay after the
+  -- end of this request once Redis hears of it, ``release_host``).
+  local slot = math.max(H.next, C.now)
+  local turn = ''
+  if H.iv > 0 and H.cd == 0 then
+    turn = slot -- 'r': a rate's turn, started on time or given back
+  elseif H.cd > 0 or slot > C.now then
+    turn = -slot -- 'w': a time to wait for only (one request at a time)
   end
+  if H.iv > 0 or H.cd > 0 then H.next = slot + math.max(H.iv, H.cd) end
   local n = #out
   out[n + 1] = d
   out[n + 2] = ent[E_URL]
@@ -647,11 +644,32 @@ local function lease(C, d, ent, H, out)
   out[n + 7] = ent[E_TRIES]
   out[n + 8] = ent[E_REFETCH]
   out[n + 9] = ent[E_ATT]
-  out[n + 10] = report
+  out[n + 10] = turn -- made relative by turn_waits at the end of the call
 end
 
+-- A host's URL may be leased: its next turn comes within ``AHEAD``.
 local function may_start(H, now)
-  return H.next <= now and not saturated(H)
+  return H.next <= now + AHEAD and not saturated(H)
+end
+
+-- The turns of the URLs taken in ``out``, relative to now (the end of the
+-- call, so that no worker counts its wait from before Redis gave it): 'r'
+-- and the microseconds until a rate's turn, 'w' and those until a time to
+-- wait for only, '' to start at once.
+local function turn_waits(out)
+  if #out == 0 then return end
+  local now = now_exact_ms()
+  for n = 10, #out, 10 do
+    local slot = out[n]
+    if slot ~= '' then
+      local kind = 'r'
+      if slot < 0 then
+        kind = 'w'
+        slot = -slot
+      end
+      out[n] = kind .. string.format('%d', math.max(0, math.ceil((slot - now) * 1000)))
+    end
+  end
 end
 
 local function move_due(C)
@@ -690,7 +708,7 @@ end
 local function take_fresh(C, depth, want, out)
   local rkey = C.p .. 'r:' .. depth
   while #out < want * 10 and not budget_spent(C) do
-    local ready = redis.call('ZRANGEBYSCORE', rkey, '-inf', C.now, 'LIMIT', 0, 16)
+    local ready = redis.call('ZRANGEBYSCORE', rkey, '-inf', C.now + AHEAD, 'LIMIT', 0, 16)
     if #ready == 0 then return end
     for _, hostname in ipairs(ready) do
       local H = host(C, hostname)
@@ -721,11 +739,11 @@ local function first_score(key)
 end
 
 -- When something may be takeable without any other change: the earliest due
--- retry, or the earliest host slot at any depth.
+-- retry, or the earliest host slot at any depth (``AHEAD`` before it).
 local function next_due(C)
   local best = first_score(C.p .. 'dl')
   local function consider(t)
-    if t and t < BLOCK and (not best or t < best) then best = t end
+    if t and t < BLOCK and (not best or t - AHEAD < best) then best = t - AHEAD end
   end
   if not budget_spent(C) then
     for dd = C.low, C.maxd do consider(first_score(C.p .. 'r:' .. dd)) end
@@ -734,11 +752,11 @@ local function next_due(C)
     local ent = load(C, d)
     if ent then
       local H = host(C, ent[E_HOST])
-      if not saturated(H) then consider(H.next) end -- (a pending start wakes us)
+      if not saturated(H) then consider(H.next) end
     end
   end
   if not best then return -1 end
-  return math.max(best - C.now, 0)
+  return math.max(math.ceil(best - C.now), 0)
 end
 
 local function check_done(C)
@@ -818,7 +836,7 @@ end
 -- among the live workers, but ``floor`` if there is that much).
 -- Ops: F d token started n children... | P d token n children...
 -- | R d token started
--- | D d token delay_ms tries | A n children... | C host delay_ms | S d token
+-- | D d token delay_ms tries | A n children... | C host delay_ms
 local function sync(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
   local C = open(keys[1])
@@ -845,9 +863,6 @@ local function sync(keys, args)
       i = admit_many(C, args, i + 2, tonumber(args[i + 1]))
     elseif op == 'C' then
       crawl_delay(C, args[i + 1], tonumber(args[i + 2]))
-      i = i + 3
-    elseif op == 'S' then
-      started_at(C, args[i + 1], tonumber(args[i + 2]))
       i = i + 3
     else
       return redis.error_reply('trio_crawl: unknown op ' .. tostring(op))
@@ -898,6 +913,7 @@ local function sync(keys, args)
     due = next_due(C)
   end
   close(C)
+  turn_waits(out)
   local a = 1
   if not alive then a = 0 end
   return {a, due, counters(C), out, idle, C.refused - C.refused0, C.fixes, C.over_budget or 0}
@@ -930,6 +946,23 @@ local function bye(keys, args)
   wake(C)
   close(C)
   return counters(C)
+end
+
+-- turn(prefix; host): a request that is not a URL of the crawl (a rendered
+-- page's script, stylesheet or fetch(), made through the crawl) takes its
+-- host's next turn as a leased URL does: the reply is the microseconds to
+-- wait before it starts. With a Crawl-delay, the turns that follow are the
+-- delay later (Redis does not hear when such a request ends).
+local function turn(keys, args)
+  if not exists(keys[1]) then return redis.error_reply(GONE) end
+  local C = open(keys[1])
+  local H = host(C, args[1])
+  if H.iv == 0 and H.cd == 0 then return 0 end -- not spaced: at once
+  local slot = math.max(H.next, C.now)
+  H.next = slot + math.max(H.iv, H.cd)
+  save_host(C, H)
+  rescore(C, H, false)
+  return math.max(0, math.ceil((slot - now_exact_ms()) * 1000))
 end
 
 -- status(prefix): counters for --status (read-only).
@@ -1065,6 +1098,7 @@ redis.register_function('tc_hello_{V}', hello)
 redis.register_function('tc_sync_{V}', sync)
 redis.register_function('tc_renew_{V}', renew)
 redis.register_function('tc_bye_{V}', bye)
+redis.register_function('tc_turn_{V}', turn)
 redis.register_function{function_name = 'tc_status_{V}', callback = status,
   flags = {'no-writes'}}
 redis.register_function{function_name = 'tc_check_{V}', callback = check,

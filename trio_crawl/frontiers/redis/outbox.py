@@ -17,6 +17,7 @@ import trio
 from ...core.frontier import Entry, EntryState
 from . import wire
 from .payloads import decode_payload
+from .turns import Turn
 
 #: Longest time a finished page's move waits in the outbox for company.
 BATCH_DELAY = 0.02
@@ -35,8 +36,8 @@ class Lease:
     token: int
     entry: Entry
     refetch: bool
-    #: Its host is spaced (--rate, Crawl-delay): report the start to Redis.
-    report: bool = False
+    #: When it may start (its host is spaced: --rate, Crawl-delay), or None.
+    turn: Turn | None = None
     started: bool = False
     #: Its move (finish, put back, defer) has been queued for Redis.
     moved: bool = False

@@ -14,7 +14,6 @@ Ops of a sync call (the Lua ``sync``):
 ``D digest token delay_ms tries``         retry later
 ``A n admission*n``                       seeds (sitemaps)
 ``C host delay_ms``                       a host's Crawl-delay
-``S digest token``                        a spaced host's request started
 
 An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
 (``\\n``-joined), payload (JSON or ``''``). A finish's *known* links are
@@ -35,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ...core.frontier import DepthCorrection
+from ...core.frontier import DepthCorrection, FrontierStatistics
 from ...core.url import host_port
 
 ADMISSION_FIELDS = 7
@@ -107,10 +106,6 @@ def crawl_delay_op(host: str, delay: float | None) -> list[object]:
     return ["C", host, round((delay or 0) * 1000)]
 
 
-def started_op(digest: bytes, token: int) -> list[object]:
-    return ["S", digest, token]
-
-
 def hello_args(
     name: str,
     lease: float,
@@ -128,7 +123,8 @@ def hello_args(
     """Arguments of ``hello``; ``starts`` are admissions at depth 0.
     ``settle``: finished pages may drop their links once no shorter path
     to them can turn up (``core/frontier.py`` rule 7)."""
-    rate_ms = 0 if rate is None else round(1000 / rate * 1.05)
+    # To the microsecond: --rate 250 is 4.2 ms a start, not 4.
+    rate_ms = 0 if rate is None else round(1000 / rate * 1.05, 3)  # RATE_SLACK
     return [
         name,
         round(lease * 1000),
@@ -167,6 +163,21 @@ class Counters(NamedTuple):
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> Counters:
         return cls(*(int(c) for c in raw))
+
+    def statistics(self, *, fetching: int, unfinished: int, refused: int) -> FrontierStatistics:
+        """The crawl-wide counters as a worker reports them: ``fetching``,
+        ``unfinished`` and ``refused`` are the worker's own view."""
+        return FrontierStatistics(
+            seen=self.seen,
+            queued=self.fresh,
+            fetching=fetching,
+            done=self.finished,
+            dropped=0,
+            started=self.started,
+            unfinished=unfinished,
+            held=0,
+            refused=refused,
+        )
 
 
 NO_COUNTERS = Counters(0, 1, 0, 0, 0, 0, 0)
@@ -212,11 +223,12 @@ class Taken:
     tries: int
     refetch: bool
     token: int
-    report: bool
+    #: When it may start (``turns.py``): ``r`` or ``w`` and microseconds, or ''.
+    turn: str
 
     @classmethod
     def parse(cls, f: Sequence[Any]) -> Taken:
-        digest, url, depth, ref, chain, payload, tries, refetch, token, report = f
+        digest, url, depth, ref, chain, payload, tries, refetch, token, turn = f
         return cls(
             digest,
             _text(url),
@@ -227,7 +239,7 @@ class Taken:
             int(tries),
             bool(refetch),
             int(token),
-            bool(report),
+            _text(turn),
         )
 
 
