@@ -107,8 +107,8 @@ class Crawler:
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
-        self._visits = self._recorder.revisits  # visits kept; a recrawl's comparisons
-        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config, self._visits)
+        self.revisits = self._recorder.revisits  # visits kept; a recrawl's comparisons
+        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config, self.revisits)
         self._pages.use_process(auto=auto_parse_process, pool=self._pool)
         self._workers = workers
         self._slots = host_slots(self.schedule, fetcher, parts.gate.crawl_delay_seen)
@@ -129,7 +129,7 @@ class Crawler:
                 "termination invariant broken: channel, crawlers and rooms are empty "
                 f"but the frontier has {self.frontier.unfinished} unfinished"
             )
-        await self._visits.end(stopped=self._pool.stopping)  # a recrawl's unlinked records
+        await self.revisits.end(stopped=self._pool.stopping)  # a recrawl's unlinked records
         return self.summary()
 
     def stop(self) -> None:
@@ -207,7 +207,7 @@ class Crawler:
         result: FetchResult | None = None
         failure: FetchError | None = None
         try:
-            result = await fetch_entry(self._fetcher, entry, self.config, self._visits.ask(entry))
+            result = await fetch_entry(self._fetcher, entry, self.config, self.revisits.ask(entry))
         except FetchError as exc:
             failure = exc
         finally:

@@ -72,6 +72,11 @@ class Revisits:
         self._previous: dict[str, Visit | None] = {}
         self._asked: set[str] = set()
         self._heard: dict[str, FetchResult] = {}
+        #: The validators each asked URL was last requested with (its WARC
+        #: request record says them), and the WARC record that holds its
+        #: capture, once archived (``engine/archive_visits.py``).
+        self._sent: dict[str, dict[str, str]] = {}
+        self._archived: dict[str, tuple[str | None, str | None]] = {}
 
     @classmethod
     def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
@@ -97,7 +102,22 @@ class Revisits:
         if not headers:
             return PLAIN
         self._asked.add(entry.url)
+        self._sent[entry.url] = headers
         return Ask(headers)
+
+    def previous_visit(self, url: str) -> Visit | None:
+        """``url``'s previous visit, in a recrawl (None: none, or not a recrawl)."""
+        return self._previous_of(url) if self._recrawl else None
+
+    def sent(self, url: str) -> dict[str, str] | None:
+        """The validators ``url``'s last request carried (None: none)."""
+        return self._sent.get(url)
+
+    def archived(self, url: str, record_id: str | None, warc_date: str | None) -> None:
+        """The WARC record that holds ``url``'s capture (a revisit's: the
+        earlier one it refers to), for its visit to keep. Not a checkpoint."""
+        if self._keeper is not None:
+            self._archived[url] = (record_id, warc_date)
 
     def heard(self, url: str, result: FetchResult) -> None:
         """An ``on_response`` callback: the last answer of each URL, whose
@@ -125,6 +145,8 @@ class Revisits:
         result = self._heard.pop(url, None)
         asked = url in self._asked
         self._asked.discard(url)
+        self._sent.pop(url, None)
+        archived = self._archived.pop(url, None)
         now = time.time()
         visit: Visit | None = None
         if self._recrawl:
@@ -153,6 +175,10 @@ class Revisits:
             record.extra["change"] = change
         if visit is None:
             visit = _visit_of(record, result, links, now)
+            if archived is not None:
+                visit = dataclasses.replace(
+                    visit, warc_record_id=archived[0], warc_date=archived[1]
+                )
         return record, links, self._keeper.keep(visit)
 
     async def kept(self, ticket: int) -> None:
