@@ -9,6 +9,7 @@ between crawls makes them days apart without waiting.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from recrawl_site import ETAG, ChangingSite
 
 from trio_crawl import CrawlRecord, run_crawl
 from trio_crawl.core.revisit_schedule import RevisitPolicy
+from trio_crawl.errors import ConfigError
 from trio_crawl.testing import serve_site
 
 from cli_helpers import records_in, run_cli
@@ -28,14 +30,12 @@ DAY = 86_400.0
 HOUR = 3_600.0
 
 
-def schedules(db: Path) -> dict[str, dict[str, Any]]:
-    """The newest generation's revisit history of each URL, by path."""
-    import json
-
+def schedules(db: Path, generation: int | None = None) -> dict[str, dict[str, Any]]:
+    """A generation's revisit history of each URL, by path (default: the newest)."""
     with sqlite3.connect(db) as conn:
+        newest = conn.execute("SELECT max(generation) FROM visits").fetchone()[0]
         rows = conn.execute(
-            "SELECT url, schedule FROM visits WHERE generation ="
-            " (SELECT max(generation) FROM visits)"
+            "SELECT url, schedule FROM visits WHERE generation = ?", (generation or newest,)
         ).fetchall()
     return {"/" + url.split("/", 3)[3]: json.loads(s) for url, s in rows if s is not None}
 
@@ -127,3 +127,22 @@ def test_recrawl_due_on_the_command_line(tmp_path: Path) -> None:
         assert sorted(e.target for e in server.log[n:]) == ["/", "/a", "/robots.txt"]
     changes = {r["url"]: r["change"] for r in records_in(out.read_text())}
     assert set(changes.values()) == {"unchanged"}
+
+
+def test_a_failed_fetch_is_not_a_visit(tmp_path: Path) -> None:
+    site = ChangingSite()
+    site.add("/", "/a", validators=ETAG)
+    site.add("/a", validators=ETAG)
+    db = tmp_path / "s.db"
+    with serve_site(site.site()) as server:
+        trio.run(lambda: run_crawl(server.url("/"), state=str(db), workers=2))
+        site.failing.add("/a")
+        trio.run(lambda: run_crawl(server.url("/"), state=str(db), workers=2, recrawl=True))
+    before, after = schedules(db, 1), schedules(db, 2)
+    assert after["/a"] == before["/a"] and before["/a"]["visits"] == 1
+    assert after["/"]["visits"] == 2  # the page that answered is a visit
+
+
+def test_recrawl_takes_true_false_or_due() -> None:
+    with pytest.raises(ConfigError, match='recrawl= must be True, False or "due"'):
+        trio.run(lambda: run_crawl("http://127.0.0.1:9/", state="x.db", recrawl="often"))

@@ -125,6 +125,8 @@ def test_pywb_replays_a_recrawl(tmp_path: Path) -> None:
             cwd=root, capture_output=True, text=True, timeout=TIMEOUT,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
+    index = "".join(p.read_text() for p in (root / "collections/coll/indexes").iterdir())
+    assert index.count("warc/revisit") == 3, index
     d2 = warc_epoch(records(two, "revisit")[urls["/"]]["WARC-Date"])
     with wayback(root, tools) as port:
         served = {path: replay(port, d2, urls[path]) for path in ("/", "/b", "/c", "/a")}
