@@ -13,7 +13,16 @@ from .units import parse_count, parse_duration, parse_number, parse_size
 
 T = TypeVar("T")
 
-__all__ = ["COUNT", "DURATION", "LIBRARY", "NUMBER", "SIZE", "Flag", "RenderOption"]
+__all__ = [
+    "COUNT",
+    "DURATION",
+    "LIBRARY",
+    "NUMBER",
+    "SIZE",
+    "Flag",
+    "RecrawlOption",
+    "RenderOption",
+]
 
 
 def _unit_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
@@ -41,7 +50,11 @@ DURATION = _unit_type(parse_duration, "duration")
 class RenderOption(argparse.Action):
     """``--render`` (True) or ``--render auto``. argparse gives an optional
     value the next word whatever it is, so a start URL right after
-    ``--render`` is handed back to the start URLs (``render_urls``)."""
+    ``--render`` is handed back to the start URLs (``render_urls``; the
+    name is historical: ``--recrawl`` hands one back there too)."""
+
+    #: The one word the option takes.
+    word = "auto"
 
     def __call__(
         self,
@@ -50,12 +63,18 @@ class RenderOption(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        if values == "auto":
-            setattr(namespace, self.dest, "auto")
+        if values == self.word:
+            setattr(namespace, self.dest, self.word)
             return
         setattr(namespace, self.dest, True)
         if isinstance(values, str):
             namespace.render_urls = [*getattr(namespace, "render_urls", []), values]
+
+
+class RecrawlOption(RenderOption):
+    """``--recrawl`` (True) or ``--recrawl due``; a URL after it is a start URL."""
+
+    word = "due"
 
 
 class _Library:

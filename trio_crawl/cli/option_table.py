@@ -17,7 +17,7 @@ import argparse
 from ..core.http import DEFAULT_USER_AGENT
 from ..core.settings import FETCHERS
 from ..frontiers.base import DEFAULT_LEASE
-from .option_kinds import COUNT, DURATION, NUMBER, SIZE, Flag, RenderOption
+from .option_kinds import COUNT, DURATION, NUMBER, SIZE, Flag, RecrawlOption, RenderOption
 
 __all__ = ["library_flags", "sections"]
 
@@ -346,9 +346,12 @@ def _state(with_urls: bool) -> list[Flag]:
             ("--recrawl",),
             "with --state: crawl a finished state file again, asking each known URL "
             "whether it changed (If-None-Match / If-Modified-Since); every record says "
-            "its change (new, changed, unchanged, gone, error, unlinked)",
+            "its change (new, changed, unchanged, gone, error, unlinked); --recrawl due: "
+            "only URLs due by their revisit schedule, and new ones (the others: not_due)",
             sets="recrawl",
-            action="store_true",
+            action=RecrawlOption,
+            nargs="?",
+            metavar="due",
         ),
         Flag(("--force",), "resume a --state file with new args", action="store_true"),
         Flag(("--seeds",), "start URLs from a file, one per line", metavar="FILE"),

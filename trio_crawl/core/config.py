@@ -103,7 +103,7 @@ class CrawlOptions(TypedDict, total=False):
     mirror: str | None
     convert_links: bool
     adjust_extension: bool
-    recrawl: bool
+    recrawl: bool | Literal["due"]
 
 
 #: ``CrawlConfig``'s groups: its field name and the group's class.

@@ -440,15 +440,18 @@ class Output:
     #: known URL is asked with the validators it came with, and every record
     #: says how it ``change``d since; a new crawl otherwise. Kept with the
     #: outputs: it is about what the crawl keeps and compares, not how it fetches.
-    recrawl: bool = False
+    #: ``"due"``: only URLs whose revisit schedule says they are due, and new ones.
+    recrawl: bool | Literal["due"] = False
 
     def __post_init__(self) -> None:
         if self.mirror is not None:
             object.__setattr__(self, "mirror", os.fspath(self.mirror))
             if not self.mirror:
                 raise ConfigError("mirror= must name a directory (got an empty path)", "mirror=")
-        if not isinstance(self.recrawl, bool):
-            raise ConfigError(f"recrawl= must be True or False (got {self.recrawl!r})", "recrawl=")
+        if not isinstance(self.recrawl, bool) and self.recrawl != "due":
+            raise ConfigError(
+                f'recrawl= must be True, False or "due" (got {self.recrawl!r})', "recrawl="
+            )
         for name in ("convert_links", "adjust_extension"):
             if getattr(self, name) and self.mirror is None:
                 raise ConfigError(

@@ -141,7 +141,12 @@ class BuiltCrawl:
             self._crawler.abort()
 
     def _to_archive(self, url: str, result: FetchResult) -> Awaitable[None] | None:
-        return None if self.archive is None else self.archive.submit(url, result)
+        # A recrawl's unchanged pages become revisits; visits keep their record.
+        if self.archive is None:
+            return None
+        from .archive_visits import archive_exchange  # loaded once, with the archive
+
+        return archive_exchange(self.archive, self.crawler.revisits, url, result)
 
     def _to_browser_archive(self, url: str, result: FetchResult, via: str | None) -> None:
         # Not awaited: no record waits for a subrequest (the page's own

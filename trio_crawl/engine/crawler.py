@@ -18,14 +18,12 @@ unfinished URL can wait outside the channel, are:
   (2) a frontier backend that holds URLs back (``HoldsBack``): the disk
       queue of the SQLite one (the memory frontier holds nothing: no room).
 
-So at every checkpoint every unfinished URL is in exactly one of four
-places: the channel (with its priority heap), a crawler holding a token,
-the schedule, or the frontier backend; docs/termination.md has the race
-analysis. When the pool ends idle, the frontier's own count of unfinished
-URLs must be zero: a mismatch is our bug, and the crawl ends loudly.
+So at every checkpoint every unfinished URL is in exactly one of four places: the channel
+(with its priority heap), a crawler holding a token, the schedule, or the frontier backend;
+docs/termination.md has the race analysis. When the pool ends idle, the frontier's own count
+of unfinished URLs must be zero: a mismatch is our bug, and the crawl ends loudly.
 
-Pages are the site's business and failures become records; a broken
-invariant is our bug and ends the crawl with an exception.
+Pages are the site's business and failures become records; a broken invariant is our bug.
 """
 
 from __future__ import annotations
@@ -68,12 +66,11 @@ class Crawler:
     ``open_crawler``). Only ``engine.build.open_crawl`` makes one: it checks
     the frontier serves the crawl and wires hooks, frontier, mirror, archive.
 
-    ``frontier`` is where URLs live (in memory by default; a
-    ``SqliteFrontier`` for a resumable crawl). ``on_record`` callbacks are
-    called synchronously, in the crawler task, as each record is final.
-    ``on_depth_update`` callbacks are called the same way when the frontier
-    corrects the depth of a URL whose record is already out (its ``correct``
-    hook); the record said the depth known when it was written.
+    ``frontier`` is where URLs live (in memory by default; a ``SqliteFrontier`` for a
+    resumable crawl). ``on_record`` callbacks are called synchronously, in the crawler
+    task, as each record is final. ``on_depth_update`` callbacks are called the same way
+    when the frontier corrects the depth of a URL whose record is already out (its
+    ``correct`` hook); the record said the depth known when it was written.
     """
 
     def __init__(
@@ -107,8 +104,8 @@ class Crawler:
         self._clock = RunClock()
         self._recorder = Recorder(self.frontier, self._delivery, self._responses, self._clock)
         self._recorder.before_write = (workers := parts.workers).note
-        self._visits = self._recorder.revisits  # visits kept; a recrawl's comparisons
-        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config, self._visits)
+        self.revisits = self._recorder.revisits.due_only(config.output.recrawl == "due")
+        self._pages = PageReader(self.frontier, self._delivery, parts.scope, config, self.revisits)
         self._pages.use_process(auto=auto_parse_process, pool=self._pool)
         self._workers = workers
         self._slots = host_slots(self.schedule, fetcher, parts.gate.crawl_delay_seen)
@@ -129,7 +126,7 @@ class Crawler:
                 "termination invariant broken: channel, crawlers and rooms are empty "
                 f"but the frontier has {self.frontier.unfinished} unfinished"
             )
-        await self._visits.end(stopped=self._pool.stopping)  # a recrawl's unlinked records
+        await self.revisits.end(stopped=self._pool.stopping)  # a recrawl's unlinked records
         return self.summary()
 
     def stop(self) -> None:
@@ -181,6 +178,9 @@ class Crawler:
         host = host_port(entry.url)
         if self._pool.stopping:
             return self._drop(entry, host)
+        if entry.attempts == 0 and (kept := self.revisits.not_due(entry, self._clock.t())):
+            self.schedule.unreserve(entry, host)  # not due yet: no request (--recrawl due)
+            return await self._recorder.finish(entry, kept)
         if entry.attempts == 0:
             verdict, error = await self._gate.check(entry, host)
             if verdict is Verdict.WAIT:
@@ -207,7 +207,7 @@ class Crawler:
         result: FetchResult | None = None
         failure: FetchError | None = None
         try:
-            result = await fetch_entry(self._fetcher, entry, self.config, self._visits.ask(entry))
+            result = await fetch_entry(self._fetcher, entry, self.config, self.revisits.ask(entry))
         except FetchError as exc:
             failure = exc
         finally:

@@ -114,6 +114,12 @@ def _payload(result: FetchResult) -> bytes:
     return result.body if result.network_body is None else result.network_body
 
 
+def payload_digest(result: FetchResult) -> str:
+    """The record's ``digest`` of ``result``: the WARC-Payload-Digest of what
+    came over the network (a recrawl's archive compares it with the last)."""
+    return sha1_digest(_payload(result))
+
+
 def make_record(
     entry: Entry,
     error: tuple[str, str] | None,
@@ -141,7 +147,7 @@ def make_record(
         extra["render_error"] = result.render_failure.to_json()
     if result is not None and not result.body_skipped and result.status != 304:
         # The WARC's WARC-Payload-Digest of this body: two crawls compare by it.
-        extra["digest"] = sha1_digest(_payload(result))
+        extra["digest"] = payload_digest(result)
     return CrawlRecord(
         extra=extra,
         url=entry.url,

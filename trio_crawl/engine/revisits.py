@@ -18,20 +18,36 @@ generation of visits, also:
 
 A page whose fetch failed keeps its previous visit (``kept: true``): the
 next recrawl asks for it with the same validators.
+
+Each visit also keeps the URL's revisit schedule (``core/revisit_schedule.py``,
+JSON in the visit's ``schedule``): ``first_visit`` at its first capture,
+``after_visit`` at each later one, changed or not (an error is no visit: the
+history stays). Every recrawl updates it; ``--recrawl due`` reads it
+(``not_due``): a URL whose previous visit is not due yet is not requested,
+its record says ``not_due``, its previous visit stays, and its kept links
+are followed (new pages behind it are still found). New URLs are always
+fetched. ``now`` is the crawl's clock (``RunClock.epoch``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..core.frontier import Entry
 from ..core.models import CrawlRecord, ErrorInfo, FetchResult
+from ..core.revisit_schedule import (
+    RevisitHistory,
+    RevisitPolicy,
+    after_visit,
+    first_visit,
+    is_due,
+)
 from ..frontiers.base import FrontierBackend, KeepsVisits, VisitKeeper
 from ..recrawl.visit import (
     ERROR,
+    NOT_DUE,
     UNCHANGED,
     UNLINKED,
     Visit,
@@ -72,11 +88,39 @@ class Revisits:
         self._previous: dict[str, Visit | None] = {}
         self._asked: set[str] = set()
         self._heard: dict[str, FetchResult] = {}
+        #: The validators each asked URL was last requested with (its WARC
+        #: request record says them), and the WARC record that holds its
+        #: capture, once archived (``engine/archive_visits.py``).
+        self._sent: dict[str, dict[str, str]] = {}
+        self._archived: dict[str, tuple[str | None, str | None]] = {}
+        #: ``--recrawl due``: URLs not due are recorded without a request.
+        self._due_only = False
+        self._not_due: dict[str, Visit] = {}
+        self.policy = RevisitPolicy()
 
     @classmethod
     def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
         keeper = frontier.kept_visits() if isinstance(frontier, KeepsVisits) else None
         return cls(keeper, delivery, clock)
+
+    def due_only(self, due: bool) -> Revisits:
+        """``--recrawl due`` (``due``) or not; returns self."""
+        self._due_only = due and self._recrawl
+        return self
+
+    def not_due(self, entry: Entry, t: float) -> CrawlRecord | None:
+        """The ``not_due`` record of ``entry`` made at ``t`` (None: request
+        it). Not a checkpoint."""
+        if not self._due_only:
+            return None
+        previous = self._previous_of(entry.url)
+        history = _history(previous)
+        if previous is None or history is None or is_due(history, self._clock.epoch()):
+            return None
+        self._not_due[entry.url] = previous
+        return CrawlRecord(
+            url=entry.url, status=None, depth=entry.depth, referrer=entry.referrer, attempts=0, t=t
+        )
 
     @property
     def active(self) -> bool:
@@ -97,7 +141,22 @@ class Revisits:
         if not headers:
             return PLAIN
         self._asked.add(entry.url)
+        self._sent[entry.url] = headers
         return Ask(headers)
+
+    def previous_visit(self, url: str) -> Visit | None:
+        """``url``'s previous visit, in a recrawl (None: none, or not a recrawl)."""
+        return self._previous_of(url) if self._recrawl else None
+
+    def sent(self, url: str) -> dict[str, str] | None:
+        """The validators ``url``'s last request carried (None: none)."""
+        return self._sent.get(url)
+
+    def archived(self, url: str, record_id: str | None, warc_date: str | None) -> None:
+        """The WARC record that holds ``url``'s capture (a revisit's: the
+        earlier one it refers to), for its visit to keep. Not a checkpoint."""
+        if self._keeper is not None:
+            self._archived[url] = (record_id, warc_date)
 
     def heard(self, url: str, result: FetchResult) -> None:
         """An ``on_response`` callback: the last answer of each URL, whose
@@ -122,11 +181,22 @@ class Revisits:
         if self._keeper is None:
             return record, links, 0
         url = entry.url
+        if url in self._not_due:  # its previous visit stays, its links are followed
+            stays = self._not_due.pop(url)
+            self._previous.pop(url, None)
+            links = list(stays.links or ())
+            record = dataclasses.replace(record, links=len(links))
+            record.extra["change"] = NOT_DUE
+            return record, links, self._keeper.keep(stays)
         result = self._heard.pop(url, None)
         asked = url in self._asked
         self._asked.discard(url)
-        now = time.time()
+        self._sent.pop(url, None)
+        archived = self._archived.pop(url, None)
+        now = self._clock.epoch()
         visit: Visit | None = None
+        previous: Visit | None = None
+        change = ""
         if self._recrawl:
             if url in self._previous:
                 previous = self._previous.pop(url)
@@ -142,6 +212,7 @@ class Revisits:
                     record.extra["digest"] = previous.digest
                 record.extra["reused_bytes"] = previous.size or 0
                 visit = after_not_modified(previous, result.headers, now)
+                visit = _scheduled(visit, previous, self.policy, now, changed=False)
             elif record.status == 304:
                 record = dataclasses.replace(record, error=_BLIND_304)
             if change == ERROR and previous is not None:
@@ -153,6 +224,12 @@ class Revisits:
             record.extra["change"] = change
         if visit is None:
             visit = _visit_of(record, result, links, now)
+            if record.status is not None and record.status < 500:  # an error is no visit
+                visit = _scheduled(visit, previous, self.policy, now, changed=change != UNCHANGED)
+            if archived is not None:
+                visit = dataclasses.replace(
+                    visit, warc_record_id=archived[0], warc_date=archived[1]
+                )
         return record, links, self._keeper.keep(visit)
 
     async def kept(self, ticket: int) -> None:
@@ -181,6 +258,29 @@ class Revisits:
                     await self._delivery.send_record(record)
                 await self._keeper.mark_unlinked([visit.url for visit in batch])
         await self._keeper.finish()
+
+
+def _history(visit: Visit | None) -> RevisitHistory | None:
+    """The revisit history ``visit`` keeps (None: none, or not one we can read)."""
+    if visit is None or visit.schedule is None:
+        return None
+    try:
+        return RevisitHistory.from_json(visit.schedule)
+    except ValueError:
+        return None  # due: a damaged history is never a reason to skip a page
+
+
+def _scheduled(
+    visit: Visit, previous: Visit | None, policy: RevisitPolicy, now: float, *, changed: bool
+) -> Visit:
+    """``visit`` with its revisit history: the first, or the previous one
+    after this visit, which found the page ``changed`` or not."""
+    history = _history(previous)
+    if history is None:
+        history = first_visit(policy, now)
+    else:
+        history = after_visit(policy, history, changed=changed, now=now)
+    return dataclasses.replace(visit, schedule=history.to_json())
 
 
 def _visit_of(

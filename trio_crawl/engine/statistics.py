@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -100,6 +101,10 @@ def with_parse_statistics(summary: CrawlSummary, process: ParseProcess | None) -
     return dataclasses.replace(summary, parsed_in_process=process.pages)
 
 
+#: The wall clock minus trio's clock, read once per ``trio.run``.
+_EPOCH_ANCHOR: trio.lowlevel.RunVar[float] = trio.lowlevel.RunVar("trio_crawl_epoch_anchor")
+
+
 class RunClock:
     """When this run of a crawl started and ended (trio's clock): a
     record's ``t`` and the statistics' ``elapsed``."""
@@ -115,6 +120,19 @@ class RunClock:
 
     def finish(self) -> None:
         self.finished_at = trio.current_time()
+
+    def epoch(self) -> float:
+        """Now as epoch seconds, read from trio's clock: a visit's time and
+        the revisit schedule's ``now`` (``engine/revisits.py``). The wall
+        clock is read once per ``trio.run`` and trio's clock moves it on,
+        so a test's ``trio.testing.MockClock`` is the crawl's calendar
+        (``jump`` a day between two crawls of one run: they are a day apart)."""
+        try:
+            anchor = _EPOCH_ANCHOR.get()
+        except LookupError:
+            anchor = time.time() - trio.current_time()
+            _EPOCH_ANCHOR.set(anchor)
+        return anchor + trio.current_time()
 
     def t(self) -> float:
         """Seconds since this run started, to the millisecond (a record's ``t``)."""
