@@ -1,0 +1,154 @@
+"""The termination protocol across shards on a real local Redis Cluster
+(``tests/redis_cluster_fixture.py``: 3 primaries; needs redis-server and
+redis-cli, and coredis).
+
+The shard side runs as the Lua library ``frontiers/cluster/termination.lua``,
+loaded on every primary; the detector is ``core.shard_termination.Detector``
+fed by one ``tcs_probe`` call per shard. Worker tasks move a random link
+graph between six shards (hosts hashed to shards), and some die holding a
+lease mid-page (their leases expire and are reclaimed). The detector's
+"done" is checked against the ground truth the test keeps: every reachable
+page finished, every shard's queue and leases empty on the server.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any
+
+import pytest
+import trio
+from redis_cluster_fixture import RedisCluster, ask, redis_cluster  # noqa: F401
+
+from trio_crawl.core.shard_termination import Detector
+from trio_crawl.frontiers.cluster import termination as books
+
+SHARDS = 6
+TTL_MS = 300
+CRAWL = "tc-test"
+
+
+def link_graph(seed: int, pages: int = 60) -> tuple[dict[str, list[str]], set[str]]:
+    """Pages over 8 hosts with 0-4 links each; the pages reachable from the first."""
+    rnd = random.Random(seed)
+    urls = [f"http://h{rnd.randrange(8)}.test/p{i}" for i in range(pages)]
+    graph = {url: rnd.sample(urls, rnd.randrange(5)) for url in urls}
+    reachable, todo = set(), [urls[0]]
+    while todo:
+        url = todo.pop()
+        if url not in reachable:
+            reachable.add(url)
+            todo.extend(graph[url])
+    return graph, reachable
+
+
+def shard_of_url(url: str) -> int:
+    return books.shard_of(url.split("/")[2], SHARDS)
+
+
+class Crawl:
+    """Workers and a detector over the cluster, and the ground truth."""
+
+    def __init__(self, client: Any, graph: dict[str, list[str]], dying: set[str]) -> None:
+        self.client = client
+        self.graph = graph
+        self.dying = dying  # workers that die holding their second lease
+        self.finished: set[str] = set()
+        self.deaths = 0
+        self.held: dict[str, str] = {}  # URL -> live worker holding its lease
+        self.passes_at_last_release = 0
+        self.detector = Detector(SHARDS)
+        self.over = trio.Event()
+
+    async def worker(self, name: str, first: int) -> None:
+        leases = 0
+        while not self.over.is_set():
+            got = None
+            for step in range(SHARDS):
+                shard = (first + step) % SHARDS
+                url, _ = await books.lease(self.client, CRAWL, shard, name, TTL_MS)
+                if url is not None:
+                    got = (shard, url)
+                    break
+            if got is None:
+                await trio.sleep(0.005)  # an idle worker polls
+                continue
+            shard, url = got
+            leases += 1
+            self.held[url] = name
+            targets: dict[int, list[str]] = defaultdict(list)
+            for link in self.graph[url]:
+                targets[shard_of_url(link)].append(link)
+            for number, (target, links) in enumerate(sorted(targets.items())):
+                if number == 1 and name in self.dying and leases == 2:
+                    break  # killed mid-page, after its first admission
+                await books.admit(self.client, CRAWL, target, links)
+            if name in self.dying and leases == 2:
+                del self.held[url]  # its lease will expire and be reclaimed
+                self.deaths += 1
+                return
+            # every admission answered: now, and only now, the release
+            released = await books.release(self.client, CRAWL, shard, name, url)
+            del self.held[url]
+            if released:
+                self.finished.add(url)
+                self.passes_at_last_release = self.detector.passes
+
+    async def detect(self) -> None:
+        while not self.detector.done:
+            shard = self.detector.next_shard
+            if self.detector.observe(await books.probe(self.client, CRAWL, shard)):
+                break
+            if self.detector.next_shard == 0:
+                await trio.sleep(0.002)  # between passes
+        self.over.set()
+
+
+async def server_books(client: Any, shard: int) -> tuple[int, int]:
+    keys = books.shard_keys(CRAWL, shard)
+    return int(await client.llen(keys[0])), int(await client.hlen(keys[2]))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_the_detector_ends_a_crawl_across_shards_of_a_real_cluster(
+    redis_cluster: RedisCluster,  # noqa: F811
+    seed: int,
+) -> None:
+    coredis = pytest.importorskip("coredis")
+    graph, reachable = link_graph(seed)
+    start = next(iter(graph))
+    # the shards really are spread over the cluster's primaries
+    slots = {int(ask(redis_cluster.ports[0], "CLUSTER", "KEYSLOT", books.shard_keys(CRAWL, s)[0]))
+             for s in range(SHARDS)}  # fmt: skip
+    assert len({redis_cluster.primary_of_slot(slot) for slot in slots}) >= 2
+    client = coredis.RedisCluster("127.0.0.1", redis_cluster.ports[0], decode_responses=False)
+    with trio.fail_after(60):
+        async with client:
+            await books.load(client)
+            # each call touches one slot: keys of two shards are refused
+            with pytest.raises(coredis.exceptions.RedisError):
+                keys = books.shard_keys(CRAWL, 0)[:4] + books.shard_keys(CRAWL, 1)[4:]
+                await client.fcall("tcs_admit", keys, ["x"])
+            # a shard whose books are gone is refused, never read as idle
+            with pytest.raises(coredis.exceptions.RedisError, match="TCGONE"):
+                await books.probe(client, CRAWL, 0)
+            for shard in range(SHARDS):
+                assert await books.open_shard(client, CRAWL, shard) == 0
+            await books.admit(client, CRAWL, shard_of_url(start), [start])
+            crawl = Crawl(client, graph, dying={"w1", "w3"})
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl.detect)
+                for i in range(4):
+                    nursery.start_soon(crawl.worker, f"w{i}", i)
+                # the killed workers' places are taken by new ones
+                for i in range(4, 6):
+                    nursery.start_soon(crawl.worker, f"w{i}", i)
+            assert crawl.deaths == 2  # both died holding a lease, reclaimed since
+            # done was said only when nothing was left: the ground truth...
+            assert crawl.finished == reachable
+            assert crawl.held == {}
+            for shard in range(SHARDS):  # ...and the server's own books
+                assert await server_books(client, shard) == (0, 0)
+            # and no later than two full passes after the last release
+            assert crawl.detector.passes <= crawl.passes_at_last_release + 3
