@@ -18,11 +18,19 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
+import redis_cluster_fixture
 import trio
-from redis_cluster_fixture import RedisCluster, ask, redis_cluster  # noqa: F401
+from redis_cluster_fixture import RedisCluster, ask
 
-from trio_crawl.core.shard_termination import Detector
+from trio_crawl.core.shard_termination import Detector, FailoverGuard
 from trio_crawl.frontiers.cluster import termination as books
+
+coredis = pytest.importorskip(
+    "coredis", reason="coredis is not installed (pip install 'trio-crawl[redis]')"
+)
+
+redis_cluster = redis_cluster_fixture.redis_cluster
+redis_cluster_with_replicas = redis_cluster_fixture.redis_cluster_with_replicas
 
 SHARDS = 6
 TTL_MS = 300
@@ -112,10 +120,9 @@ async def server_books(client: Any, shard: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_the_detector_ends_a_crawl_across_shards_of_a_real_cluster(
-    redis_cluster: RedisCluster,  # noqa: F811
+    redis_cluster: RedisCluster,
     seed: int,
 ) -> None:
-    coredis = pytest.importorskip("coredis")
     graph, reachable = link_graph(seed)
     start = next(iter(graph))
     # the shards really are spread over the cluster's primaries
@@ -152,3 +159,105 @@ async def test_the_detector_ends_a_crawl_across_shards_of_a_real_cluster(
                 assert await server_books(client, shard) == (0, 0)
             # and no later than two full passes after the last release
             assert crawl.detector.passes <= crawl.passes_at_last_release + 3
+
+
+def serving_nodes(cluster: RedisCluster) -> dict[int, str]:
+    """Shard -> the node serving its slot now and that node's run id (which
+    a restart changes): what ``FailoverGuard`` compares."""
+    nodes = {}
+    for shard in range(SHARDS):
+        slot = int(
+            ask(cluster.live_ports()[0], "CLUSTER", "KEYSLOT", books.shard_keys(CRAWL, shard)[0])
+        )
+        port = cluster.primary_of_slot(slot)
+        run_id = next(
+            line.split(":", 1)[1].strip()
+            for line in ask(port, "INFO", "server").splitlines()
+            if line.startswith("run_id:")
+        )
+        nodes[shard] = f"{ask(port, 'CLUSTER', 'MYID')}/{run_id}"
+    return nodes
+
+
+class FailoverCrawl(Crawl):
+    """Workers that die on any failed call (its outcome unknown: the call
+    may or may not have run), and a detector that retries a failed probe and
+    asks the guard before it believes a "done"."""
+
+    def __init__(self, client: Any, graph: dict[str, list[str]], cluster: RedisCluster) -> None:
+        super().__init__(client, graph, dying=set())
+        self.cluster = cluster
+        self.guard: FailoverGuard | None = None
+        self.stopped: str | None = None
+        self.halfway = trio.Event()
+        self.failed_calls = 0
+
+    async def worker(self, name: str, first: int) -> None:
+        try:
+            await super().worker(name, first)
+        except Exception:  # a failed call: this worker is gone, its lease expires
+            self.failed_calls += 1
+            for url, holder in list(self.held.items()):
+                if holder == name:
+                    del self.held[url]
+
+    async def nodes(self) -> dict[int, str]:
+        return await trio.to_thread.run_sync(serving_nodes, self.cluster)
+
+    async def detect(self) -> None:
+        assert self.guard is not None
+        while not self.detector.done:
+            if len(self.finished) >= 20:
+                self.halfway.set()
+            shard = self.detector.next_shard
+            try:
+                reading = await books.probe(self.client, CRAWL, shard)
+            except Exception:
+                await trio.sleep(0.05)  # the shard's node is down: ask again
+                continue
+            done = self.detector.observe(reading)
+            if self.detector.next_shard == 0:  # a pass ended: did a primary change?
+                try:
+                    self.stopped = self.guard.check(await self.nodes())
+                except (OSError, LookupError):
+                    self.stopped = "the cluster's nodes could not be read: stopping"
+                if self.stopped is not None:
+                    break
+            if done:
+                break
+        self.over.set()
+
+
+async def test_a_primary_killed_mid_crawl_stops_it_and_never_ends_it_wrongly(
+    redis_cluster_with_replicas: RedisCluster,
+) -> None:
+    cluster = redis_cluster_with_replicas
+    graph, reachable = link_graph(5, pages=150)
+    assert len(reachable) > 60  # a crawl still running when the primary dies
+    start = next(iter(graph))
+    client = coredis.RedisCluster(
+        "127.0.0.1", cluster.ports[0], decode_responses=False, connect_timeout=1, stream_timeout=2
+    )
+    with trio.fail_after(90):
+        async with client:
+            await books.load(client)
+            for shard in range(SHARDS):
+                await books.open_shard(client, CRAWL, shard)
+            await books.admit(client, CRAWL, shard_of_url(start), [start])
+            crawl = FailoverCrawl(client, graph, cluster)
+            crawl.guard = FailoverGuard(await crawl.nodes())
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl.detect)
+                for i in range(3):
+                    nursery.start_soon(crawl.worker, f"w{i}", i)
+                await crawl.halfway.wait()
+                victim = cluster.primary_of_slot(
+                    int(ask(cluster.ports[0], "CLUSTER", "KEYSLOT", books.shard_keys(CRAWL, 0)[0]))
+                )
+                cluster.kill(victim)  # SIGKILL; its replica takes over
+                await crawl.over.wait()
+                nursery.cancel_scope.cancel()
+    # never a wrong "done": the crawl stopped, in one line, naming the change
+    assert crawl.stopped is not None, (crawl.detector.done, len(crawl.finished))
+    assert "\n" not in crawl.stopped and "primary changed" in crawl.stopped
+    assert not (crawl.detector.done and crawl.finished != reachable)
