@@ -21,8 +21,9 @@ import pytest
 import redis_cluster_fixture
 import trio
 from redis_cluster_fixture import RedisCluster, ask
+from test_shard_termination import CounterlessDetector
 
-from trio_crawl.core.shard_termination import Detector, FailoverGuard
+from trio_crawl.core.shard_termination import Detector, FailoverGuard, Shard
 from trio_crawl.frontiers.cluster import termination as books
 
 coredis = pytest.importorskip(
@@ -261,3 +262,59 @@ async def test_a_primary_killed_mid_crawl_stops_it_and_never_ends_it_wrongly(
     assert crawl.stopped is not None, (crawl.detector.done, len(crawl.finished))
     assert "\n" not in crawl.stopped and "primary changed" in crawl.stopped
     assert not (crawl.detector.done and crawl.finished != reachable)
+
+
+async def test_the_lua_books_keep_the_model_and_catch_the_shuttle(
+    redis_cluster: RedisCluster,
+) -> None:
+    """The shuttle run twice, by hand, through the Lua library and through
+    the model (``core.shard_termination.Shard``) side by side: every probe
+    reads what the model reads, and the detector fed by the real probes is
+    not fooled where a counterless one is (so the Lua really bumps)."""
+    model = [Shard(0), Shard(1)]
+    exact, counterless = Detector(2), CounterlessDetector(2)
+    client = coredis.RedisCluster("127.0.0.1", redis_cluster.ports[0], decode_responses=False)
+    with trio.fail_after(30):
+        async with client:
+            await books.load(client)
+            for shard in range(2):
+                await books.open_shard(client, CRAWL, shard)
+
+            async def read(shard: int) -> None:
+                reading = await books.probe(client, CRAWL, shard)
+                assert reading == model[shard].read()
+                exact.observe(reading)
+                counterless.observe(reading)
+
+            async def shuttle(source: int, url: str, link: str) -> None:
+                got, _ = await books.lease(client, CRAWL, source, "w", 60_000)
+                assert got == url == model[source].lease("w")
+                admitted = await books.admit(client, CRAWL, 1 - source, [link])
+                assert admitted[0] == model[1 - source].admit([link])
+                assert await books.release(client, CRAWL, source, "w", url)
+                assert model[source].release("w", url)
+
+            await books.admit(client, CRAWL, 1, ["a"])
+            model[1].admit(["a"])
+            await read(0)
+            await shuttle(1, "a", "b")
+            await read(1)
+            await shuttle(0, "b", "c")
+            await read(0)
+            await shuttle(1, "c", "d")
+            await read(1)
+            assert counterless.done and not exact.done  # d is queued on shard 0
+            # a lease whose worker died (time-to-live 0) is reclaimed by the
+            # next probe, with a bump, as the model's reclaim
+            got, _ = await books.lease(client, CRAWL, 0, "dead", 0)
+            assert got == "d" == model[0].lease("dead")
+            model[0].reclaim("dead")
+            await read(0)
+            await read(1)
+            got, _ = await books.lease(client, CRAWL, 0, "w", 60_000)
+            assert got == "d" == model[0].lease("w")
+            assert not await books.release(client, CRAWL, 0, "dead", "d")  # not its lease
+            assert await books.release(client, CRAWL, 0, "w", "d") and model[0].release("w", "d")
+            for _ in range(4):  # two passes over two idle shards
+                await read(exact.next_shard)
+            assert exact.done
