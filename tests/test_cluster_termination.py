@@ -160,6 +160,8 @@ async def test_the_detector_ends_a_crawl_across_shards_of_a_real_cluster(
                 assert await server_books(client, shard) == (0, 0)
             # and no later than two full passes after the last release
             assert crawl.detector.passes <= crawl.passes_at_last_release + 3
+            for reading in crawl.detector.last_pass:
+                assert await books.seal(client, CRAWL, reading.shard, reading.activity)
 
 
 def serving_nodes(cluster: RedisCluster) -> dict[int, str]:
@@ -318,3 +320,11 @@ async def test_the_lua_books_keep_the_model_and_catch_the_shuttle(
             for _ in range(4):  # two passes over two idle shards
                 await read(exact.next_shard)
             assert exact.done
+            # sealed with the counters read, a shard refuses new work
+            assert not await books.seal(client, CRAWL, 0, 0)  # a counter that moved
+            for reading in exact.last_pass:
+                assert await books.seal(client, CRAWL, reading.shard, reading.activity)
+            with pytest.raises(coredis.exceptions.RedisError, match="TCDONE"):
+                await books.admit(client, CRAWL, 1, ["late"])
+            with pytest.raises(coredis.exceptions.RedisError, match="TCDONE"):
+                await books.lease(client, CRAWL, 0, "w", 60_000)

@@ -326,6 +326,7 @@ def test_a_shuttle_between_reads_fools_one_pass_but_not_two() -> None:
     assert naive.observe(reading) is True  # wrong: b is queued on shard 0
     assert exact.observe(reading) is False
     assert not all_idle(shards)
+    assert [r.shard for r in exact.last_pass] == [0, 1]
 
 
 def test_counters_catch_what_idle_readings_miss() -> None:

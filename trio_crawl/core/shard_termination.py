@@ -141,6 +141,12 @@ class Detector:
         self._previous: list[ShardReading] | None = None
 
     @property
+    def last_pass(self) -> Sequence[ShardReading]:
+        """The readings of the last complete pass (after "done": the
+        counters each shard is sealed with)."""
+        return self._previous or []
+
+    @property
     def next_shard(self) -> int:
         return len(self._current)
 

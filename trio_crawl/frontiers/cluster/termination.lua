@@ -10,7 +10,12 @@ this order (frontiers/cluster/termination.py builds them):
   2 seen  set: every URL this shard ever admitted
   3 lo    hash: leased URL -> the worker that holds it
   4 lx    sorted set: leased URL, scored by its lease's expiry (server ms)
-  5 m     hash: 'activity', bumped by every call that can make the shard busy
+  5 m     hash: 'activity', bumped by every call that can make the shard busy;
+          'sealed' once the crawl is declared done
+
+Once the detector says done it seals every shard (tcs_seal): admissions
+and leases are refused from then on (error TCDONE), so a worker that wakes
+late (frozen past its lease) cannot add work to a crawl declared over.
 
 Idle: q and lo both empty. tcs_open creates a shard's books when the crawl
 is created; every other function refuses a shard whose books are gone
@@ -27,6 +32,13 @@ end
 local function books(keys)
   if redis.call('EXISTS', keys[5]) == 0 then
     return redis.error_reply('TCGONE this shard\'s books are gone: ' .. keys[5])
+  end
+  return nil
+end
+
+local function sealed(keys)
+  if redis.call('HGET', keys[5], 'sealed') then
+    return redis.error_reply('TCDONE the crawl is over: ' .. keys[5])
   end
   return nil
 end
@@ -57,9 +69,9 @@ end)
 
 -- ARGV: URLs. Queues those never seen here. -> {admitted, activity}
 redis.register_function('tcs_admit', function(keys, args)
-  local gone = books(keys)
-  if gone then
-    return gone
+  local refused = books(keys) or sealed(keys)
+  if refused then
+    return refused
   end
   local new = 0
   for _, url in ipairs(args) do
@@ -76,9 +88,9 @@ end)
 
 -- ARGV: worker, ttl (ms). -> {URL or nil, activity}
 redis.register_function('tcs_lease', function(keys, args)
-  local gone = books(keys)
-  if gone then
-    return gone
+  local refused = books(keys) or sealed(keys)
+  if refused then
+    return refused
   end
   reclaim(keys)
   local url = redis.call('LPOP', keys[1])
@@ -113,4 +125,20 @@ redis.register_function('tcs_probe', function(keys, args)
   reclaim(keys)
   local idle = redis.call('LLEN', keys[1]) == 0 and redis.call('HLEN', keys[3]) == 0
   return {idle and 1 or 0, activity(keys)}
+end)
+
+-- ARGV: the activity the detector's last two passes read. Seals the shard
+-- (admit and lease refuse it from now on, error TCDONE) if it is still idle
+-- with that counter. -> 1, or 0 (it moved: the verdict must not stand)
+redis.register_function('tcs_seal', function(keys, args)
+  local gone = books(keys)
+  if gone then
+    return gone
+  end
+  local idle = redis.call('LLEN', keys[1]) == 0 and redis.call('HLEN', keys[3]) == 0
+  if not idle or activity(keys) ~= tonumber(args[1]) then
+    return 0
+  end
+  redis.call('HSET', keys[5], 'sealed', 1)
+  return 1
 end)

@@ -82,3 +82,10 @@ async def probe(client: Any, crawl: str, shard: int) -> ShardReading:
     """The detector's one call to ``shard`` (it reclaims expired leases first)."""
     idle, activity = await _call(client, "tcs_probe", shard_keys(crawl, shard), [])
     return ShardReading(shard, bool(idle), int(activity))
+
+
+async def seal(client: Any, crawl: str, shard: int, activity: int) -> bool:
+    """After "done": refuse admissions and leases on ``shard`` from now on,
+    if it is still idle with the ``activity`` the detector read. False when
+    it moved, which the protocol rules out: the verdict must not stand."""
+    return bool(await client.fcall("tcs_seal", shard_keys(crawl, shard), [str(activity)]))
