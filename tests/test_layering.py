@@ -225,6 +225,8 @@ def test_every_pure_module_exists() -> None:
         ("trio_crawl.frontiers.bloom", "import sqlite3\n"),
         ("trio_crawl.core.pool_sizing", "from ..machine import machine_ceiling\n"),
         ("trio_crawl.machine", "import trio\n"),
+        ("trio_crawl.core.shard_termination", "import trio\n"),
+        ("trio_crawl.core.shard_termination", "from ..frontiers.cluster import termination\n"),
     ],
 )
 def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:
