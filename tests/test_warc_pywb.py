@@ -1,9 +1,10 @@
 """A real replay tool plays the revisits of a recrawl (issue #33 item 5).
 
 Crawl 1 is a real crawl (``trio-crawl --warc``) of a local server. Crawl 2's
-WARC is written through the writer API (the whole path, a real recrawl
-with ``--warc``, is tests/test_recrawl_warc.py's) from real answers of the same server: a 304 to a request carrying the
-ETag of crawl 1, and a page at another URL whose body equals crawl 1's page.
+WARC is written through the writer API (the whole path, a real recrawl with
+``--warc``, is tests/test_recrawl_warc.py's) from real answers of the same
+server: a 304 to a request carrying the ETag of crawl 1, and a page at
+another URL whose body equals crawl 1's page.
 pywb, given both files, serves the original body at crawl 2's time for both
 (the revisits resolved, not the earlier capture picked instead), and warcio
 checks both files.
