@@ -78,6 +78,12 @@ class Revisits:
         keeper = frontier.kept_visits() if isinstance(frontier, KeepsVisits) else None
         return cls(keeper, delivery, clock)
 
+    def use(self, keeper: VisitKeeper) -> None:
+        """Keep visits in ``keeper`` (a mirror's own, ``mirror/visits.py``),
+        for a crawl whose frontier keeps none. Before the crawl runs."""
+        self._keeper = keeper
+        self._recrawl = keeper.recrawl
+
     @property
     def active(self) -> bool:
         return self._keeper is not None
@@ -87,6 +93,11 @@ class Revisits:
             assert self._keeper is not None
             self._previous[url] = self._keeper.previous(url)
         return self._previous[url]
+
+    def previous_visit(self, url: str) -> Visit | None:
+        """``url``'s previous visit in a recrawl (None otherwise): the
+        mirror's question (does this body replace the saved one?)."""
+        return self._previous_of(url) if self._recrawl else None
 
     def ask(self, entry: Entry) -> Ask:
         """How ``entry`` is requested (each attempt): conditionally when its

@@ -202,6 +202,37 @@ class VisitStore:
     def unreached(self, limit: int = 1000) -> list[Visit]:
         return unreached(self._conn, self.generation, limit)
 
+    def done(self) -> bool:
+        """Whether this generation ended whole (its unlinked records written)."""
+        return generation_done(self._conn) == self.generation
+
+    def restart_generation(self) -> None:
+        """Forget what this (unfinished) generation wrote, so a crawl that
+        cannot resume it (a mirror kept without ``--state``) does it again
+        from the start, against the same previous generation."""
+        self._in_transaction(
+            lambda conn: (
+                conn.execute("DELETE FROM visits WHERE generation >= ?", (self.generation,)),
+                conn.execute("DELETE FROM unlinked WHERE generation >= ?", (self.generation,)),
+            )
+        )
+
+    def mark_unlinked(self, urls: Iterable[str]) -> None:
+        self._in_transaction(lambda conn: mark_unlinked(conn, self.generation, urls))
+
+    def finish(self) -> None:
+        """This generation ended whole: the next crawl may begin another."""
+        self._in_transaction(lambda conn: mark_generation_done(conn, self.generation))
+
+    def _in_transaction(self, job: Callable[[sqlite3.Connection], object]) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            job(self._conn)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
 
 def _nothing(conn: sqlite3.Connection) -> None:
     pass

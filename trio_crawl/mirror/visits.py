@@ -1,0 +1,103 @@
+"""The visits a ``--mirror DIR`` keeps for itself, so a second run is a recrawl.
+
+``wget -m`` run twice asks the server, page by page, whether each saved file
+is still current (``-m`` implies ``-N``). A mirror crawled without
+``--state`` keeps what that needs inside the mirror: a standalone visit file
+(``recrawl/store.py``), ``DIR/.trio-crawl/visits.db``. The directory's name
+starts with a dot, which no host name does, so no URL is ever saved there;
+the link converter's walk leaves it out (``files.py``), and it is never
+counted as a mirrored file.
+
+Runs, and why each starts as it does (``open_mirror_visits``):
+
+- no visits yet: a first crawl (generation 1), records without ``change``;
+- the last run ended whole: the next generation begins, a recrawl against
+  it, automatically (as ``wget -m`` is);
+- the last run did not end (Ctrl-C, ``--max-time``, ``kill -9``): there is
+  no frontier to resume it from, so it is done again from the start against
+  the same previous generation, its partial visits forgotten. What it had
+  written is rewritten with the same bytes (a changed page is still changed
+  against the previous generation), so the rerun leaves the tree an
+  uninterrupted run leaves.
+
+A crawl whose frontier keeps visits itself (a ``--state`` file) does not
+open this file: the state file is the one truth, and ``--recrawl`` decides
+(``docs/manual/recrawl.md``). Nor does a crawl shared by several workers
+(``--redis``): they would each begin a generation of one file.
+
+Writes are blocking SQLite calls made in a worker thread, one at a time; a
+visit is in the file before its page's record is written (``kept``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Final
+
+import trio
+
+from ..recrawl.store import VisitStore
+from ..recrawl.visit import Visit
+from .files import KEPT_DIR
+
+VISITS_FILE: Final = "visits.db"
+
+
+class MirrorVisits:
+    """A ``VisitKeeper`` (``frontiers/base.py``) over a mirror's visit file."""
+
+    def __init__(self, store: VisitStore) -> None:
+        self._store = store
+        #: The generation this run writes (2 or more: a recrawl).
+        self.generation = store.generation
+        self._limiter = trio.CapacityLimiter(1)
+        self._pending: dict[int, Visit] = {}
+        self._tickets = 0
+
+    @property
+    def recrawl(self) -> bool:
+        return self.generation > 1
+
+    def previous(self, url: str) -> Visit | None:
+        return self._store.previous(url) if self.recrawl else None
+
+    def keep(self, visit: Visit) -> int:
+        self._tickets += 1
+        self._pending[self._tickets] = visit
+        return self._tickets
+
+    async def kept(self, ticket: int) -> None:
+        visit = self._pending.pop(ticket, None)
+        if visit is not None:
+            await trio.to_thread.run_sync(self._store.put, visit, limiter=self._limiter)
+
+    async def unreached(self, limit: int = 1000) -> list[Visit]:
+        return await trio.to_thread.run_sync(self._store.unreached, limit, limiter=self._limiter)
+
+    async def mark_unlinked(self, urls: Iterable[str]) -> None:
+        listed = list(urls)
+        await trio.to_thread.run_sync(self._store.mark_unlinked, listed, limiter=self._limiter)
+
+    async def finish(self) -> None:
+        await trio.to_thread.run_sync(self._store.finish, limiter=self._limiter)
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def open_mirror_visits(root: str) -> MirrorVisits:
+    """The visits of the mirror at ``root``, ready for this run (see the
+    module docstring). Blocking: call in a worker thread."""
+    kept = os.path.join(root, KEPT_DIR)
+    os.makedirs(kept, exist_ok=True)
+    store = VisitStore.open(os.path.join(kept, VISITS_FILE))
+    try:
+        if store.done():
+            store.begin_generation()
+        else:
+            store.restart_generation()
+    except BaseException:
+        store.close()
+        raise
+    return MirrorVisits(store)
