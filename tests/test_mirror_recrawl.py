@@ -239,3 +239,48 @@ def test_kill_9_in_the_second_run_then_rerun_ends_as_one_second_run(tmp_path: Pa
     with sqlite3.connect(hurt / ".trio-crawl" / "visits.db") as conn:
         rows = conn.execute("SELECT value FROM meta WHERE key = 'generation_done'").fetchone()
     assert rows == ("2",)
+
+
+def test_a_file_deleted_from_the_mirror_is_fetched_again(tmp_path: Path) -> None:
+    """A 304 would leave it missing: the page is asked without validators,
+    its body saved again (its record: unchanged, the same digest)."""
+    site = first_site()
+    root = tmp_path / "m"
+    with serve_site(site.site()) as server:
+        one = mirror(server.url("/"), root, tmp_path / "a.jsonl")
+        body = tree(root)["a1"].read_bytes()
+        tree(root)["a1"].unlink()
+        n = len(server.log)
+        two = mirror(server.url("/"), root, tmp_path / "b.jsonl")
+        asked = {e.target: conditional(e.headers) for e in server.log[n:]}
+    assert asked["/a1"] == {} and asked["/a"] != {}
+    assert tree(root)["a1"].read_bytes() == body
+    assert tree(root)["a1"].stat().st_mtime == EPOCH + DAY
+    (record,) = [r for r in two if r["url"] == server.url("/a1")]
+    (earlier,) = [r for r in one if r["url"] == server.url("/a1")]
+    assert (record["status"], record["change"]) == (200, "unchanged")
+    assert record["digest"] == earlier["digest"]
+
+
+def test_with_a_state_file_the_state_file_is_the_one_truth(tmp_path: Path) -> None:
+    """--state and --mirror: the state file keeps the visits (no
+    DIR/.trio-crawl), --recrawl makes the second run a recrawl; a first crawl
+    made without --mirror leaves no file to keep, so the recrawl fetches
+    those bodies (asked without validators) and saves them."""
+    site = first_site()
+    root, db = tmp_path / "m", tmp_path / "s.db"
+    with serve_site(site.site()) as server:
+        first = ["--state", str(db), "-o", str(tmp_path / "a.jsonl"), "-w", "2"]
+        assert run_cli(server.url("/"), *first).returncode == 0  # no --mirror
+        change(site)
+        n = len(server.log)
+        second = ["--state", str(db), "-o", str(tmp_path / "b.jsonl"), "-w", "2", "--recrawl"]
+        done = run_cli(server.url("/"), *second, "--mirror", str(root), "-k")
+        assert done.returncode == 0, done.stderr
+        asked = {e.target: conditional(e.headers) for e in server.log[n:]}
+    assert not (root / ".trio-crawl").exists()
+    assert asked["/"] == {} and asked["/a1"] == {}  # no copy to keep: bodies fetched
+    changes = {r["url"]: r["change"] for r in records_in((tmp_path / "b.jsonl").read_text())}
+    assert changes[server.url("/a1")] == "unchanged" and changes[server.url("/a3")] == "new"
+    assert {"index.html", "a", "a1", "a2", "a3", "b2", "d", "x"} <= set(tree(root))
+    assert tree(root)["a1"].stat().st_mtime == EPOCH + DAY

@@ -261,3 +261,4 @@ async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -
         stack.callback(keeper.close)
         recorder.keep_visits(keeper)
     built.mirror.previous = recorder.revisits.previous_visit
+    recorder.revisits.has_copy = built.mirror.has_copy

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..core.frontier import Entry
@@ -72,6 +72,9 @@ class Revisits:
         self._previous: dict[str, Visit | None] = {}
         self._asked: set[str] = set()
         self._heard: dict[str, FetchResult] = {}
+        #: Whether the copy a previous visit stands for is still there (a
+        #: mirror's file: ``MirrorLink.has_copy``); None: nothing to lose.
+        self.has_copy: Callable[[str, Visit], bool] | None = None
 
     @classmethod
     def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
@@ -104,9 +107,12 @@ class Revisits:
         previous visit has validators. Not a checkpoint."""
         if not self._recrawl:
             return PLAIN
-        headers = conditional_headers(self._previous_of(entry.url))
+        previous = self._previous_of(entry.url)
+        headers = conditional_headers(previous)
         if not headers:
             return PLAIN
+        if self.has_copy is not None and previous and not self.has_copy(entry.url, previous):
+            return PLAIN  # a 304 would leave it missing: fetch the body again
         self._asked.add(entry.url)
         return Ask(headers)
 

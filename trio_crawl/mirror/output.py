@@ -162,6 +162,21 @@ class MirrorLink:
             return None
         return MirrorSave(self, url, result)
 
+    def has_copy(self, url: str, previous: Visit) -> bool:
+        """Whether the file ``previous`` saved is still in the mirror (False:
+        deleted by a user, or never saved, as by a ``--state`` crawl made
+        without ``--mirror``): the recrawl then asks without validators, so
+        the body comes and is saved. A page the mirror never keeps (not a
+        2xx, a name ``-A``/``-R`` reject) has nothing to lose. One ``stat``
+        or two, in the event loop (as the converter's lookups, cheap)."""
+        if previous.status is None or not 200 <= previous.status < 300:
+            return True
+        if self.keeps is not None and not self.keeps(
+            self.layout.judged_name(url, previous.content_type)
+        ):
+            return True
+        return self.files.saved_as(self.layout.path(url, previous.content_type)) is not None
+
     def _unchanged(self, url: str, result: FetchResult) -> bool:
         """Whether the body is the one the previous visit saved (its digest)."""
         previous = None if self.previous is None else self.previous(url)
