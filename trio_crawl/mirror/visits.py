@@ -25,8 +25,9 @@ open this file: the state file is the one truth, and ``--recrawl`` decides
 (``docs/manual/recrawl.md``). Nor does a crawl shared by several workers
 (``--redis``): they would each begin a generation of one file.
 
-Writes are blocking SQLite calls made in a worker thread, one at a time; a
-visit is in the file before its page's record is written (``kept``).
+Writes are blocking SQLite calls made in a worker thread, one at a time, a
+batch of visits per transaction (``kept``: group commit); a visit is in the
+file before its page's record is written.
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ class MirrorVisits:
         #: The generation this run writes (2 or more: a recrawl).
         self.generation = store.generation
         self._limiter = trio.CapacityLimiter(1)
+        #: Visits noted, not yet being written; those being written (one
+        #: batch at a time), and the event set once that batch is done.
         self._pending: dict[int, Visit] = {}
+        self._writing: dict[int, Visit] = {}
+        self._written: trio.Event | None = None
+        self._failure: Exception | None = None
         self._tickets = 0
 
     @property
@@ -68,9 +74,28 @@ class MirrorVisits:
         return self._tickets
 
     async def kept(self, ticket: int) -> None:
-        visit = self._pending.pop(ticket, None)
-        if visit is not None:
-            await trio.to_thread.run_sync(self._store.put, visit, limiter=self._limiter)
+        """Return once ``ticket``'s visit is in the file. Group commit: the
+        first page to wait writes every visit noted so far in one
+        transaction (one thread call); the pages noted meanwhile wait for
+        it, then the next of them writes theirs."""
+        while ticket in self._pending or ticket in self._writing:
+            if self._written is not None:
+                await self._written.wait()
+                continue
+            self._writing, self._pending = self._pending, {}
+            self._written = written = trio.Event()
+            try:
+                await trio.to_thread.run_sync(
+                    self._store.put_many, list(self._writing.values()), limiter=self._limiter
+                )
+            except Exception as exc:  # (a cancel comes after the write is done)
+                self._failure = exc
+                raise
+            finally:
+                self._writing, self._written = {}, None
+                written.set()
+        if self._failure is not None:  # our visit was in a batch that failed
+            raise OSError(f"cannot keep the mirror's visits: {self._failure}")
 
     async def unreached(self, limit: int = 1000) -> list[Visit]:
         return await trio.to_thread.run_sync(self._store.unreached, limit, limiter=self._limiter)
