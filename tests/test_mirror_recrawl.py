@@ -17,7 +17,7 @@ from typing import Any
 
 from recrawl_site import BOTH, DAY, EPOCH, MODIFIED, NONE, ChangingSite
 
-from trio_crawl.testing import serve_site
+from trio_crawl.testing import Response, serve_site
 
 from cli_helpers import records_in, run_cli, start_cli
 
@@ -284,3 +284,49 @@ def test_with_a_state_file_the_state_file_is_the_one_truth(tmp_path: Path) -> No
     assert changes[server.url("/a1")] == "unchanged" and changes[server.url("/a3")] == "new"
     assert {"index.html", "a", "a1", "a2", "a3", "b2", "d", "x"} <= set(tree(root))
     assert tree(root)["a1"].stat().st_mtime == EPOCH + DAY
+
+
+class MovingSite(ChangingSite):
+    """A ChangingSite whose ``moved`` paths answer 301 to their target."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved: dict[str, str] = {}
+
+    def answer(self, request: object) -> Response:
+        target: str = request.target  # type: ignore[attr-defined]
+        if target in self.moved:
+            return Response(status=301, body=b"", headers=(("Location", self.moved[target]),))
+        return super().answer(request)
+
+
+def test_the_library_keeps_a_mirror_current_and_a_redirect_is_gone(tmp_path: Path) -> None:
+    """``run_crawl(mirror=...)`` twice: the second run's records say their
+    change; a page that became a redirect is ``gone`` and, with
+    ``mirror_delete_gone=True``, its file is removed."""
+    import trio
+
+    from trio_crawl import run_crawl
+
+    site = MovingSite()
+    site.add("/", "/a", "/r")
+    site.add("/a")
+    site.add("/r", validators=MODIFIED)
+    root = tmp_path / "m"
+
+    async def crawl(url: str) -> list[Any]:
+        records: list[Any] = []
+        with trio.fail_after(60):
+            await run_crawl(
+                url, mirror=str(root), mirror_delete_gone=True, on_record=records.append
+            )
+        return records
+
+    with serve_site(site.site()) as server:
+        one = trio.run(crawl, server.url("/"))
+        assert "r" in tree(root) and all("change" not in r.extra for r in one)
+        site.moved["/r"] = "/a"
+        two = trio.run(crawl, server.url("/"))
+    changes = {r.url[len(server.url("/")) - 1 :]: r.extra.get("change") for r in two}
+    assert changes == {"/": "unchanged", "/a": "unchanged", "/r": "gone"}
+    assert set(tree(root)) == {"index.html", "a"}
