@@ -48,8 +48,12 @@ VISITS_FILE: Final = "visits.db"
 class MirrorVisits:
     """A ``VisitKeeper`` (``frontiers/base.py``) over a mirror's visit file."""
 
-    def __init__(self, store: VisitStore) -> None:
+    def __init__(self, store: VisitStore, reader: VisitStore) -> None:
         self._store = store
+        #: A connection of its own for the previous visits, read in the event
+        #: loop while the worker thread writes on ``store``'s (WAL readers
+        #: never wait for the writer).
+        self._reader = reader
         #: The generation this run writes (2 or more: a recrawl).
         self.generation = store.generation
         self._limiter = trio.CapacityLimiter(1)
@@ -66,7 +70,7 @@ class MirrorVisits:
         return self.generation > 1
 
     def previous(self, url: str) -> Visit | None:
-        return self._store.previous(url) if self.recrawl else None
+        return self._reader.previous(url) if self.recrawl else None
 
     def keep(self, visit: Visit) -> int:
         self._tickets += 1
@@ -108,6 +112,7 @@ class MirrorVisits:
         await trio.to_thread.run_sync(self._store.finish, limiter=self._limiter)
 
     def close(self) -> None:
+        self._reader.close()
         self._store.close()
 
 
@@ -116,13 +121,14 @@ def open_mirror_visits(root: str) -> MirrorVisits:
     module docstring). Blocking: call in a worker thread."""
     kept = os.path.join(root, KEPT_DIR)
     os.makedirs(kept, exist_ok=True)
-    store = VisitStore.open(os.path.join(kept, VISITS_FILE))
+    path = os.path.join(kept, VISITS_FILE)
+    store = VisitStore.open(path)
     try:
         if store.done():
             store.begin_generation()
         else:
             store.restart_generation()
+        return MirrorVisits(store, VisitStore.open(path))  # the reader: this generation
     except BaseException:
         store.close()
         raise
-    return MirrorVisits(store)
