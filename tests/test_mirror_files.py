@@ -115,3 +115,31 @@ def test_case_probe_reports_this_file_system(tmp_path: Path) -> None:
     files = MirrorFiles(str(tmp_path))
     assert files.case_insensitive() is False  # ext4/tmpfs/overlay: case-sensitive
     assert os.listdir(tmp_path) == []  # the probe cleans up
+
+
+def test_times_removal_and_what_the_walk_leaves_out(tmp_path: Path) -> None:
+    """A recrawled mirror's writes: a file's time set (never through a
+    symlink), a rewrite keeps the time it had, a gone page's file removed
+    (also as ``name/index.html``), and ``.trio-crawl/`` never walked."""
+    files = MirrorFiles(str(tmp_path))
+    try:
+        saved = files.save(("h", "a"), b"<p>a</p>")
+        files.set_time(saved, 1_700_000_000.0)
+        assert os.stat(tmp_path / "h" / "a").st_mtime == 1_700_000_000.0
+        files.rewrite(("h", "a"), b"<p>converted</p>")
+        assert os.stat(tmp_path / "h" / "a").st_mtime == 1_700_000_000.0
+        assert (tmp_path / "h" / "a").read_bytes() == b"<p>converted</p>"
+        files.save(("h", "d"), b"d")
+        files.save(("h", "d", "e"), b"e")  # d moves to d/index.html
+        assert files.saved_as(("h", "d")) == ("h", "d", "index.html")
+        assert files.remove(("h", "d")) and files.saved_as(("h", "d")) is None
+        assert (tmp_path / "h" / "d" / "e").read_bytes() == b"e"
+        assert not files.remove(("h", "nothing"))
+        (tmp_path / ".trio-crawl").mkdir()
+        (tmp_path / ".trio-crawl" / "visits.db").write_bytes(b"<html>")
+        assert sorted(files.walk()) == [("h", "a"), ("h", "d", "e")]
+        os.symlink(tmp_path / "h" / "a", tmp_path / "h" / "link")
+        files.set_time(("h", "link"), 1.0)  # the link's own time, if any
+        assert os.stat(tmp_path / "h" / "a").st_mtime == 1_700_000_000.0
+    finally:
+        files.close()

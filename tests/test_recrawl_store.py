@@ -136,3 +136,24 @@ def test_reconcile_marks_the_unlinked_records_of_the_output(tmp_path: Path) -> N
         assert reconcile_unlinked(state, str(out)) == 1
         marked = state.run(lambda conn: conn.execute("SELECT url FROM unlinked").fetchall())
     assert marked == [("http://a.test/gone",)]
+
+
+def test_a_standalone_file_restarts_an_unfinished_generation(tmp_path: Path) -> None:
+    """A mirror's visit file (no frontier to resume from): an unfinished
+    generation is forgotten and done again against the same previous one;
+    a finished one lets the next begin."""
+    visits = VisitStore.open(tmp_path / "v.db")
+    visits.put_many([visit("http://a/"), visit("http://b/")])
+    assert not visits.done()
+    visits.finish()
+    assert visits.done()
+    assert visits.begin_generation() == 2
+    visits.put(visit("http://a/", etag='"new"'))  # then killed: never finished
+    visits.mark_unlinked(["http://b/"])
+    visits.close()
+    again = VisitStore.open(tmp_path / "v.db")
+    assert again.generation == 2 and not again.done()
+    again.restart_generation()
+    assert [v.url for v in again.unreached()] == ["http://a/", "http://b/"]  # all of it again
+    assert again.previous("http://a/") == visit("http://a/")  # generation 1 kept
+    again.close()

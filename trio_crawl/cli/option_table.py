@@ -280,6 +280,14 @@ def _output(default_output: str | None) -> list[Flag]:
             action="store_true",
         ),
         Flag(
+            ("--mirror-delete-gone",),
+            "with --mirror: when the mirror is crawled again, remove the files of pages "
+            "now gone (404/410, or a redirect where there was a page); kept by default, "
+            "as wget keeps them",
+            sets="mirror_delete_gone",
+            action="store_true",
+        ),
+        Flag(
             ("--handler",),
             "async handler for every page (yields items and Requests) instead of link-following",
             sets="handler",
@@ -344,10 +352,11 @@ def _state(with_urls: bool) -> list[Flag]:
         Flag(("--status",), "with --state: print progress, exit", action="store_true"),
         Flag(
             ("--recrawl",),
-            "with --state: crawl a finished state file again, asking each known URL "
-            "whether it changed (If-None-Match / If-Modified-Since); every record says "
-            "its change (new, changed, unchanged, gone, error, unlinked); --recrawl due: "
-            "only URLs due by their revisit schedule, and new ones (the others: not_due)",
+            "with --state: crawl a finished state file again (a --mirror DIR run twice "
+            "is a recrawl by itself), asking each known URL whether it changed "
+            "(If-None-Match / If-Modified-Since); every record says its change "
+            "(new, changed, unchanged, gone, error, unlinked); --recrawl due: only URLs "
+            "due by their revisit schedule, and new ones (the others: not_due)",
             sets="recrawl",
             action=RecrawlOption,
             nargs="?",

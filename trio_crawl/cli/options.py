@@ -150,9 +150,12 @@ def check_combinations(args: argparse.Namespace) -> None:
         )
     if getattr(args, "state", None) and args.output in ("-", None):
         raise UsageError("--state needs an output file (-o FILE) to resume into")
-    if getattr(args, "recrawl", False) and not getattr(args, "state", None):
-        # (with --redis: refused before, ``redis_cli``)
-        raise UsageError("--recrawl needs --state FILE: the state file of the crawl to do again")
+    if getattr(args, "recrawl", False) and not (
+        getattr(args, "state", None) or getattr(args, "mirror", None)
+    ):
+        # (with --redis: refused before, ``redis_cli``; a --mirror DIR keeps
+        # its own visits: run twice, it is a recrawl by itself)
+        raise UsageError("--recrawl needs --state FILE (or --mirror DIR): the crawl to do again")
     for flag in ("render_wait", "browser"):
         if getattr(args, flag, None) is not None and not getattr(args, "render", False):
             raise UsageError(f"--{flag.replace('_', '-')} needs --render")

@@ -103,6 +103,7 @@ class CrawlOptions(TypedDict, total=False):
     mirror: str | None
     convert_links: bool
     adjust_extension: bool
+    mirror_delete_gone: bool
     recrawl: bool | Literal["due"]
 
 

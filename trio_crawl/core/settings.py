@@ -436,6 +436,10 @@ class Output:
     convert_links: bool = False
     #: With ``mirror``: add ``.html`` / ``.css`` to names that lack them (wget's ``-E``).
     adjust_extension: bool = False
+    #: With ``mirror``: a second run over the directory (a recrawl) removes
+    #: the file of a page now ``gone`` (404/410, or a redirect where there
+    #: was a page); by default it is kept, as wget keeps it.
+    mirror_delete_gone: bool = False
     #: Crawl a finished ``state=`` file again (``docs/manual/recrawl.md``): each
     #: known URL is asked with the validators it came with, and every record
     #: says how it ``change``d since; a new crawl otherwise. Kept with the
@@ -452,7 +456,7 @@ class Output:
             raise ConfigError(
                 f'recrawl= must be True, False or "due" (got {self.recrawl!r})', "recrawl="
             )
-        for name in ("convert_links", "adjust_extension"):
+        for name in ("convert_links", "adjust_extension", "mirror_delete_gone"):
             if getattr(self, name) and self.mirror is None:
                 raise ConfigError(
                     f"{name}=True needs mirror= (a directory to save the site in)",

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import trio
 
 from ..core.config import CrawlConfig
 from ..core.models import FetchResult
 from ..errors import ConfigError, OutputError
 from ..fetch.base import Fetcher
-from ..frontiers.base import FrontierBackend, FrontierSpec, refuse_unservable
+from ..frontiers.base import FrontierBackend, FrontierSpec, SharedPoliteness, refuse_unservable
 from ..frontiers.specs import StateFile
 from .crawler import Crawler
 from .delivery import DepthUpdateCallback, ItemCallback, RecordCallback, ResponseCallback
@@ -173,7 +176,8 @@ def _refuse_unservable(plan: CrawlPlan) -> None:
     elif plan.frontier is not None:
         opened = plan.frontier
         refuse_unservable(plan.config, opened, f"frontier={type(opened).__name__}")
-    elif plan.config.output.recrawl:  # in memory: nothing of the last crawl is kept
+    elif plan.config.output.recrawl and plan.config.output.mirror is None:
+        # In memory: nothing of the last crawl is kept (a mirror keeps its own).
         raise ConfigError(
             "recrawl=True needs state= (the file of the crawl to do again)",
             "recrawl=True",
@@ -240,4 +244,26 @@ async def open_crawl(plan: CrawlPlan) -> AsyncIterator[BuiltCrawl]:
             built.mirror = await stack.enter_async_context(
                 open_mirror(config, on_failure=built._mirror_failed, warn=plan.on_mirror_warning)
             )
+            await _compare_mirror(built, stack)
         yield built
+
+
+async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -> None:
+    """Let the mirror see each URL's previous visit: the frontier's when it
+    keeps visits (a ``--state`` file is the one truth), else the mirror's
+    own file (``mirror/visits.py``: a second run is a recrawl), except for a
+    frontier shared by workers (``--redis``), whose mirror keeps none."""
+    assert built.mirror is not None and built.plan.config.output.mirror is not None
+    recorder = built.crawler._recorder
+    if not recorder.revisits.active and not isinstance(built.frontier, SharedPoliteness):
+        from ..mirror.visits import open_mirror_visits
+
+        root = built.plan.config.output.mirror
+        try:
+            keeper = await trio.to_thread.run_sync(open_mirror_visits, root)
+        except (OSError, sqlite3.Error) as exc:
+            raise OutputError(root, OSError(str(exc))) from None
+        stack.callback(keeper.close)
+        recorder.keep_visits(keeper)
+    built.mirror.previous = recorder.revisits.previous_visit
+    recorder.revisits.has_copy = built.mirror.has_copy

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchResult
 from ..core.url import resolve
-from ..frontiers.base import FrontierBackend, ReportsRefetch
+from ..frontiers.base import FrontierBackend, ReportsRefetch, VisitKeeper
 from .delivery import Delivery, Responses
 from .outcome import make_record
 from .revisits import Revisits
@@ -43,6 +43,13 @@ class Recorder:
         self.revisits = Revisits.of(frontier, delivery, clock)
         if self.revisits.active:
             responses.add(self.revisits.heard)
+
+    def keep_visits(self, keeper: VisitKeeper) -> None:
+        """Keep visits in ``keeper`` though the frontier keeps none (a
+        mirror's own: ``mirror/visits.py``). Before the crawl runs."""
+        if not self.revisits.active:
+            self.revisits.use(keeper)
+            self._responses.add(self.revisits.heard)
 
     async def finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None

@@ -32,7 +32,7 @@ fetched. ``now`` is the crawl's clock (``RunClock.epoch``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..core.frontier import Entry
@@ -97,6 +97,9 @@ class Revisits:
         self._due_only = False
         self._not_due: dict[str, Visit] = {}
         self.policy = RevisitPolicy()
+        #: Whether the copy a previous visit stands for is still there (a
+        #: mirror's file: ``MirrorLink.has_copy``); None: nothing to lose.
+        self.has_copy: Callable[[str, Visit], bool] | None = None
 
     @classmethod
     def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
@@ -122,6 +125,12 @@ class Revisits:
             url=entry.url, status=None, depth=entry.depth, referrer=entry.referrer, attempts=0, t=t
         )
 
+    def use(self, keeper: VisitKeeper) -> None:
+        """Keep visits in ``keeper`` (a mirror's own, ``mirror/visits.py``),
+        for a crawl whose frontier keeps none. Before the crawl runs."""
+        self._keeper = keeper
+        self._recrawl = keeper.recrawl
+
     @property
     def active(self) -> bool:
         return self._keeper is not None
@@ -132,21 +141,26 @@ class Revisits:
             self._previous[url] = self._keeper.previous(url)
         return self._previous[url]
 
+    def previous_visit(self, url: str) -> Visit | None:
+        """``url``'s previous visit in a recrawl (None otherwise): the
+        mirror's question (does this body replace the saved one?) and the
+        WARC's (is this answer a revisit of an archived capture?)."""
+        return self._previous_of(url) if self._recrawl else None
+
     def ask(self, entry: Entry) -> Ask:
         """How ``entry`` is requested (each attempt): conditionally when its
         previous visit has validators. Not a checkpoint."""
         if not self._recrawl:
             return PLAIN
-        headers = conditional_headers(self._previous_of(entry.url))
+        previous = self._previous_of(entry.url)
+        headers = conditional_headers(previous)
         if not headers:
             return PLAIN
+        if self.has_copy is not None and previous and not self.has_copy(entry.url, previous):
+            return PLAIN  # a 304 would leave it missing: fetch the body again
         self._asked.add(entry.url)
         self._sent[entry.url] = headers
         return Ask(headers)
-
-    def previous_visit(self, url: str) -> Visit | None:
-        """``url``'s previous visit, in a recrawl (None: none, or not a recrawl)."""
-        return self._previous_of(url) if self._recrawl else None
 
     def sent(self, url: str) -> dict[str, str] | None:
         """The validators ``url``'s last request carried (None: none)."""

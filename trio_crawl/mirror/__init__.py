@@ -10,6 +10,8 @@ core's rules, module by module):
                 through a symlink
     convert.py  blocking: ``--convert-links`` over the whole directory
     output.py   the trio side: a crawl's pages handed to the disk side
+    visits.py   the visits a mirror keeps in ``DIR/.trio-crawl/``: run
+                twice, a mirror is a recrawl (``docs/manual/mirror.md``)
 
 Nothing here is imported by a crawl without a mirror (the engine and the
 command line import ``output`` where the option is chosen), so this file

@@ -38,6 +38,9 @@ from .layout import INDEX
 FATAL_ERRNOS: Final = frozenset(
     {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE}
 )
+#: The directory of what the mirror keeps for itself (``mirror/visits.py``):
+#: no host name starts with a dot, so no saved URL is ever under it.
+KEPT_DIR: Final = ".trio-crawl"
 #: Prefix of the temporary files (skipped by the link converter's walk).
 TEMP_PREFIX: Final = ".trio-crawl-tmp-"
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -135,9 +138,16 @@ class MirrorFiles:
 
     def rewrite(self, parts: Sequence[str], body: bytes) -> None:
         """Replace a saved file just read (the link converter): its
-        directories exist, so they are only opened, never created."""
+        directories exist, so they are only opened, never created. The new
+        file keeps the old one's times: a converted page's mtime still says
+        when the server last changed it (a recrawl never reads it; a user,
+        or a later ``wget -N``, may)."""
         try:
-            self._write(self._parent(tuple(parts[:-1]), create=False), parts[-1], body)
+            parent = self._parent(tuple(parts[:-1]), create=False)
+            old = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            self._write(parent, parts[-1], body)
+            times = (old.st_atime_ns, old.st_mtime_ns)
+            os.utime(parts[-1], ns=times, dir_fd=parent, follow_symlinks=False)
         except OSError as exc:
             if is_fatal(exc):
                 raise
@@ -187,6 +197,40 @@ class MirrorFiles:
                 os.unlink(temporary, dir_fd=parent)
             raise
 
+    def set_time(self, saved: Sequence[str], when: float) -> None:
+        """Set a saved file's modification (and access) time: the server's
+        Last-Modified, as wget sets it. Never through a symlink."""
+        try:
+            parent = self._parent(tuple(saved[:-1]), create=False)
+            os.utime(saved[-1], (when, when), dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            if is_fatal(exc):
+                raise
+            raise MirrorSkip(f"{'/'.join(saved)}: {exc.strerror or exc}") from None
+
+    def saved_as(self, parts: Sequence[str]) -> tuple[str, ...] | None:
+        """Where ``save(parts, ...)`` put its file, if it is there."""
+        for candidate in (tuple(parts), (*parts, INDEX)):
+            if self.is_file(candidate):
+                return candidate
+        return None
+
+    def remove(self, parts: Sequence[str]) -> bool:
+        """Delete the saved file of ``parts`` (``--mirror-delete-gone``);
+        False: there was none. Its directory stays, even if emptied."""
+        saved = self.saved_as(parts)
+        if saved is None:
+            return False
+        try:
+            os.unlink(saved[-1], dir_fd=self._parent(saved[:-1], create=False))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if is_fatal(exc):
+                raise
+            raise MirrorSkip(f"{'/'.join(saved)}: {exc.strerror or exc}") from None
+        return True
+
     # -- reading (the link converter) -----------------------------------------
 
     def is_file(self, parts: Sequence[str]) -> bool:
@@ -207,8 +251,10 @@ class MirrorFiles:
     def walk(self) -> Iterator[tuple[str, ...]]:
         """Every regular file under the directory, depth first, streamed
         (one ``scandir`` per level open at a time; symlinks not followed,
-        temporary files left out)."""
-        yield from self._walk(())
+        temporary files and what the mirror keeps for itself left out)."""
+        for parts in self._walk(()):
+            if parts[0] != KEPT_DIR:
+                yield parts
 
     def _walk(self, where: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
         path = os.path.join(self.root, *where)

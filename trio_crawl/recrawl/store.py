@@ -173,8 +173,15 @@ class VisitStore:
     @classmethod
     def open(cls, path: str | Path) -> VisitStore:
         """Open the visits of the file at ``path`` (made if missing: a
-        standalone file gets the ``meta`` table the counter needs)."""
+        standalone file gets the ``meta`` table the counter needs), in WAL
+        mode."""
         conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        # One transaction per visit: in WAL mode with synchronous=NORMAL a
+        # commit is a write to the log, no fsync (a kill -9 loses nothing;
+        # a power cut may lose the last visits, which a mirror's rerun
+        # does again anyway).
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         ensure_schema(conn)
         return cls(conn, generation(conn))
@@ -187,9 +194,13 @@ class VisitStore:
 
     def put(self, visit: Visit) -> None:
         """Write one visit of this generation, in its own transaction."""
+        self.put_many([visit])
+
+    def put_many(self, visits: Iterable[Visit]) -> None:
+        """Write visits of this generation, in one transaction."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
-            put_rows(self._conn, [(self.generation, visit)])
+            put_rows(self._conn, [(self.generation, visit) for visit in visits])
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
@@ -201,6 +212,37 @@ class VisitStore:
 
     def unreached(self, limit: int = 1000) -> list[Visit]:
         return unreached(self._conn, self.generation, limit)
+
+    def done(self) -> bool:
+        """Whether this generation ended whole (its unlinked records written)."""
+        return generation_done(self._conn) == self.generation
+
+    def restart_generation(self) -> None:
+        """Forget what this (unfinished) generation wrote, so a crawl that
+        cannot resume it (a mirror kept without ``--state``) does it again
+        from the start, against the same previous generation."""
+        self._in_transaction(
+            lambda conn: (
+                conn.execute("DELETE FROM visits WHERE generation >= ?", (self.generation,)),
+                conn.execute("DELETE FROM unlinked WHERE generation >= ?", (self.generation,)),
+            )
+        )
+
+    def mark_unlinked(self, urls: Iterable[str]) -> None:
+        self._in_transaction(lambda conn: mark_unlinked(conn, self.generation, urls))
+
+    def finish(self) -> None:
+        """This generation ended whole: the next crawl may begin another."""
+        self._in_transaction(lambda conn: mark_generation_done(conn, self.generation))
+
+    def _in_transaction(self, job: Callable[[sqlite3.Connection], object]) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            job(self._conn)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
 
 
 def _nothing(conn: sqlite3.Connection) -> None:
