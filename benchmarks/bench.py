@@ -105,6 +105,18 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
             "Redis CPU per page with host budgets (none, never biting, biting)",
             "redis-server, coredis",
         ),
+        Benchmark(
+            "redis_replay",
+            "redis_replay.py",
+            "one Redis's ceiling: a crawl's frontier traffic from K clients, no HTTP",
+            "redis-server, coredis",
+        ),
+        Benchmark(
+            "redis_rate",
+            "bench_redis_rate.py",
+            "one host at --rate 250: pages/s in memory against Redis (1 and 2 workers)",
+            "redis-server, coredis",
+        ),
     ),
     "where the CPU goes": (
         Benchmark(
