@@ -50,7 +50,8 @@ def test_a_finished_crawl_run_with_another_output_names_where_its_records_are(
             f"trio-crawl: the crawl in {db} is complete (4 URLs done, their records in "
             f"{first_out}, where that crawl wrote them; {tmp_path / name} untouched): nothing "
             f"left to fetch. Report on it: trio-crawl report {first_out} -o report.html; "
-            "to crawl again, remove or rename the state file\n"
+            "to crawl it again, asking only for what changed, add --recrawl (or remove or rename "
+            "the state file to start afresh)\n"
         )
         assert not (tmp_path / name).exists()
     status = run_cli("--state", str(db), "--status")

@@ -210,6 +210,32 @@ def test_unlinked_records_are_written_once_across_a_crash(tmp_path: Path) -> Non
     assert done == ("2",)
 
 
+def test_status_says_the_generation_and_a_recrawl_in_progress(tmp_path: Path) -> None:
+    """``--status``: nothing about recrawls on a file never recrawled; the
+    generation once recrawled, and whether that recrawl ended; the complete
+    note of a finished file points at ``--recrawl``."""
+    site = first_site()
+    db, first, second = tmp_path / "s.db", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+
+    def status() -> list[str]:
+        done = run_cli("--state", str(db), "--status")
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.splitlines() if line.startswith("recrawl:")]
+
+    with serve_site(site.site()) as server:
+        assert crawl(server.url("/"), db, first)[0] == 0
+        assert status() == []
+        code, err = crawl(server.url("/"), db, first)
+        assert code == 0 and "add --recrawl" in err, err
+        assert crawl(server.url("/"), db, second, "--recrawl")[0] == 0
+        assert status() == ["recrawl: generation 2, ended whole (--recrawl begins generation 3)"]
+        with sqlite3.connect(db) as conn:  # as if killed before it ended
+            conn.execute("DELETE FROM meta WHERE key = 'generation_done'")
+        assert status() == [
+            "recrawl: generation 2, in progress (run the same --recrawl command to resume it)"
+        ]
+
+
 def wide_site(pages: int = 60) -> ChangingSite:
     """A tree of ``pages`` pages: each links to two children and back home."""
     site = ChangingSite()

@@ -15,6 +15,7 @@ from trio_crawl.recrawl.visit import (
     capture_time,
     classify,
     conditional_headers,
+    http_date,
     validators,
 )
 
@@ -147,3 +148,39 @@ def test_digest_matches_the_warc_writers() -> None:
 
     assert records._sha1(b"abc") == sha1_digest(b"abc")
     assert sha1_digest(b"abc") == "sha1:VGMT4NSHA2AWVOR6EVYXQUGCNSONBWE5"
+
+
+def _by_email_utils(value: str) -> float | None:
+    """The reading ``http_date`` had before its direct path: the reference."""
+    from datetime import UTC
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+@given(st.integers(min_value=-62_000_000_000, max_value=250_000_000_000))
+def test_http_date_reads_every_imf_fixdate_as_email_utils_does(epoch: int) -> None:
+    value = formatdate(epoch, usegmt=True)
+    assert http_date(value) == _by_email_utils(value)
+
+
+@given(
+    st.from_regex(
+        r"\A(Mon|Sun|Xyz), [0-9]{2} (Jan|Feb|Jun|Dec|Foo) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+        r" (GMT|UTC|\+0200)\Z"
+    )
+)
+def test_http_date_agrees_with_email_utils_on_odd_dates(value: str) -> None:
+    """Day 31 of June, hour 24, second 60, year 0094, other zones: the
+    direct path says what email.utils says (a date, or None)."""
+    assert http_date(value) == _by_email_utils(value)
+
+
+def test_http_date_other_forms_and_garbage() -> None:
+    for value in ("Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "not a date", ""):
+        assert http_date(value) == (_by_email_utils(value) if value else None)
+    assert http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777.0

@@ -39,7 +39,8 @@ def test_a_finished_state_crawl_says_so_and_leaves_the_output(tmp_path: Path) ->
         assert result.stderr == (
             f"trio-crawl: the crawl in {db} is complete (6 URLs done, their records in {out}): "
             f"nothing left to fetch. Report on it: trio-crawl report {out} -o report.html; "
-            "to crawl again, remove or rename the state file\n"
+            "to crawl it again, asking only for what changed, add --recrawl (or remove or rename "
+            "the state file to start afresh)\n"
         )
     assert out.read_bytes() == before
 

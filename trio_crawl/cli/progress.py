@@ -304,5 +304,6 @@ def complete_note(state: str, done: int, output: str, recorded_in: str | None = 
     return (
         f"the crawl in {state} is complete ({counted(done, 'URL')} done, {where}): "
         f"nothing left to fetch. Report on it: trio-crawl report {shlex.quote(records)} "
-        "-o report.html; to crawl again, remove or rename the state file"
+        "-o report.html; to crawl it again, asking only for what changed, add --recrawl"
+        " (or remove or rename the state file to start afresh)"
     )

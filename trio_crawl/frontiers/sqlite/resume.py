@@ -40,7 +40,13 @@ from ..crawl_identity import StateIdentity
 from ..seeds import seed_lines
 from .disk_backlog import DiskBacklog
 from .state import CrawlState
-from .visits import StateVisits, prepare_visits, reconcile_unlinked, start_generation
+from .visits import (
+    StateVisits,
+    generation_line,
+    prepare_visits,
+    reconcile_unlinked,
+    start_generation,
+)
 
 
 #: Settings that define "the same crawl".
@@ -109,11 +115,14 @@ def status_text(path: str) -> str:
     try:
         settings = state.load_settings() or {}
         progress = state.progress()
+        generation = generation_line(state)
     finally:
         state.close()
     lines = [f"state file: {path}"]
     if settings.get("start_urls"):
         lines.append(f"start URLs: {' '.join(settings['start_urls'])}")
+    if generation is not None:
+        lines.append(generation)
     output = settings.get("output")
     if isinstance(output, str) and os.path.exists(output):
         progress = _with_records_in(path, progress, output)

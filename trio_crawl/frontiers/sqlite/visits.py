@@ -98,6 +98,25 @@ def prepare_visits(state: CrawlState) -> tuple[int, bool]:
     return state.run(job)
 
 
+def generation_line(state: CrawlState) -> str | None:
+    """What ``--status`` says of the file's generations: None for a file
+    that was never recrawled (its first crawl is all there is), else the
+    generation and whether its recrawl is still in progress."""
+
+    def job(conn: sqlite3.Connection) -> tuple[int, int | None]:
+        return store.generation(conn), store.generation_done(conn)
+
+    current, done = state.run(job)
+    if current < 2:
+        return None
+    if done == current:
+        then = f"--recrawl begins generation {current + 1}"
+        return f"recrawl: generation {current}, ended whole ({then})"
+    return (
+        f"recrawl: generation {current}, in progress (run the same --recrawl command to resume it)"
+    )
+
+
 def recorded_unlinked(output: str) -> Iterator[str]:
     """URLs of the ``unlinked`` records in an output file."""
     try:
