@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -256,6 +255,8 @@ async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -
     assert built.mirror is not None and built.plan.config.output.mirror is not None
     recorder = built.crawler._recorder
     if not recorder.revisits.active and not isinstance(built.frontier, SharedPoliteness):
+        import sqlite3  # only for a mirror: a plain crawl never imports it
+
         from ..mirror.visits import open_mirror_visits
 
         root = built.plan.config.output.mirror
