@@ -178,3 +178,24 @@ def test_a_batch_is_cut_into_calls_of_bounded_weight(weights: list[int], loose: 
         assert all(call.count(op) == 3 for op in ops)
         weight = sum(weights[op] for op in ops)  # type: ignore[index]
         assert weight <= CALL_WEIGHT or len(ops) <= 1
+
+
+async def test_a_host_is_read_and_written_once_a_call(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A call finishes and leases many pages of one host: its hash is read
+    (HMGET) and written (HSET) once in that call, not once a page. Each call
+    reads the crawl's counters (one HMGET) and writes them back (one HSET)."""
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
+    pages.update({url(i): FakePage() for i in range(1, 400)})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    assert {r.depth for r in records if r.url != url(0)} == {1}
+    calls = await command_calls(redis_server)
+    functions = calls["fcall"]
+    assert functions < len(pages) / 4, calls  # pages went many a call
+    # One host: at most one HMGET and one HSET of it a call, besides the
+    # counters' (a page each: 400 of either).
+    assert calls["hmget"] <= 2 * functions, calls
+    assert calls["hset"] <= 2 * functions + len(pages) * 2, calls
