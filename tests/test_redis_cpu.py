@@ -178,3 +178,43 @@ def test_a_batch_is_cut_into_calls_of_bounded_weight(weights: list[int], loose: 
         assert all(call.count(op) == 3 for op in ops)
         weight = sum(weights[op] for op in ops)  # type: ignore[index]
         assert weight <= CALL_WEIGHT or len(ops) <= 1
+
+
+async def test_a_host_is_read_and_written_once_a_call(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A call finishes and leases many pages of one host: its hash is read
+    (HMGET) and written (HSET) once in that call, not once a page. Each call
+    reads the crawl's counters (one HMGET)."""
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
+    pages.update({url(i): FakePage() for i in range(1, 400)})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    assert {r.depth for r in records if r.url != url(0)} == {1}
+    calls = await command_calls(redis_server)
+    functions = calls["fcall"]
+    assert functions < len(pages) / 4, calls  # pages went many a call
+    # One host: at most one HMGET of it a call, besides the counters' and a
+    # few at the start (hello's); it was one a page: over 400. Its HSET goes
+    # with it (``flush_hosts``).
+    assert calls["hmget"] <= 2 * functions + 5, (calls["hmget"], functions)
+
+
+def test_a_finish_weighs_more_than_its_links() -> None:
+    """A finish costs Redis work of its own (its lease checked and dropped,
+    its host released, its links kept), about four admissions: a batch of
+    many finishes of pages without links is cut into calls as well, not
+    sent as one call that holds Redis for milliseconds."""
+    from trio_crawl.frontiers.redis.outbox import Lease
+    from trio_crawl.frontiers.redis.page_links import FINISH_WEIGHT, finish_ops
+
+    batch = Batch()
+    for i in range(CALL_WEIGHT):
+        lease = Lease(i.to_bytes(8, "big"), 1, None, False, started=True)  # type: ignore[arg-type]
+        for op, weight in finish_ops(lease):
+            batch.add(op, 0.0, weight)
+    calls = batch.calls()
+    assert sum(call.count("F") for call in calls) == CALL_WEIGHT
+    assert len(calls) >= FINISH_WEIGHT
+    assert all(call.count("F") * FINISH_WEIGHT <= CALL_WEIGHT for call in calls)

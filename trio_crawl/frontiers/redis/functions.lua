@@ -55,10 +55,15 @@ local function open(prefix)
   C.fixes = {} -- depth corrections of written records, 4 fields each
   C.udd = {} -- unfinished URLs by depth: changes not written yet
   C.udn = {} -- and the counts read (with those changes)
+  C.hosts = {} -- host hashes read this call (``host``), by name
+  C.hdirty = {} -- and those changed, written back once by ``flush_hosts``
   return C
 end
 
+local flush_hosts -- (hosts, below)
+
 local function close(C)
+  flush_hosts(C)
   local args = {}
   for _, name in ipairs(COUNTERS) do
     args[#args + 1] = name
@@ -228,10 +233,11 @@ end
 
 -- hosts ------------------------------------------------------------------
 
-local function host(C, name)
-  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'cd')
-  local H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
-    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, cd = tonumber(v[5]) or 0}
+-- A host's hash is read once a call and written back once, at its end
+-- (``flush_hosts``): a call finishes and leases hundreds of a host's URLs,
+-- and each used to cost an HMGET and an HSET. ``H.lim`` follows ``ok`` and
+-- ``cd`` (``host_limit``, again when they change).
+local function host_limit(C, H)
   if (C.setup == 1 and H.ok == 0) or H.cd > 0 then
     -- one request until its robots.txt has been read; one at a time with a
     -- Crawl-delay (the delay counts from the end of the previous request)
@@ -241,6 +247,16 @@ local function host(C, name)
   else
     H.lim = 0
   end
+end
+
+local function host(C, name)
+  local H = C.hosts[name]
+  if H then return H end
+  local v = redis.call('HMGET', C.p .. 'h:' .. name, 'next', 'iv', 'infl', 'ok', 'cd')
+  H = {name = name, next = tonumber(v[1]) or 0, iv = tonumber(v[2]) or C.ival,
+    infl = tonumber(v[3]) or 0, ok = tonumber(v[4]) or 0, cd = tonumber(v[5]) or 0}
+  host_limit(C, H)
+  C.hosts[name] = H
   return H
 end
 
@@ -255,8 +271,15 @@ local function host_score(H)
 end
 
 local function save_host(C, H)
-  redis.call('HSET', C.p .. 'h:' .. H.name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
-    'ok', H.ok, 'cd', H.cd)
+  C.hdirty[H.name] = H
+end
+
+flush_hosts = function(C)
+  for name, H in pairs(C.hdirty) do
+    redis.call('HSET', C.p .. 'h:' .. name, 'next', H.next, 'iv', H.iv, 'infl', H.infl,
+      'ok', H.ok, 'cd', H.cd)
+  end
+  C.hdirty = {}
 end
 
 -- Give the host its true score in every ready set it is in (XX: only there).
@@ -594,7 +617,7 @@ local function crawl_delay(C, hostname, delay)
   H.next = math.max(H.next, C.now + H.cd)
   H.ok = 1
   save_host(C, H)
-  H = host(C, hostname)
+  host_limit(C, H)
   if H.lim ~= was then rescore(C, H, true) end
   C.changed = true
 end
@@ -961,6 +984,7 @@ local function turn(keys, args)
   local slot = math.max(H.next, C.now)
   H.next = slot + math.max(H.iv, H.cd)
   save_host(C, H)
+  flush_hosts(C)
   rescore(C, H, false)
   return math.max(0, math.ceil((slot - now_exact_ms()) * 1000))
 end

@@ -22,10 +22,12 @@ from .turns import Turn
 #: Longest time a finished page's move waits in the outbox for company.
 BATCH_DELAY = 0.02
 #: A batch this heavy goes at once (a full admission weighs 1, a known
-#: link 1/8): Redis runs one call at a time, and every other worker waits
-#: behind it, so a call should hold it for a few milliseconds at most
-#: (about 3 us an admission: ``benchmarks/redis_replay.py``).
-CALL_WEIGHT = 600
+#: link 1/8, a finish 4 more): Redis runs one call at a time, and every
+#: other worker waits behind it, so a call must hold it for a few
+#: milliseconds at most. A new URL's admission costs Redis 10-20 us of CPU;
+#: at 600 a call took up to 11 ms, at 200 at most 4 ms, for some 5 us a
+#: page more (``benchmarks/redis_replay.py --clients 1 --call-cpu``).
+CALL_WEIGHT = 200
 
 
 @dataclass(slots=True)
