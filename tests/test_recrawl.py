@@ -108,6 +108,7 @@ def test_a_recrawl_asks_with_validators_and_says_what_changed(tmp_path: Path) ->
     assert root["links"] == 4 and root["reused_bytes"] == before[u("/")]["size"]
     assert root["size"] == before[u("/")]["size"]
     assert root["digest"] == before[u("/")]["digest"]
+    assert root["content_type"] == before[u("/")]["content_type"] is not None  # the kept body's
     assert after[u("/b1")]["digest"] == before[u("/b1")]["digest"]
     assert after[u("/a2")]["digest"] == sha1_digest(site.body("/a2"))
     assert after[u("/old")]["attempts"] == 0

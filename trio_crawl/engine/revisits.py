@@ -221,7 +221,10 @@ class Revisits:
             )
             if record.status == 304 and change == UNCHANGED:
                 assert previous is not None and result is not None
-                record = dataclasses.replace(record, size=previous.size)
+                # The body it stands for: its size and type are the kept ones
+                # (a 304 carries no Content-Type of its own, RFC 9110 15.4.5).
+                kept_type = record.content_type or previous.content_type
+                record = dataclasses.replace(record, size=previous.size, content_type=kept_type)
                 if previous.digest is not None:
                     record.extra["digest"] = previous.digest
                 record.extra["reused_bytes"] = previous.size or 0

@@ -44,10 +44,13 @@ What each backend guarantees (the "Backends" table of docs/manual/ending.md says
     handler=              yes           no                   yes (importable ones)
     random_wait=          yes           yes                  no
     host budgets          yes           yes, across runs     yes, counted in Redis
-    recrawl=              no            yes (KeepsVisits)    no
+    recrawl=              mirror= [2]   yes (KeepsVisits)    no
 
 [1] a worker that dies or freezes past its lease loses its pages to the
 others: a page in flight then may be fetched twice (marked ``refetched``).
+
+[2] in memory, a ``mirror=`` directory keeps its own visits, so a second
+run over it is a recrawl (``mirror/visits.py``).
 
 Capabilities
 ------------
