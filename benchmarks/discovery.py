@@ -39,7 +39,6 @@ import os
 import pwd
 import random
 import shlex
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -54,7 +53,7 @@ from bytecode import add_source_start, like_installed, trio_crawl_command
 from exactness import Fetches, Verdict, normalize, read_scrapy, read_trio_crawl
 from loopback_hosts import LUA_MODULES, host_addresses, lua_available, wait_hosts_ready
 from measure import FdSampler, Measured, alternating, run_measured
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port, start_nginx
 
 HERE = Path(__file__).resolve().parent
 FILLER = (
@@ -312,12 +311,7 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
             )
         )
         error_log = Path(tmp) / "error.log"
-        proc = subprocess.Popen(
-            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = start_nginx(binary, tmp, conf, error_log)
         try:
             slow = sum(1 for d in world.latency.values() if d >= 1)
             server = WorldServer(

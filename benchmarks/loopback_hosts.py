@@ -20,7 +20,6 @@ import contextlib
 import http.client
 import os
 import pwd
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from measure import process_cpu_s
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, _tail, find_nginx, free_port
+from servers import (
+    NGINX_HTTP_SETTINGS,
+    _nginx_version,
+    _stop,
+    _tail,
+    find_nginx,
+    free_port,
+    start_nginx,
+)
 
 LUA_MODULES = (
     "/usr/lib/nginx/modules/ndk_http_module.so",
@@ -181,12 +188,7 @@ def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[Br
             )
         )
         error_log = Path(tmp) / "error.log"
-        proc = subprocess.Popen(
-            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = start_nginx(binary, tmp, conf, error_log)
         try:
             server = BroadServer(
                 addresses=addresses,

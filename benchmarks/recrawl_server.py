@@ -29,14 +29,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from loopback_hosts import BroadServer, host_addresses, wait_hosts_ready
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port
+from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port, start_nginx
 
 #: The host is the address and port that took the request, not the Host header:
 #: wget2 sends ``Host: 127.77.0.1`` without the port.
@@ -191,12 +190,7 @@ def open_recrawl_nginx(root: Path, hosts: int, port: int | None = None) -> Itera
             )
         )
         error_log = Path(tmp) / "error.log"
-        proc = subprocess.Popen(
-            [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = start_nginx(binary, tmp, conf, error_log)
         try:
             broad = BroadServer(
                 addresses=addresses,

@@ -158,6 +158,17 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], hint: Callable[[], str
     raise RuntimeError(f"server not ready after 15 s ({last_error}); {hint()}")
 
 
+def start_nginx(binary: str, prefix: str, conf: Path, error_log: Path) -> subprocess.Popen[bytes]:
+    """nginx on ``conf`` in a process group of its own (``_stop`` ends the
+    group), its prefix ``prefix``, its early errors in ``error_log``."""
+    return subprocess.Popen(
+        [binary, "-p", prefix, "-c", str(conf), "-e", str(error_log)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Stop the server's process group: SIGTERM (nginx: fast shutdown), then SIGKILL.
 

@@ -124,7 +124,9 @@ def test_the_server_sends_the_validator_mix_and_one_host_ignores_them(tmp_path: 
                 # A validator the server did not send is not answered with a 304.
                 since = {"If-Modified-Since": "Sat, 28 Nov 2026 00:00:00 GMT"}
                 assert _get(url, since)[0] == 200
-        lines = server.lines_since(mark)
+        # Not the start-up probes' robots.txt: nginx may log the proxied host's
+        # probe a moment after the probe read its answer, so after ``mark``.
+        lines = [x for x in server.lines_since(mark) if not x.url.endswith("/robots.txt")]
         assert len(lines) == 36 and {line.status for line in lines} == {200, 304}
         assert all(line.bytes_sent > line.body_bytes for line in lines)
         assert sum(line.status == 304 and line.body_bytes == 0 for line in lines) == 6

@@ -15,13 +15,20 @@ crawl 2's time (skipped, and said, without pywb: ``PYWB_BIN``).
 
 from __future__ import annotations
 
-import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from recrawl_site import ETAG, MODIFIED, NONE, ChangingSite
-from test_warc_pywb import TIMEOUT, pywb_bin, raw_records, replay, warc_epoch, wayback
+from test_warc_pywb import (
+    pywb_bin,
+    pywb_collection,
+    raw_records,
+    replay,
+    warc_epoch,
+    wayback,
+)
 
 from trio_crawl.outputs.warc import read_warc_responses
 from trio_crawl.testing import serve_site
@@ -68,6 +75,11 @@ def three_crawls(tmp_path: Path) -> tuple[ChangingSite, dict[str, str], list[Pat
     with serve_site(changing.site()) as server:
         urls = {path: server.url(path) for path in ("/", "/a", "/b", "/c", "/new")}
         crawl(urls["/"], db, tmp_path / "1.jsonl", warcs[0])
+        # pywb tells captures apart by their 14-digit (whole-second) time: the
+        # recrawl starts in the next second, so no capture of crawl 2 shares a
+        # timestamp with one of crawl 1 (the replay at crawl 2's time would
+        # otherwise pick either). A wait on the clock itself, under a second.
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
         changing.edit("/a", links=("/new",))
         changing.add("/new")
         second = crawl(urls["/"], db, tmp_path / "2.jsonl", warcs[1], "--recrawl")
@@ -118,14 +130,7 @@ def test_pywb_replays_a_recrawl(tmp_path: Path) -> None:
     tools = pywb_bin()
     changing, urls, (one, two, _) = three_crawls(tmp_path)
     root = tmp_path / "pywb"
-    root.mkdir()
-    for args in (["init", "coll"], ["add", "coll", str(one), str(two)]):
-        done = subprocess.run(
-            [str(tools / "wb-manager"), *args],
-            cwd=root, capture_output=True, text=True, timeout=TIMEOUT,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-    index = "".join(p.read_text() for p in (root / "collections/coll/indexes").iterdir())
+    index = pywb_collection(root, tools, one, two)
     assert index.count("warc/revisit") == 3, index
     d2 = warc_epoch(records(two, "revisit")[urls["/"]]["WARC-Date"])
     with wayback(root, tools) as port:

@@ -60,6 +60,19 @@ def pywb_bin() -> Path:
     return where
 
 
+def pywb_collection(root: Path, tools: Path, *warcs: Path) -> str:
+    """A pywb collection ``coll`` under ``root`` holding ``warcs``, made with
+    pywb's own ``wb-manager``; returns its index (CDXJ) as text."""
+    root.mkdir()
+    for args in (["init", "coll"], ["add", "coll", *map(str, warcs)]):
+        done = subprocess.run(
+            [str(tools / "wb-manager"), *args],
+            cwd=root, capture_output=True, text=True, timeout=TIMEOUT,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    return "".join(p.read_text() for p in (root / "collections/coll/indexes").iterdir())
+
+
 def site() -> Site:
     def kept(request: SiteRequest) -> Response:
         if request.headers.get("if-none-match") == ETAG:
@@ -198,14 +211,7 @@ def test_pywb_serves_the_original_body_for_both_kinds_of_revisit(tmp_path: Path)
         assert fields["WARC-Refers-To"] == first["WARC-Record-ID"]
 
     root = tmp_path / "pywb"
-    root.mkdir()
-    for args in (["init", "coll"], ["add", "coll", str(one), str(two)]):
-        done = subprocess.run(
-            [str(tools / "wb-manager"), *args],
-            cwd=root, capture_output=True, text=True, timeout=TIMEOUT,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-    index = "".join(p.read_text() for p in (root / "collections/coll/indexes").iterdir())
+    index = pywb_collection(root, tools, one, two)
     assert index.count("warc/revisit") == 2, index
 
     with wayback(root, tools) as port:
