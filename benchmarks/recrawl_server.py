@@ -27,15 +27,21 @@ the file are one tool's crawl (``LogSlice``).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import pwd
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from loopback_hosts import BroadServer, host_addresses, wait_hosts_ready
 from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port, start_nginx
+
+#: A path no site has: ``lines_since`` asks for it to know the log is complete.
+SENTINEL_PATH = "/.log-sentinel-"
+SETTLE_SECONDS = 10.0
 
 #: The host is the address and port that took the request, not the Host header:
 #: wget2 sends ``Host: 127.77.0.1`` without the port.
@@ -138,6 +144,7 @@ class RecrawlServer:
 
     broad: BroadServer
     access_log: Path
+    _sentinels: int = 0
 
     @property
     def addresses(self) -> list[str]:
@@ -152,6 +159,33 @@ class RecrawlServer:
         return self.access_log.stat().st_size if self.access_log.exists() else 0
 
     def lines_since(self, offset: int) -> list[LogLine]:
+        """Every request logged since ``offset``, the last one included.
+
+        nginx writes a request's line after the client has its last byte, so a
+        read right after a crawl can miss the final line. One worker logs requests
+        in the order they finish: a sentinel request sent now is logged after
+        every request that already finished, so once its line is there, all of
+        theirs are (waited for at most ``SETTLE_SECONDS``).
+        """
+        self._sentinels += 1
+        sentinel = f"{SENTINEL_PATH}{self._sentinels}"
+        conn = http.client.HTTPConnection(self.addresses[0], self.port, timeout=SETTLE_SECONDS)
+        try:
+            conn.request("GET", sentinel)
+            conn.getresponse().read()
+        finally:
+            conn.close()
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            lines = self._read_from(offset)
+            ends = [i for i, line in enumerate(lines) if line.url.endswith(sentinel)]
+            if ends:
+                return [x for x in lines[: ends[0]] if SENTINEL_PATH not in x.url]
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nginx did not log {sentinel} within {SETTLE_SECONDS} s")
+            time.sleep(0.01)
+
+    def _read_from(self, offset: int) -> list[LogLine]:
         with self.access_log.open("rb") as fh:
             fh.seek(offset)
             data = fh.read().decode(errors="replace")
