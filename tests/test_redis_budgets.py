@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 import trio_crawl
 from trio_crawl import redis_frontier
-from trio_crawl.core.frontier import Frontier
+from trio_crawl.core.frontier import Frontier, RedirectOutcome
 from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.scope import Scope
 from trio_crawl.frontiers.redis import check_crawl, keys_prefix, wire
@@ -313,6 +313,56 @@ async def test_memory_state_file_and_two_redis_workers_record_the_same_urls(
         # /p/2 (admitted) redirects to the last host, never admitted
         assert (servers[1].url("/p/2"), 301) in results["redis"]
         assert urlsplit(servers[-1].base_url).netloc not in asked["redis"]
+
+
+@pytest.mark.parametrize(("pages", "hosts"), [(4, None), (None, 3)])
+async def test_a_redirect_over_budget_is_budget_on_all_three_frontiers(
+    redis_server: RedisServer,
+    crawl_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pages: int | None,
+    hosts: int | None,
+) -> None:
+    """What ``admit_redirect`` says of a redirect whose target the host
+    budgets refuse: ``BUDGET`` in memory, on a state file and on Redis alike
+    (Redis said ``FOLLOW``: its admission goes with the page's finish). With
+    4 pages a host, each host's ``/p/1`` goes to its ``/p/11``, already
+    refused; with 3 hosts, ``/p/2`` goes to the fifth host."""
+    from trio_crawl.frontiers.memory import MemoryFrontier
+    from trio_crawl.frontiers.redis import RedisFrontier
+    from trio_crawl.frontiers.sqlite import SqliteFrontier
+
+    said: list[tuple[str, RedirectOutcome]] = []
+    for backend in (MemoryFrontier, SqliteFrontier, RedisFrontier):
+        real = backend.admit_redirect
+
+        async def spy(self: Any, entry: Any, target: str, real: Any = real) -> RedirectOutcome:
+            outcome: RedirectOutcome = await real(self, entry, target)
+            said.append((entry.url, outcome))
+            return outcome
+
+        monkeypatch.setattr(backend, "admit_redirect", spy)
+    options: dict[str, Any] = {
+        "span_hosts": True,
+        "max_pages_per_host": pages,
+        "max_hosts": hosts,
+        "ignore_robots": True,
+    }
+    refused_by: dict[str, set[str]] = {}
+    with hosts_site() as servers, trio.fail_after(TIMEOUT):
+        start = servers[0].url("/")
+        for name in ("memory", "state", "redis"):
+            said.clear()
+            if name == "redis":
+                await crawl_on_redis(redis_server, crawl_id, start, options, workers=2)
+            else:
+                state = str(tmp_path / "crawl.db") if name == "state" else None
+                await crawl_once(start, options, state=state)
+            refused_by[name] = {url for url, outcome in said if outcome is RedirectOutcome.BUDGET}
+        hop = "/p/1" if pages is not None else "/p/2"
+        expected = {s.url(hop) for s in (servers if hosts is None else servers[:hosts])}
+    assert refused_by["redis"] == refused_by["memory"] == refused_by["state"] == expected
 
 
 def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(

@@ -83,6 +83,21 @@ local function seen_admit(C, d, hostname)
   return true
 end
 
+-- ``fits(digest, host)``, read-only: 1 if a redirect's target is known or
+-- fits the budgets now, 0 if they refuse it. A worker asks at once, so that
+-- its redirect says BUDGET as the memory frontier's does; the admission
+-- itself still goes with the page's finish, which decides (and counts) for good.
+local function budget_fits_now(keys, args)
+  local p = keys[1]
+  if not exists(p) then return redis.error_reply(GONE) end
+  local C = open(p)
+  local B = budget_of(C)
+  if not B or budget_fits(B, budget_pages(C, B, args[2])) then return 1 end
+  return redis.call('HEXISTS', bucket_key(C, h32(args[1])), args[1])
+end
+redis.register_function{function_name = 'tc_fits_{V}', callback = budget_fits_now,
+  flags = {'no-writes'}}
+
 -- For ``status``: the hosts counted (``bhosts``), in a crawl with budgets.
 local function budget_status(p, out)
   local hosts = redis.call('HGET', p .. 'b', 'hosts')

@@ -22,7 +22,9 @@ Rules
    seen set, as in memory. Counts only grow, so it stays refused; each offer
    of it is one more in the worker's ``statistics().refused`` (its summary's
    "not followed" line). A redirect to a refused target is recorded as the
-   redirect it is (its target is not fetched), as in memory.
+   redirect it is (its target is not fetched), as in memory; and the worker
+   asks Redis at once (``redirect_refused``), so that ``admit_redirect``
+   says ``BUDGET`` for it as the memory frontier and the state file do.
 5. Exact with any number of workers, under SIGKILL and resume: a count moves
    in the same function call that adds the URL to the seen set, and Redis
    runs a call atomically, so the seen set and the counts never disagree. A
@@ -39,7 +41,18 @@ Rules
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from ...core.url import host_port
+from .wire import url_digest
+
+if TYPE_CHECKING:
+    from ...core.config import CrawlConfig
+
+#: ``Calls.fcall`` (not imported: calls.py imports lua.py, which imports this module).
+FunctionCall = Callable[[str, Sequence[object]], Awaitable[Any]]
 
 #: The line of ``functions.lua`` that ``budgets.lua`` replaces.
 MARKER = "-- @budgets"
@@ -55,3 +68,13 @@ def splice(library: str, budgets: str = SOURCE) -> str:
         raise ValueError(f"the Lua library has no {MARKER!r} line")
     _, _, rest = tail.partition("\n")
     return head + budgets + rest
+
+
+async def redirect_refused(fcall: FunctionCall, config: CrawlConfig, target: str) -> bool:
+    """Whether the host budgets refuse a redirect's ``target`` now (one
+    read-only call, only in a crawl with budgets). The target's admission
+    still goes with its page's finish, where the count moves (rule 5)."""
+    budgets = config.budgets
+    if budgets.max_pages_per_host is None and budgets.max_hosts is None:
+        return False
+    return not int(await fcall("fits", [url_digest(target), host_port(target)]))

@@ -80,6 +80,7 @@ from ..base import DEFAULT_LEASE, Correct, Publish
 from ..crawl_identity import SharedIdentity
 from . import wire
 from .browser_turns import wait_turn
+from .budgets import redirect_refused
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
@@ -288,12 +289,13 @@ class RedisFrontier:
             return RedirectOutcome.TOO_MANY
         if not self._scope.judge_redirect(chain[0])(target):
             return RedirectOutcome.OUT_OF_SCOPE
-        # Sent with this page's finish; whether the target was known makes no
-        # difference to the record.
+        # Sent with this page's finish (which counts a refusal); whether the
+        # target was known makes no difference to the record.
         self._leases[entry].children += wire.admission(
             target, entry.depth, entry.url, "\n".join(chain), encode_payload(entry.payload)
         )
-        return RedirectOutcome.FOLLOW
+        refused = await redirect_refused(self._calls.fcall, self._config, target)
+        return RedirectOutcome.BUDGET if refused else RedirectOutcome.FOLLOW
 
     def start(self, entry: Entry) -> bool:
         """The page budget was spent when Redis leased the URL (a global
