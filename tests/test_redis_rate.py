@@ -11,6 +11,7 @@ own arrival times are what is measured.
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,4 +201,28 @@ def test_two_workers_on_one_rate_limited_host_reach_the_rate_and_never_exceed_it
     # ... and the rate reached as in memory (this loaded machine: 135-164% of
     # memory's pages/s; workers that waited to hear of each start: 17-26%).
     assert per_second(times) >= 0.75 * per_second(memory), (per_second(times), per_second(memory))
+    assert trio.run(_check, redis_server, crawl_id) == []
+
+
+def test_a_worker_too_busy_for_its_rate_turns_says_how_many_it_gave_back(
+    redis_server: RedisServer, crawl_id: str, tmp_path: Path
+) -> None:
+    """One crawler (``-w 1``) and pages that take 150 ms: Redis hands out
+    three turns 21 ms apart (``--rate 50``), the crawler is busy past the
+    second's grace, so it gives that URL back; the end summary says how many
+    (the count was kept, and shown nowhere). Every page is still recorded once."""
+    pytest.importorskip("coredis", reason="coredis is not installed (trio-crawl[redis])")
+    from cli_helpers import run_cli
+
+    slow = [f"/p/{i}" for i in range(4)]
+    routes = {"/": page(*slow), **{p: Response(body=b"<p>x", delay=0.15) for p in slow}}
+    with serve_site(Site(routes)) as server:
+        out = tmp_path / "w.jsonl"
+        common = ["--redis", redis_server.url, "--crawl-id", crawl_id, "--rate", "50"]
+        done = run_cli(server.url("/"), *common, "-w", "1", "--ignore-robots", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    got = sorted(r["url"] for r in records_in(out.read_text()))
+    assert got == sorted([server.url("/"), *(server.url(p) for p in slow)])
+    row = re.search(r"rate turns missed\s*│\s*(\d+) pages? given back", done.stderr)
+    assert row is not None and int(row.group(1)) >= 1, done.stderr
     assert trio.run(_check, redis_server, crawl_id) == []

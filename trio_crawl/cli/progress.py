@@ -185,6 +185,12 @@ def summary_table(
             f"{counted(summary.over_host_budget, 'new link')} not followed "
             "(--max-pages-per-host, --max-hosts)",
         )
+    if summary.missed_turns:
+        table.add_row(
+            "rate turns missed",
+            f"{counted(summary.missed_turns, 'page')} given back to Redis unstarted: "
+            "no crawler was free at its --rate turn",
+        )
     if summary.capped_crawl_delays:
         table.add_row("Crawl-delay capped", capped_delays(summary.capped_crawl_delays))
     if summary.stopped:

@@ -182,6 +182,9 @@ class FrontierStatistics:
     #: New URLs the host budgets turned away (``core/host_budget.py``), one
     #: per offer: a link found on two pages is refused twice.
     refused: int = 0
+    #: Pages given back unstarted because their ``--rate`` turn had passed
+    #: (Redis: ``frontiers/redis/turns.py``): a crawler came too late for them.
+    missed_turns: int = 0
 
 
 class Frontier:

@@ -75,6 +75,9 @@ class CrawlSummary:
     #: New URLs ``max_pages_per_host``/``max_hosts`` turned away, one per
     #: offer (``FrontierStatistics.refused``).
     over_host_budget: int = 0
+    #: Redis with ``--rate``: pages this worker gave back unstarted, their
+    #: turn passed (``FrontierStatistics.missed_turns``).
+    missed_turns: int = 0
     #: (seconds since the start, worker target): the start and each resize.
     worker_history: tuple[tuple[float, int], ...] = ()
     #: The most worker tasks alive at once.
@@ -149,7 +152,13 @@ class CrawlStats:
             self._hosts.add(record.url.split("/", 3)[2] if "//" in record.url else record.url)
 
     def summary(
-        self, *, elapsed: float, stopped: bool, unfinished: int, over_host_budget: int = 0
+        self,
+        *,
+        elapsed: float,
+        stopped: bool,
+        unfinished: int,
+        over_host_budget: int = 0,
+        missed_turns: int = 0,
     ) -> CrawlSummary:
         lat = sorted(self._latencies_ms)
         return CrawlSummary(
@@ -164,6 +173,7 @@ class CrawlStats:
             stopped=stopped,
             unfinished=unfinished,
             over_host_budget=over_host_budget,
+            missed_turns=missed_turns,
             items=self.items,
             bytes=self.bytes,
             capped_crawl_delays=dict(self.capped_crawl_delays),

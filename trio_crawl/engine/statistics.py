@@ -83,13 +83,14 @@ def summarize(
 ) -> CrawlSummary:
     """The summary of the records in ``stats``, with what the frontier left
     unfinished (queued, or dropped by a stop), what its host budgets turned
-    away and the pages the parse co-process took."""
+    away, the rate turns it gave back and the pages the parse co-process took."""
     front = frontier.statistics()
     summary = stats.summary(
         elapsed=elapsed,
         stopped=stopped,
         unfinished=frontier.unfinished + front.dropped,
         over_host_budget=front.refused,
+        missed_turns=front.missed_turns,
     )
     return with_parse_statistics(summary, process)
 

@@ -428,9 +428,8 @@ class RedisFrontier:
 
     def statistics(self) -> FrontierStatistics:
         fetching = sum(1 for lease in self._leases.values() if lease.started)
-        return self._remote.statistics(
-            fetching=fetching, unfinished=self.unfinished, refused=self._over_budget
-        )
+        mine = {"refused": self._over_budget, "missed_turns": self.missed_turns}
+        return self._remote.statistics(fetching=fetching, unfinished=self.unfinished, **mine)
 
     async def aclose(self) -> None:
         """Send what is pending, put back what this worker still holds, and

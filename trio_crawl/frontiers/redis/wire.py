@@ -164,9 +164,11 @@ class Counters(NamedTuple):
     def parse(cls, raw: Sequence[Any]) -> Counters:
         return cls(*(int(c) for c in raw))
 
-    def statistics(self, *, fetching: int, unfinished: int, refused: int) -> FrontierStatistics:
+    def statistics(
+        self, *, fetching: int, unfinished: int, refused: int, missed_turns: int = 0
+    ) -> FrontierStatistics:
         """The crawl-wide counters as a worker reports them: ``fetching``,
-        ``unfinished`` and ``refused`` are the worker's own view."""
+        ``unfinished``, ``refused`` and ``missed_turns`` are the worker's own view."""
         return FrontierStatistics(
             seen=self.seen,
             queued=self.fresh,
@@ -177,6 +179,7 @@ class Counters(NamedTuple):
             unfinished=unfinished,
             held=0,
             refused=refused,
+            missed_turns=missed_turns,
         )
 
 
