@@ -6,11 +6,17 @@ subprocess timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
+import shutil
+import sqlite3
 import struct
+import subprocess
+import threading
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -343,3 +349,84 @@ async def test_a_stopped_conversion_ends_at_the_next_batch_and_says_so(tmp_path:
     converted = link.statistics.converted
     assert converted is not None and 0 < converted.converted <= mirror_module.CONVERT_BATCH
     assert "interrupted: run the same command again" in mirror_module.report_mirror(link)
+
+
+@contextlib.contextmanager
+def small_disk(where: Path) -> Iterator[Path]:
+    """A real 1 MiB file system (tmpfs) mounted at ``where``: mounting needs
+    root (and ``mount``), so the test skips, saying so, without them."""
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a 1 MiB tmpfs needs root and mount(8)")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+def fill_up(path: Path) -> None:
+    """Write ``path`` until its file system is full (ENOSPC)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, bytes(4096))
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_under_the_mirrors_visit_file_is_one_line_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """A real full disk (tmpfs) when the mirror's own visit file
+    (``DIR/.trio-crawl/visits.db``) writes a page's visit: the mirror's
+    one-line error and exit 3 (it was an internal error: SQLite's
+    "cannot rollback" hid "database or disk is full"), every record written
+    has its visit in the file, and once there is room the same command
+    mirrors the whole site."""
+    disk = tmp_path / "disk"
+    out = tmp_path / "out.jsonl"
+    filler = disk / "filler"
+    full = threading.Event()
+
+    def fill(request: object) -> Response:
+        if not full.is_set():  # an empty body: its file needs no room
+            fill_up(filler)
+            full.set()
+        return Response(body=b"")
+
+    site = Site(
+        {
+            "/": Response(body=b'<a href="/a">a</a>'),
+            "/a": Response(body=b'<a href="/full">f</a>'),
+            "/full": fill,
+        }
+    )
+    with small_disk(disk), serve_site(site) as server:
+        root = disk / "copy"
+        command = [server.url("/"), "-o", str(out), "--mirror", str(root), "-w", "1"]
+        failed = run_cli(*command, "--ignore-robots")
+        assert failed.returncode == 3, failed.stderr
+        assert "Traceback" not in failed.stderr and "internal error" not in failed.stderr
+        assert (
+            f"trio-crawl: error: cannot write to {root}: cannot keep its visits in "
+            ".trio-crawl/visits.db: database or disk is full\n"
+        ) in failed.stderr
+        written = [r["url"] for r in records_in(out.read_text())]
+        assert written == [server.url("/"), server.url("/a")]
+        with contextlib.closing(sqlite3.connect(root / ".trio-crawl" / "visits.db")) as db:
+            kept = {url for (url,) in db.execute("SELECT url FROM visits")}
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert set(written) <= kept
+        filler.unlink()
+        again = run_cli(*command, "--ignore-robots")
+        assert again.returncode == 0, again.stderr
+    assert {r["url"] for r in records_in(out.read_text())} == {
+        server.url(p) for p in ("/", "/a", "/full")
+    }

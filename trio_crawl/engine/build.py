@@ -261,7 +261,7 @@ async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -
 
         root = built.plan.config.output.mirror
         try:
-            keeper = await trio.to_thread.run_sync(open_mirror_visits, root)
+            keeper = await trio.to_thread.run_sync(open_mirror_visits, root, built._mirror_failed)
         except (OSError, sqlite3.Error) as exc:
             raise OutputError(root, OSError(str(exc))) from None
         stack.callback(keeper.close)

@@ -27,18 +27,21 @@ open this file: the state file is the one truth, and ``--recrawl`` decides
 
 Writes are blocking SQLite calls made in a worker thread, one at a time, a
 batch of visits per transaction (``kept``: group commit); a visit is in the
-file before its page's record is written.
+file before its page's record is written. A write that fails (the disk is
+full) fails the mirror as a body that cannot be saved does (``on_failure``:
+one line, a non-zero exit): the pages whose visits it held get no record,
+and what was written before stays (SQLite rolled the batch back whole).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import trio
 
-from ..recrawl.store import VisitStore
+from ..recrawl.store import WRITE_ERRORS, VisitStore
 from ..recrawl.visit import Visit
 from .files import KEPT_DIR
 
@@ -48,8 +51,12 @@ VISITS_FILE: Final = "visits.db"
 class MirrorVisits:
     """A ``VisitKeeper`` (``frontiers/base.py``) over a mirror's visit file."""
 
-    def __init__(self, store: VisitStore, reader: VisitStore) -> None:
+    def __init__(
+        self, store: VisitStore, reader: VisitStore, on_failure: Callable[[OSError], None]
+    ) -> None:
         self._store = store
+        #: Told once when a write fails (the mirror's ``on_failure``).
+        self._on_failure = on_failure
         #: A connection of its own for the previous visits, read in the event
         #: loop while the worker thread writes on ``store``'s (WAL readers
         #: never wait for the writer).
@@ -62,7 +69,7 @@ class MirrorVisits:
         self._pending: dict[int, Visit] = {}
         self._writing: dict[int, Visit] = {}
         self._written: trio.Event | None = None
-        self._failure: Exception | None = None
+        self._failure: OSError | None = None
         self._tickets = 0
 
     @property
@@ -81,8 +88,10 @@ class MirrorVisits:
         """Return once ``ticket``'s visit is in the file. Group commit: the
         first page to wait writes every visit noted so far in one
         transaction (one thread call); the pages noted meanwhile wait for
-        it, then the next of them writes theirs."""
-        while ticket in self._pending or ticket in self._writing:
+        it, then the next of them writes theirs. After a failed write, none
+        returns: the crawl is being aborted, and no page gets a record whose
+        visit is not in the file."""
+        while self._failure is None and (ticket in self._pending or ticket in self._writing):
             if self._written is not None:
                 await self._written.wait()
                 continue
@@ -92,14 +101,14 @@ class MirrorVisits:
                 await trio.to_thread.run_sync(
                     self._store.put_many, list(self._writing.values()), limiter=self._limiter
                 )
-            except Exception as exc:  # (a cancel comes after the write is done)
-                self._failure = exc
-                raise
+            except WRITE_ERRORS as exc:  # (a cancel comes after the write is done)
+                self._failure = failure = _as_os_error(exc)
+                self._on_failure(failure)
             finally:
                 self._writing, self._written = {}, None
                 written.set()
-        if self._failure is not None:  # our visit was in a batch that failed
-            raise OSError(f"cannot keep the mirror's visits: {self._failure}")
+        if self._failure is not None:
+            await trio.sleep_forever()  # cancelled by the abort
 
     async def unreached(self, limit: int = 1000) -> list[Visit]:
         return await trio.to_thread.run_sync(self._store.unreached, limit, limiter=self._limiter)
@@ -116,9 +125,18 @@ class MirrorVisits:
         self._store.close()
 
 
-def open_mirror_visits(root: str) -> MirrorVisits:
+def _as_os_error(exc: Exception) -> OSError:
+    """What the mirror reports: SQLite's reason (``database or disk is
+    full``), naming the visit file."""
+    if isinstance(exc, OSError):
+        return exc
+    return OSError(f"cannot keep its visits in {KEPT_DIR}/{VISITS_FILE}: {exc}")
+
+
+def open_mirror_visits(root: str, on_failure: Callable[[OSError], None]) -> MirrorVisits:
     """The visits of the mirror at ``root``, ready for this run (see the
-    module docstring). Blocking: call in a worker thread."""
+    module docstring); ``on_failure`` is told if a write fails. Blocking:
+    call in a worker thread."""
     kept = os.path.join(root, KEPT_DIR)
     os.makedirs(kept, exist_ok=True)
     path = os.path.join(kept, VISITS_FILE)
@@ -128,7 +146,8 @@ def open_mirror_visits(root: str) -> MirrorVisits:
             store.begin_generation()
         else:
             store.restart_generation()
-        return MirrorVisits(store, VisitStore.open(path))  # the reader: this generation
+        # The reader: this generation.
+        return MirrorVisits(store, VisitStore.open(path), on_failure)
     except BaseException:
         store.close()
         raise

@@ -31,6 +31,10 @@ from pathlib import Path
 
 from .visit import COLUMNS, Visit
 
+#: What a write to a visit file may raise (a full disk: ``sqlite3.OperationalError``),
+#: for callers that may not import sqlite3 (``mirror/visits.py``).
+WRITE_ERRORS = (OSError, sqlite3.Error)
+
 #: One row per URL and generation: ``Visit``'s columns (``visit.COLUMNS``).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS visits (
@@ -203,7 +207,7 @@ class VisitStore:
             put_rows(self._conn, [(self.generation, visit) for visit in visits])
             self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._roll_back()
             raise
 
     def begin_generation(self, reset: Callable[[sqlite3.Connection], None] | None = None) -> int:
@@ -241,8 +245,15 @@ class VisitStore:
             job(self._conn)
             self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._roll_back()
             raise
+
+    def _roll_back(self) -> None:
+        # SQLite has already rolled back after some errors (SQLITE_FULL: the
+        # disk is full); a second ROLLBACK would hide that error behind
+        # "cannot rollback - no transaction is active".
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
 
 def _nothing(conn: sqlite3.Connection) -> None:
