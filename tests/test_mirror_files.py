@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -141,5 +142,37 @@ def test_times_removal_and_what_the_walk_leaves_out(tmp_path: Path) -> None:
         os.symlink(tmp_path / "h" / "a", tmp_path / "h" / "link")
         files.set_time(("h", "link"), 1.0)  # the link's own time, if any
         assert os.stat(tmp_path / "h" / "a").st_mtime == 1_700_000_000.0
+    finally:
+        files.close()
+
+
+def test_removing_a_folders_last_file_removes_the_folders_it_emptied(tmp_path: Path) -> None:
+    """Up to the first folder with something left in it (a file, or an
+    empty folder a user made), never the mirror's own directory."""
+    files = MirrorFiles(str(tmp_path))
+    try:
+        files.save(("h", "docs", "deep", "a"), b"a")
+        files.save(("h", "docs", "deep", "b"), b"b")
+        files.save(("h", "notes", "n"), b"n")
+        files.save(("h", "index.html"), b"i")
+        (tmp_path / "h" / "notes" / "mine").mkdir()  # a user's, empty
+        (tmp_path / "h" / "empty").mkdir()  # a user's, empty before
+        assert files.remove(("h", "docs", "deep", "a"))
+        assert (tmp_path / "h" / "docs" / "deep").is_dir()  # b is left
+        assert files.remove(("h", "docs", "deep", "b"))
+        assert not (tmp_path / "h" / "docs").exists()
+        assert files.remove(("h", "notes", "n"))
+        assert (tmp_path / "h" / "notes" / "mine").is_dir()
+        assert (tmp_path / "h" / "empty").is_dir()
+        files.save(("h", "docs", "deep", "c"), b"c")  # made again: no stale descriptor
+        assert (tmp_path / "h" / "docs" / "deep" / "c").read_bytes() == b"c"
+        for name in (("h", "docs", "deep", "c"), ("h", "index.html")):
+            assert files.remove(name)
+        assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["empty", "notes"]
+        shutil.rmtree(tmp_path / "h" / "notes")
+        shutil.rmtree(tmp_path / "h" / "empty")
+        files.save(("h", "last"), b"l")
+        assert files.remove(("h", "last"))
+        assert not (tmp_path / "h").exists() and tmp_path.is_dir()  # the root stays
     finally:
         files.close()

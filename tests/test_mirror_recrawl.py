@@ -177,6 +177,32 @@ def test_delete_gone_and_converted_links_equal_a_fresh_mirror(tmp_path: Path) ->
             assert path.stat().st_mtime == fresh_times[name], name
 
 
+def test_delete_gone_removes_the_folders_it_emptied_and_no_other(tmp_path: Path) -> None:
+    """A second run whose gone pages were the last files of ``docs/deep/``
+    removes ``docs/deep/`` and ``docs/``; ``notes/`` keeps the empty folder a
+    user made in it, and the user's empty ``mine/`` stays."""
+    site = ChangingSite()
+    site.add("/", "/docs/deep/a", "/docs/deep/b", "/notes/n")
+    for path in ("/docs/deep/a", "/docs/deep/b", "/notes/n"):
+        site.add(path)
+    root = tmp_path / "m"
+    with serve_site(site.site()) as server:
+        mirror(server.url("/"), root, tmp_path / "a.jsonl", "--mirror-delete-gone")
+        host = root / server.base_url.removeprefix("http://")
+        assert (host / "docs" / "deep" / "a").is_file()
+        (host / "notes" / "mine").mkdir()
+        (host / "mine").mkdir()
+        for path in ("/docs/deep/a", "/docs/deep/b", "/notes/n"):
+            del site.pages[path]  # still linked: gone (404)
+        two = mirror(server.url("/"), root, tmp_path / "b.jsonl", "--mirror-delete-gone")
+    assert sorted(r["url"] for r in two if r.get("change") == "gone") == sorted(
+        server.url(p) for p in ("/docs/deep/a", "/docs/deep/b", "/notes/n")
+    )
+    assert sorted(p.relative_to(host).as_posix() for p in host.rglob("*")) == [
+        "index.html", "mine", "notes", "notes/mine",
+    ]  # fmt: skip
+
+
 def test_delete_gone_without_a_mirror_is_a_usage_error(tmp_path: Path) -> None:
     done = run_cli("http://127.0.0.1:1/", "--mirror-delete-gone", "-o", str(tmp_path / "o"))
     assert done.returncode == 2

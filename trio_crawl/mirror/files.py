@@ -216,8 +216,8 @@ class MirrorFiles:
         return None
 
     def remove(self, parts: Sequence[str]) -> bool:
-        """Delete the saved file of ``parts`` (``--mirror-delete-gone``);
-        False: there was none. Its directory stays, even if emptied."""
+        """Delete the saved file of ``parts`` (``--mirror-delete-gone``), and
+        the directories this leaves empty (``_prune``); False: there was none."""
         saved = self.saved_as(parts)
         if saved is None:
             return False
@@ -229,7 +229,24 @@ class MirrorFiles:
             if is_fatal(exc):
                 raise
             raise MirrorSkip(f"{'/'.join(saved)}: {exc.strerror or exc}") from None
+        self._prune(saved[:-1])
         return True
+
+    def _prune(self, where: tuple[str, ...]) -> None:
+        """Remove directory ``where`` and those above it while each is empty,
+        up to the mirror's root (never removed). Each held what was just
+        removed, so the crawl emptied it: a directory a user made and left
+        empty is never on this path, and one with anything in it (a user's
+        file or empty folder too) stays, as ``rmdir`` refuses it."""
+        while where:
+            cached = self._open_dirs.pop(where, None)
+            if cached is not None:
+                os.close(cached)
+            try:
+                os.rmdir(where[-1], dir_fd=self._parent(where[:-1], create=False))
+            except OSError:  # not empty (or not a directory any more): it stays
+                return
+            where = where[:-1]
 
     # -- reading (the link converter) -----------------------------------------
 
