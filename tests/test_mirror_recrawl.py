@@ -178,9 +178,9 @@ def test_delete_gone_and_converted_links_equal_a_fresh_mirror(tmp_path: Path) ->
 
 
 def test_delete_gone_removes_the_folders_it_emptied_and_no_other(tmp_path: Path) -> None:
-    """A second run whose gone pages were the last files of ``docs/deep/``
-    removes ``docs/deep/`` and ``docs/``; ``notes/`` keeps the empty folder a
-    user made in it, and the user's empty ``mine/`` stays."""
+    """A second run whose gone pages were the last files of one folder
+    removes its folder and the one above; ``notes`` keeps the empty folder a
+    user made in it, and the user's empty ``mine`` stays."""
     site = ChangingSite()
     site.add("/", "/docs/deep/a", "/docs/deep/b", "/notes/n")
     for path in ("/docs/deep/a", "/docs/deep/b", "/notes/n"):
