@@ -94,3 +94,17 @@ def test_mypy_rejects_misspelt_and_mistyped_options(tmp_path: Path) -> None:
 
 def test_the_public_names_are_exported() -> None:
     assert trio_crawl.CrawlOptions is CrawlOptions
+
+
+async def test_a_running_crawl_is_a_handle_not_the_engine() -> None:
+    """``open_crawler``'s ``RunningCrawl`` offers its streams, ``stop``,
+    ``statistics`` and the summary; the engine behind it is not public (it
+    was ``crawl.crawler``: its internals were reachable through it)."""
+    from trio_crawl.testing import Site, page, serve_site
+
+    with serve_site(Site({"/": page("/a"), "/a": page()})) as server:
+        async with trio_crawl.open_crawler(server.url("/"), workers=1) as crawl:
+            public = {name for name in dir(crawl) if not name.startswith("_")}
+            records = [record.url async for record in crawl]
+    assert public == {"records", "items", "wait", "stop", "statistics", "ended", "summary"}
+    assert crawl.summary.records == len(records) > 0

@@ -347,7 +347,7 @@ def crawl(start: str, state: str | None, options: dict[str, Any]) -> tuple[set[O
                 async for r in run:
                     outcomes.add((r.url, r.status, r.error and r.error.kind))
             assert run.summary.records == len(outcomes)
-            return run.crawler.frontier.statistics().refused
+            return run.summary.over_host_budget
 
     return outcomes, trio.run(main)
 

@@ -165,7 +165,9 @@ class RunningCrawl:
     """
 
     def __init__(self, crawler: Crawler, buffer: int, *, keep_items: bool = False) -> None:
-        self.crawler = crawler
+        #: The engine: not part of the handle (its outputs, ``stop``,
+        #: ``statistics`` and ``summary`` are).
+        self._crawler = crawler
         self._buffer = buffer
         self._record_send, self._record_receive = trio.open_memory_channel[CrawlRecord](buffer)
         self._item_send, self._item_receive = trio.open_memory_channel[object](buffer)
@@ -188,8 +190,8 @@ class RunningCrawl:
         """Subscribe to the records; the iterator ends with the crawl."""
         if not self._records_wanted:
             self._records_wanted = True
-            self._warn_if_missed("records", self.crawler.stats.records, "on_record=")
-            self.crawler.attach_records(self._record_send)
+            self._warn_if_missed("records", self._crawler.stats.records, "on_record=")
+            self._crawler.attach_records(self._record_send)
         return self._drain(self._record_receive)
 
     def items(self) -> AsyncIterator[object]:
@@ -197,8 +199,8 @@ class RunningCrawl:
         if not self._items_wanted:
             self._items_wanted = True
             if not self._keep_items:
-                self._warn_if_missed("items", self.crawler.stats.items, "on_item=")
-                self.crawler.attach_items(self._item_send)
+                self._warn_if_missed("items", self._crawler.stats.items, "on_item=")
+                self._crawler.attach_items(self._item_send)
         return self._drain(self._item_receive)
 
     def _warn_if_missed(self, what: str, made: int, callback: str) -> None:
@@ -236,10 +238,10 @@ class RunningCrawl:
 
     def stop(self) -> None:
         """Graceful stop (see ``Crawler.stop``)."""
-        self.crawler.stop()
+        self._crawler.stop()
 
     def statistics(self) -> EngineStatistics:
-        return self.crawler.statistics()
+        return self._crawler.statistics()
 
     @property
     def ended(self) -> bool:
@@ -258,7 +260,7 @@ class RunningCrawl:
 
     async def _run(self) -> None:
         async with self._record_send, self._relay[0] if self._keep_items else self._item_send:
-            self._summary = await self.crawler.run()
+            self._summary = await self._crawler.run()
         self._done.set()
 
     async def _relay_items(self) -> None:

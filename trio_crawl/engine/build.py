@@ -253,8 +253,8 @@ async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -
     own file (``mirror/visits.py``: a second run is a recrawl), except for a
     frontier shared by workers (``--redis``), whose mirror keeps none."""
     assert built.mirror is not None and built.plan.config.output.mirror is not None
-    recorder = built.crawler._recorder
-    if not recorder.revisits.active and not isinstance(built.frontier, SharedPoliteness):
+    revisits = built.crawler.revisits
+    if not revisits.active and not isinstance(built.frontier, SharedPoliteness):
         import sqlite3  # only for a mirror: a plain crawl never imports it
 
         from ..mirror.visits import open_mirror_visits
@@ -265,6 +265,6 @@ async def _compare_mirror(built: BuiltCrawl, stack: contextlib.AsyncExitStack) -
         except (OSError, sqlite3.Error) as exc:
             raise OutputError(root, OSError(str(exc))) from None
         stack.callback(keeper.close)
-        recorder.keep_visits(keeper)
-    built.mirror.previous = recorder.revisits.previous_visit
-    recorder.revisits.has_copy = built.mirror.has_copy
+        revisits.use(keeper)
+    built.mirror.previous = revisits.previous_visit
+    revisits.has_copy = built.mirror.has_copy

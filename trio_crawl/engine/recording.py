@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ..core.frontier import Entry, RedirectOutcome
 from ..core.models import CrawlRecord, FetchResult
 from ..core.url import resolve
-from ..frontiers.base import FrontierBackend, ReportsRefetch, VisitKeeper
+from ..frontiers.base import FrontierBackend, ReportsRefetch
 from .delivery import Delivery, Responses
 from .outcome import make_record
 from .revisits import Revisits
@@ -40,16 +40,7 @@ class Recorder:
         self.before_write: Callable[[CrawlRecord], None] | None = None
         #: Keeps each URL's visit when the frontier keeps visits, and says
         #: what changed in a recrawl (inert otherwise).
-        self.revisits = Revisits.of(frontier, delivery, clock)
-        if self.revisits.active:
-            responses.add(self.revisits.heard)
-
-    def keep_visits(self, keeper: VisitKeeper) -> None:
-        """Keep visits in ``keeper`` though the frontier keeps none (a
-        mirror's own: ``mirror/visits.py``). Before the crawl runs."""
-        if not self.revisits.active:
-            self.revisits.use(keeper)
-            self._responses.add(self.revisits.heard)
+        self.revisits = Revisits.of(frontier, delivery, responses, clock)
 
     async def finish(
         self, entry: Entry, record: CrawlRecord, links: Sequence[str] | None = None

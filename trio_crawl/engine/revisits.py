@@ -57,7 +57,7 @@ from ..recrawl.visit import (
     conditional_headers,
     validators,
 )
-from .delivery import Delivery
+from .delivery import Delivery, Responses
 from .statistics import RunClock
 
 #: What a 304 to a request without validators is: the server cannot know
@@ -78,9 +78,17 @@ PLAIN = Ask()
 class Revisits:
     """Visits kept and compared for one crawl; inert without a keeper."""
 
-    def __init__(self, keeper: VisitKeeper | None, delivery: Delivery, clock: RunClock) -> None:
-        self._keeper = keeper
-        self._recrawl = keeper is not None and keeper.recrawl
+    def __init__(
+        self,
+        keeper: VisitKeeper | None,
+        delivery: Delivery,
+        responses: Responses,
+        clock: RunClock,
+    ) -> None:
+        self._keeper: VisitKeeper | None = None
+        self._recrawl = False
+        #: Where ``heard`` listens, once there is a keeper.
+        self._responses = responses
         self._delivery = delivery
         self._clock = clock
         #: Per URL between its first request and its record: its previous
@@ -100,11 +108,15 @@ class Revisits:
         #: Whether the copy a previous visit stands for is still there (a
         #: mirror's file: ``MirrorLink.has_copy``); None: nothing to lose.
         self.has_copy: Callable[[str, Visit], bool] | None = None
+        if keeper is not None:
+            self.use(keeper)
 
     @classmethod
-    def of(cls, frontier: FrontierBackend, delivery: Delivery, clock: RunClock) -> Revisits:
+    def of(
+        cls, frontier: FrontierBackend, delivery: Delivery, responses: Responses, clock: RunClock
+    ) -> Revisits:
         keeper = frontier.kept_visits() if isinstance(frontier, KeepsVisits) else None
-        return cls(keeper, delivery, clock)
+        return cls(keeper, delivery, responses, clock)
 
     def due_only(self, due: bool) -> Revisits:
         """``--recrawl due`` (``due``) or not; returns self."""
@@ -126,10 +138,13 @@ class Revisits:
         )
 
     def use(self, keeper: VisitKeeper) -> None:
-        """Keep visits in ``keeper`` (a mirror's own, ``mirror/visits.py``),
-        for a crawl whose frontier keeps none. Before the crawl runs."""
+        """Keep visits in ``keeper``: the frontier's, or a mirror's own
+        (``mirror/visits.py``) for a crawl whose frontier keeps none. Once,
+        before the crawl runs."""
+        assert self._keeper is None, "visits are kept in one place"
         self._keeper = keeper
         self._recrawl = keeper.recrawl
+        self._responses.add(self.heard)
 
     @property
     def active(self) -> bool:
