@@ -110,6 +110,14 @@ KNOWN: dict[tuple[str, str], str] = {
     ("trio_crawl.core.config", "trio_crawl.machine"): "CrawlConfig.worker_ceiling reads the "
     "machine's limits; the configuration's rework moves that to where the pool is built",
 }
+#: Module (or package) -> frontier backends it must not import: a backend
+#: never loads another (a Redis worker never loads the SQLite frontier, nor
+#: sqlite3 with it), and what they share lives beside them in ``frontiers/``.
+BACKEND_RULES: dict[str, set[str]] = {
+    "trio_crawl.frontiers.redis": {"trio_crawl.frontiers.sqlite"},
+    "trio_crawl.frontiers.sqlite": {"trio_crawl.frontiers.redis"},
+    "trio_crawl.cli.redis_cli": {"trio_crawl.frontiers.sqlite"},
+}
 #: Modules no other module may import: the face and the command line.
 FACE = {"trio_crawl", "trio_crawl.cli"}
 FACE_IMPORTERS = {"trio_crawl.__main__", "trio_crawl.testing"}
@@ -169,6 +177,13 @@ def violations(module: str, source: str, is_package: bool) -> list[str]:
                     continue
                 if matches(name, forbidden) and not matches(module, forbidden):
                     found.append(f"{module}:{line} imports {name} ({layer} must not)")
+        for owner, backends in BACKEND_RULES.items():
+            if matches(module, owner):
+                found += [
+                    f"{module}:{line} imports {name} (another frontier backend)"
+                    for backend in backends
+                    if matches(name, backend)
+                ]
         if module in PURE:
             for forbidden in PURE_RULES:
                 if matches(name, forbidden) and not matches(module, forbidden):
@@ -227,6 +242,8 @@ def test_every_pure_module_exists() -> None:
         ("trio_crawl.machine", "import trio\n"),
         ("trio_crawl.core.shard_termination", "import trio\n"),
         ("trio_crawl.core.shard_termination", "from ..frontiers.cluster import termination\n"),
+        ("trio_crawl.cli.redis_cli", "from ..frontiers.sqlite.resume import repair_output\n"),
+        ("trio_crawl.frontiers.redis.frontier", "from ..sqlite import SqliteFrontier\n"),
     ],
 )
 def test_the_checker_catches_a_violating_import(module: str, source: str) -> None:

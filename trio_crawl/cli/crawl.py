@@ -528,7 +528,7 @@ def run_crawl_command(args: argparse.Namespace, start_urls: Sequence[str]) -> in
         if outputs.append and updates_path and updates_path != "-":
             # A resume appends, and cuts a torn last line first, as the output's
             # (imported here: the state files' module is not for every crawl).
-            from ..frontiers.sqlite.resume import repair_output
+            from ..frontiers.resumed_output import repair_output
 
             repair_output(updates_path)
         if frontier is not None and frontier.durable and frontier.complete:

@@ -51,8 +51,8 @@ from ..frontiers.redis import (
     url_problem,
     url_without_password,
 )
+from ..frontiers.resumed_output import repair_output
 from ..frontiers.specs import redis_frontier
-from ..frontiers.sqlite.resume import repair_output
 from .common import (
     EXIT_OK,
     EXIT_REDIS_LOST,

@@ -37,6 +37,7 @@ from ...core.scope import Scope
 from ...core.url import canonicalize
 from ...errors import StateInUseError, StateLockedError, StateUsageError
 from ..crawl_identity import StateIdentity
+from ..resumed_output import repair_output
 from ..seeds import seed_lines
 from .disk_backlog import DiskBacklog
 from .state import CrawlState
@@ -154,33 +155,6 @@ def _with_records_in(path: str, progress: dict[str, int], output: str) -> dict[s
         progress[row_state.name.lower()] -= n
         progress["done"] += n
     return progress
-
-
-def repair_output(path: str) -> int:
-    """Cut a torn last line off a JSON Lines file; return the bytes removed."""
-    try:
-        with open(path, "rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return 0
-            f.seek(max(0, size - 1))
-            if f.read(1) == b"\n":
-                return 0
-            # Find the last newline, reading backwards in blocks.
-            pos = size
-            while pos > 0:
-                start = max(0, pos - 65536)
-                f.seek(start)
-                block = f.read(pos - start)
-                cut = block.rfind(b"\n")
-                if cut >= 0:
-                    f.truncate(start + cut + 1)
-                    return size - (start + cut + 1)
-                pos = start
-            f.truncate(0)
-            return size
-    except FileNotFoundError:
-        return 0
 
 
 def recorded_urls(path: str) -> Iterator[str]:
