@@ -36,7 +36,6 @@ import contextlib
 import heapq
 import math
 import os
-import pwd
 import random
 import shlex
 import sys
@@ -53,7 +52,15 @@ from bytecode import add_source_start, like_installed, trio_crawl_command
 from exactness import Fetches, Verdict, normalize, read_scrapy, read_trio_crawl
 from loopback_hosts import LUA_MODULES, host_addresses, lua_available, wait_hosts_ready
 from measure import FdSampler, Measured, alternating, run_measured
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port, start_nginx
+from servers import (
+    _nginx_version,
+    _stop,
+    find_nginx,
+    free_port,
+    nginx_conf,
+    nginx_user,
+    start_nginx,
+)
 
 HERE = Path(__file__).resolve().parent
 FILLER = (
@@ -219,21 +226,8 @@ def verify_world(world: World, port: int, fetches: Fetches) -> Verdict:
     )
 
 
-_CONF = """\
-{modules}{user}worker_processes 1;
-worker_rlimit_nofile {nofile};
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections {connections};
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-    }}
+#: The world's http{} lines: each address's delays, then one server for all.
+_HTTP = """\
     map $server_addr $page_delay {{
         default 0.1;
 {delays}
@@ -242,7 +236,7 @@ http {{
         default 0;
 {holes}
     }}
-{http_settings}    server {{
+    server {{
 {listen}
         server_name _;
         root {root}/$server_addr;
@@ -261,7 +255,6 @@ http {{
             try_files $uri $uri/index.html =404;
         }}
     }}
-}}
 """
 
 
@@ -290,24 +283,25 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
         port = free_port(world.addresses[0])
         write_world(world, root, port)
         served = [a for j, a in enumerate(world.addresses) if j not in world.dead]
-        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
         conf = Path(tmp) / "nginx.conf"
+        http = _HTTP.format(
+            delays="\n".join(
+                f"        {world.addresses[j]} {3600 if j in world.black_holes else d:.3f};"
+                for j, d in world.latency.items()
+            ),
+            holes="\n".join(f"        {world.addresses[j]} 3600;" for j in world.black_holes),
+            listen="\n".join(f"        listen {a}:{port};" for a in served),
+            root=root,
+            port=port,
+        )
         conf.write_text(
-            _CONF.format(
-                modules="".join(f"load_module {m};\n" for m in LUA_MODULES),
-                user=f"user {user};\n" if user else "",
-                nofile=len(served) + 16384 + 64,
-                connections=len(served) + 16384,
+            nginx_conf(
                 tmp=tmp,
-                delays="\n".join(
-                    f"        {world.addresses[j]} {3600 if j in world.black_holes else d:.3f};"
-                    for j, d in world.latency.items()
-                ),
-                holes="\n".join(f"        {world.addresses[j]} 3600;" for j in world.black_holes),
-                http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
-                listen="\n".join(f"        listen {a}:{port};" for a in served),
-                root=root,
-                port=port,
+                http=http,
+                user=nginx_user(root),
+                modules=LUA_MODULES,
+                connections=len(served) + 16384,
+                nofile=len(served) + 16384 + 64,
             )
         )
         error_log = Path(tmp) / "error.log"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import pwd
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,12 +28,13 @@ from typing import Any
 
 from measure import process_cpu_s
 from servers import (
-    NGINX_HTTP_SETTINGS,
     _nginx_version,
     _stop,
     _tail,
     find_nginx,
     free_port,
+    nginx_conf,
+    nginx_user,
     start_nginx,
 )
 
@@ -51,22 +51,9 @@ def host_addresses(count: int) -> list[str]:
     return [f"{HOST_PREFIX}.{i // 250}.{i % 250 + 1}" for i in range(count)]
 
 
-_CONF = """\
-{modules}{user}worker_processes 1;
-worker_rlimit_nofile {nofile};
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections {connections};
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-    }}
-{http_settings}    server {{
+#: The one server block: every address, robots.txt at once, pages after ``{delay}``.
+_SERVER = """\
+    server {{
 {listen}
         server_name _;
         root {root};
@@ -76,7 +63,6 @@ http {{
 {delay}            try_files $uri $uri/index.html =404;
         }}
     }}
-}}
 """
 
 
@@ -91,21 +77,23 @@ def nginx_config(
     if any(not a.startswith("127.") for a in addresses):
         raise ValueError("broad-crawl hosts must be loopback addresses (127.0.0.0/8)")
     delay = ""
-    modules = ""
+    modules: Sequence[str] = ()
     if latency_ms > 0:
-        modules = "".join(f"load_module {m};\n" for m in LUA_MODULES)
+        modules = LUA_MODULES
         delay = f"            access_by_lua_block {{ ngx.sleep({latency_ms / 1000:.3f}) }}\n"
     connections = len(addresses) + 8192
-    return _CONF.format(
-        modules=modules,
-        user=f"user {user};\n" if user else "",
-        nofile=connections + 64,
-        connections=connections,
-        tmp=tmp,
-        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
+    server = _SERVER.format(
         root=root,
         listen="\n".join(f"        listen {a}:{port};" for a in addresses),
         delay=delay,
+    )
+    return nginx_conf(
+        tmp=tmp,
+        http=server,
+        user=user,
+        modules=modules,
+        connections=connections,
+        nofile=connections + 64,
     )
 
 
@@ -174,7 +162,7 @@ def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[Br
     addresses = host_addresses(hosts)
     with tempfile.TemporaryDirectory(prefix="trio-crawl-broad-nginx-") as tmp:
         root = site_dir.resolve()
-        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
+        user = nginx_user(root)
         port = free_port(addresses[0])
         conf = Path(tmp) / "nginx.conf"
         conf.write_text(

@@ -82,6 +82,7 @@ def run_measured(
                 samples.append(hwm)
 
     reaped: dict[str, Any] = {}
+    end_children_on_sigterm()
     with contextlib.ExitStack() as stack:
         log = stack.enter_context(log_path.open("wb")) if log_path else subprocess.DEVNULL
         start = time.perf_counter()
@@ -137,6 +138,25 @@ def run_measured(
     if sample_peak and samples and measured.peak_rss_mb * 1024 <= parent_kib:
         measured = dataclasses.replace(measured, peak_rss_mb=max(samples) / 1024)
     return measured
+
+
+def end_children_on_sigterm() -> None:
+    """Make SIGTERM unwind this runner as Ctrl-C does, so that it stops its
+    children on the way out (``run_measured`` kills the tool it runs, the
+    servers' ``finally`` blocks stop nginx, Python's server and redis-server).
+    Each child runs in a session of its own, so that a Ctrl-C reaches only
+    the runner, which then stops them in order; but by default SIGTERM ends
+    a Python process without unwinding, and left them all running. Called
+    by whatever starts such a child; a handler someone set is left alone,
+    as is a runner outside the main thread (only it may set one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _unwind)
+
+
+def _unwind(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # the exit status a SIGTERM'd process has, in shells
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import os
-import pwd
 import tempfile
 import time
 from collections.abc import Iterator
@@ -37,7 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopback_hosts import BroadServer, host_addresses, wait_hosts_ready
-from servers import NGINX_HTTP_SETTINGS, _nginx_version, _stop, find_nginx, free_port, start_nginx
+from servers import (
+    _nginx_version,
+    _stop,
+    find_nginx,
+    free_port,
+    nginx_conf,
+    nginx_user,
+    start_nginx,
+)
 
 #: A path no site has: ``lines_since`` asks for it to know the log is complete.
 SENTINEL_PATH = "/.log-sentinel-"
@@ -67,26 +73,13 @@ _VALIDATORS = """\
         }}
 """
 
-_CONF = """\
-{user}worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections 2048;
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-    }}
-{http_settings}    log_format recrawl "{log_format}";
+#: The http{} lines before the server blocks: the log format, the proxy's backend.
+_HTTP = """\
+    log_format recrawl "{log_format}";
     upstream ignoring_backend {{
         server 127.0.0.1:{backend_port};
         keepalive 32;
     }}
-{servers}}}
 """
 
 
@@ -119,14 +112,8 @@ def nginx_config(
         + _VALIDATORS.format()
         + "    }\n"
     )
-    return _CONF.format(
-        user=f"user {user};\n" if user else "",
-        tmp=tmp,
-        http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
-        log_format=LOG_FORMAT,
-        backend_port=backend_port,
-        servers="".join(blocks),
-    )
+    head = _HTTP.format(log_format=LOG_FORMAT, backend_port=backend_port)
+    return nginx_conf(tmp=tmp, http=head + "".join(blocks), user=user, connections=2048)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +197,7 @@ def open_recrawl_nginx(root: Path, hosts: int, port: int | None = None) -> Itera
     addresses = host_addresses(hosts)
     with tempfile.TemporaryDirectory(prefix="trio-crawl-recrawl-nginx-") as tmp:
         root = root.resolve()
-        user = pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
+        user = nginx_user(root)
         port = port or free_port(addresses[0])
         conf = Path(tmp) / "nginx.conf"
         conf.write_text(

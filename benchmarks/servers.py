@@ -6,7 +6,9 @@ Both web servers bind 127.0.0.1 only, on a free ephemeral port, serve the genera
 directory as static files (``/`` is ``index.html``; a query string is ignored when
 mapping to a file, so ``/p/7.html?x=1`` serves ``p/7.html``), keep connections alive, log
 nothing per request, and run as a child process in its own process group that
-``open_server`` stops on exit, whatever happens.
+``open_server`` stops on exit, whatever happens (a SIGTERM to the benchmark too:
+``measure.end_children_on_sigterm``). Every benchmark's nginx.conf comes from one
+builder, ``nginx_conf``, and differs from the others only in what it passes.
 
 nginx is the reference: one worker, event-driven, sendfile, so the server costs a small,
 constant fraction of one core and the crawlers are what is measured. No
@@ -39,15 +41,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from measure import end_children_on_sigterm
 
 HOST = "127.0.0.1"
 
 #: The http{} settings every benchmark nginx uses (keep-alive for ever, no
-#: logs, temp paths in the run's own folder), shared with broad.py.
-NGINX_HTTP_SETTINGS = """\
+#: logs, temp paths in the run's own folder).
+_NGINX_HTTP_SETTINGS = """\
     default_type application/octet-stream;
     access_log off;
     sendfile on;
@@ -62,29 +66,60 @@ NGINX_HTTP_SETTINGS = """\
     scgi_temp_path {tmp}/scgi;
 """
 
-_NGINX_CONF = """\
-{user}worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-daemon off;
-master_process on;
-events {{
-    worker_connections 512;
-}}
-http {{
-    types {{
-        text/html html;
-        text/plain txt;
-        application/json json;
-        text/css css;
-        application/javascript js;
-        image/png png;
-        image/svg+xml svg;
-        image/gif gif;
-        image/jpeg jpg jpeg;
-        image/x-icon ico;
-    }}
-{http_settings}    server {{
+#: MIME types (``type extension...``) of a page-only site, and of a whole one.
+PAGE_TYPES = ("text/html html", "text/plain txt")
+SITE_TYPES = (
+    *PAGE_TYPES,
+    "application/json json",
+    "text/css css",
+    "application/javascript js",
+    "image/png png",
+    "image/svg+xml svg",
+    "image/gif gif",
+    "image/jpeg jpg jpeg",
+    "image/x-icon ico",
+)
+
+
+def nginx_conf(
+    *,
+    tmp: str,
+    http: str,
+    user: str = "",
+    modules: Sequence[str] = (),
+    connections: int = 512,
+    nofile: int | None = None,
+    types: Sequence[str] = PAGE_TYPES,
+) -> str:
+    """The whole ``nginx.conf`` of a benchmark: one worker in the foreground,
+    its pid, error log and temp files in ``tmp``, keep-alive for ever and no
+    access log; ``http``: the benchmark's own lines in ``http {}`` (its maps,
+    upstreams and server blocks, indented four spaces). ``user``: run the
+    worker as this user (``nginx_user``); ``modules``: ``load_module`` paths;
+    ``nofile``: the worker's descriptor limit (None: the inherited one). One
+    builder, so every benchmark's nginx differs from the others only where it
+    says so."""
+    lines = [f"load_module {module};" for module in modules]
+    lines += [f"user {user};"] if user else []
+    lines += ["worker_processes 1;"]
+    lines += [f"worker_rlimit_nofile {nofile};"] if nofile is not None else []
+    lines += [f"pid {tmp}/nginx.pid;", f"error_log {tmp}/error.log warn;"]
+    lines += ["daemon off;", "master_process on;"]
+    lines += ["events {", f"    worker_connections {connections};", "}", "http {"]
+    lines += ["    types {", *(f"        {entry};" for entry in types), "    }"]
+    return "\n".join(lines) + "\n" + _NGINX_HTTP_SETTINGS.format(tmp=tmp) + http + "}\n"
+
+
+def nginx_user(root: Path) -> str:
+    """Who nginx's worker runs as: started as root, it would switch to
+    "nobody", who may not be able to read the site (a 0700 temp dir), so the
+    owner of ``root``; "" when not root (the worker stays this user)."""
+    return pwd.getpwuid(root.stat().st_uid).pw_name if os.geteuid() == 0 else ""
+
+
+#: ``open_nginx``'s one server: the site as static files.
+_SITE_SERVER = """\
+    server {{
         listen {host}:{port};
         server_name localhost;
         root {root};
@@ -93,7 +128,6 @@ http {{
             try_files $uri $uri/ =404;
         }}
     }}
-}}
 """
 
 
@@ -160,7 +194,9 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], hint: Callable[[], str
 
 def start_nginx(binary: str, prefix: str, conf: Path, error_log: Path) -> subprocess.Popen[bytes]:
     """nginx on ``conf`` in a process group of its own (``_stop`` ends the
-    group), its prefix ``prefix``, its early errors in ``error_log``."""
+    group), its prefix ``prefix``, its early errors in ``error_log`` (``-e``:
+    before the config is read; else nginx opens /var/log/...)."""
+    end_children_on_sigterm()
     return subprocess.Popen(
         [binary, "-p", prefix, "-c", str(conf), "-e", str(error_log)],
         stdin=subprocess.DEVNULL,
@@ -195,29 +231,10 @@ def open_nginx(site_dir: Path, binary: str) -> Iterator[Server]:
         port = free_port()
         conf = Path(tmp) / "nginx.conf"
         root = site_dir.resolve()
-        # Started as root, nginx's worker would switch to "nobody", who may not be able
-        # to read the site (a 0700 temp dir): run it as the owner of the files instead.
-        owner = pwd.getpwuid(root.stat().st_uid).pw_name
-        user = f"user {owner};\n" if os.geteuid() == 0 else ""
-        conf.write_text(
-            _NGINX_CONF.format(
-                user=user,
-                tmp=tmp,
-                http_settings=NGINX_HTTP_SETTINGS.format(tmp=tmp),
-                host=HOST,
-                port=port,
-                root=root,
-            )
-        )
+        site = _SITE_SERVER.format(host=HOST, port=port, root=root)
+        conf.write_text(nginx_conf(tmp=tmp, http=site, user=nginx_user(root), types=SITE_TYPES))
         error_log = Path(tmp) / "error.log"
-        # -e: the error log before the config is read (else nginx opens /var/log/...).
-        command = [binary, "-p", tmp, "-c", str(conf), "-e", str(error_log)]
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = start_nginx(binary, tmp, conf, error_log)
         try:
             _wait_ready(port, proc, lambda: f"nginx error log: {_tail(error_log)}")
             yield Server(
@@ -235,6 +252,7 @@ def open_python_server(site_dir: Path) -> Iterator[Server]:
     """Run the fallback ``pyserver.py`` (threaded ``http.server``) on ``site_dir``."""
     port = free_port()
     script = Path(__file__).with_name("pyserver.py")
+    end_children_on_sigterm()
     proc = subprocess.Popen(
         [sys.executable, str(script), str(site_dir), "--port", str(port)],
         stdin=subprocess.DEVNULL,
@@ -369,6 +387,7 @@ def open_redis() -> Iterator[BenchRedis]:
     assert binary is not None
     with tempfile.TemporaryDirectory(prefix="trio-crawl-bench-redis-") as tmp:
         port = free_port()
+        end_children_on_sigterm()
         process = subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", tmp, "--logfile", str(Path(tmp) / "redis.log")],

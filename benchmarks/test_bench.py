@@ -9,6 +9,8 @@ the folder's module names stay out of its path. Sites are tiny; the server test 
 from __future__ import annotations
 
 import http.client
+import signal
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -27,7 +29,7 @@ from generate_site import (
     read_expected,
     resolve,
 )
-from measure import run_measured
+from measure import process_tree, run_measured
 from servers import open_server
 
 BASE = "http://127.0.0.1:8000/"
@@ -159,6 +161,64 @@ def test_server_serves_site_with_query_variants(tmp_path: Path, kind: str) -> No
         conn.close()
         assert bodies[1] == bodies[2]  # a query variant serves its base page
         assert b"Page 0" in bodies[0]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, dead and not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("kind", ["python", "nginx"])
+def test_a_harness_ended_by_sigterm_stops_its_crawler_and_its_server(
+    tmp_path: Path, kind: str
+) -> None:
+    """``bench.py run`` (a crawl held at ``--rate 5``), SIGTERMed while its
+    crawler runs: it exits 143 and leaves none of its children running. They
+    run in sessions of their own, so the signal reaches the harness alone,
+    and SIGTERM used to end it without stopping them."""
+    from servers import find_nginx
+
+    if kind == "nginx" and find_nginx() is None:
+        pytest.skip("nginx not installed")
+    here = Path(__file__).resolve().parent
+    command = [
+        sys.executable, str(here / "bench.py"), "run", "--pages", "60", "--tools", "trio-crawl",
+        "--server", kind, "--cache-dir", str(tmp_path / "sites"), "--source-start",
+        "--trio-crawl-cmd", f"{sys.executable} -m trio_crawl", "--trio-crawl-args=--rate 5",
+    ]  # fmt: skip
+    server_word = "nginx" if kind == "nginx" else "pyserver.py"
+    log = tmp_path / "harness.log"
+    with log.open("wb") as out:
+        harness = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the crawler and the server both run
+            children = process_tree(harness.pid) - {harness.pid}
+            lines = [_command_line(pid) for pid in children]
+            if any("trio_crawl" in c for c in lines) and any(server_word in c for c in lines):
+                break
+            assert harness.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        harness.send_signal(signal.SIGTERM)
+        harness.wait(timeout=30)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+    assert harness.returncode == 143, log.read_text()
+    assert {pid: _command_line(pid) for pid in children if _alive(pid)} == {}
 
 
 def test_mirror_comparison_counts_pages_that_differ_only_by_link_spelling(tmp_path: Path) -> None:
