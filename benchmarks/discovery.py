@@ -54,12 +54,11 @@ from loopback_hosts import LUA_MODULES, host_addresses, lua_available, wait_host
 from measure import FdSampler, Measured, alternating, run_measured
 from servers import (
     _nginx_version,
-    _stop,
     find_nginx,
     free_port,
     nginx_conf,
     nginx_user,
-    start_nginx,
+    running_nginx,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -283,7 +282,6 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
         port = free_port(world.addresses[0])
         write_world(world, root, port)
         served = [a for j, a in enumerate(world.addresses) if j not in world.dead]
-        conf = Path(tmp) / "nginx.conf"
         http = _HTTP.format(
             delays="\n".join(
                 f"        {world.addresses[j]} {3600 if j in world.black_holes else d:.3f};"
@@ -294,19 +292,15 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
             root=root,
             port=port,
         )
-        conf.write_text(
-            nginx_conf(
-                tmp=tmp,
-                http=http,
-                user=nginx_user(root),
-                modules=LUA_MODULES,
-                connections=len(served) + 16384,
-                nofile=len(served) + 16384 + 64,
-            )
+        conf = nginx_conf(
+            tmp=tmp,
+            http=http,
+            user=nginx_user(root),
+            modules=LUA_MODULES,
+            connections=len(served) + 16384,
+            nofile=len(served) + 16384 + 64,
         )
-        error_log = Path(tmp) / "error.log"
-        proc = start_nginx(binary, tmp, conf, error_log)
-        try:
+        with running_nginx(binary, tmp, conf) as (proc, error_log):
             slow = sum(1 for d in world.latency.values() if d >= 1)
             server = WorldServer(
                 world=world,
@@ -322,8 +316,6 @@ def open_world(params: WorldParams) -> Iterator[WorldServer]:
             probe = _Probe(addresses=[world.addresses[0], world.addresses[1]], port=port)
             wait_hosts_ready(probe, proc, error_log)  # type: ignore[arg-type]
             yield server
-        finally:
-            _stop(proc)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,13 +29,12 @@ from typing import Any
 from measure import process_cpu_s
 from servers import (
     _nginx_version,
-    _stop,
     _tail,
     find_nginx,
     free_port,
     nginx_conf,
     nginx_user,
-    start_nginx,
+    running_nginx,
 )
 
 LUA_MODULES = (
@@ -164,20 +163,10 @@ def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[Br
         root = site_dir.resolve()
         user = nginx_user(root)
         port = free_port(addresses[0])
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(
-            nginx_config(
-                tmp=tmp,
-                root=root,
-                addresses=addresses,
-                port=port,
-                latency_ms=latency_ms,
-                user=user,
-            )
+        conf = nginx_config(
+            tmp=tmp, root=root, addresses=addresses, port=port, latency_ms=latency_ms, user=user
         )
-        error_log = Path(tmp) / "error.log"
-        proc = start_nginx(binary, tmp, conf, error_log)
-        try:
+        with running_nginx(binary, tmp, conf) as (proc, error_log):
             server = BroadServer(
                 addresses=addresses,
                 port=port,
@@ -190,5 +179,3 @@ def open_broad_nginx(site_dir: Path, hosts: int, latency_ms: int) -> Iterator[Br
             )
             wait_hosts_ready(server, proc, error_log)
             yield server
-        finally:
-            _stop(proc)

@@ -37,12 +37,11 @@ from pathlib import Path
 from loopback_hosts import BroadServer, host_addresses, wait_hosts_ready
 from servers import (
     _nginx_version,
-    _stop,
     find_nginx,
     free_port,
     nginx_conf,
     nginx_user,
-    start_nginx,
+    running_nginx,
 )
 
 #: A path no site has: ``lines_since`` asks for it to know the log is complete.
@@ -199,20 +198,15 @@ def open_recrawl_nginx(root: Path, hosts: int, port: int | None = None) -> Itera
         root = root.resolve()
         user = nginx_user(root)
         port = port or free_port(addresses[0])
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(
-            nginx_config(
-                tmp=tmp,
-                root=root,
-                addresses=addresses,
-                port=port,
-                backend_port=free_port(),
-                user=user,
-            )
+        conf = nginx_config(
+            tmp=tmp,
+            root=root,
+            addresses=addresses,
+            port=port,
+            backend_port=free_port(),
+            user=user,
         )
-        error_log = Path(tmp) / "error.log"
-        proc = start_nginx(binary, tmp, conf, error_log)
-        try:
+        with running_nginx(binary, tmp, conf) as (proc, error_log):
             broad = BroadServer(
                 addresses=addresses,
                 port=port,
@@ -224,5 +218,3 @@ def open_recrawl_nginx(root: Path, hosts: int, port: int | None = None) -> Itera
             )
             wait_hosts_ready(broad, proc, error_log)
             yield RecrawlServer(broad, Path(tmp) / "access.log")
-        finally:
-            _stop(proc)

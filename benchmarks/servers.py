@@ -192,17 +192,27 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], hint: Callable[[], str
     raise RuntimeError(f"server not ready after 15 s ({last_error}); {hint()}")
 
 
-def start_nginx(binary: str, prefix: str, conf: Path, error_log: Path) -> subprocess.Popen[bytes]:
-    """nginx on ``conf`` in a process group of its own (``_stop`` ends the
-    group), its prefix ``prefix``, its early errors in ``error_log`` (``-e``:
-    before the config is read; else nginx opens /var/log/...)."""
+@contextlib.contextmanager
+def running_nginx(
+    binary: str, tmp: str, conf: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """nginx on the config ``conf`` (``nginx_conf``; written to
+    ``tmp/nginx.conf``) in a process group of its own, its prefix ``tmp``, until
+    the block ends (``_stop`` ends the group). Yields the process and its error
+    log (``-e``: before the config is read; else nginx opens /var/log/...)."""
+    path, error_log = Path(tmp) / "nginx.conf", Path(tmp) / "error.log"
+    path.write_text(conf)
     end_children_on_sigterm()
-    return subprocess.Popen(
-        [binary, "-p", prefix, "-c", str(conf), "-e", str(error_log)],
+    proc = subprocess.Popen(
+        [binary, "-p", tmp, "-c", str(path), "-e", str(error_log)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
+    try:
+        yield proc, error_log
+    finally:
+        _stop(proc)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -229,13 +239,10 @@ def open_nginx(site_dir: Path, binary: str) -> Iterator[Server]:
     """Run nginx on ``site_dir`` with a generated config in a temporary directory."""
     with tempfile.TemporaryDirectory(prefix="trio-crawl-bench-nginx-") as tmp:
         port = free_port()
-        conf = Path(tmp) / "nginx.conf"
         root = site_dir.resolve()
         site = _SITE_SERVER.format(host=HOST, port=port, root=root)
-        conf.write_text(nginx_conf(tmp=tmp, http=site, user=nginx_user(root), types=SITE_TYPES))
-        error_log = Path(tmp) / "error.log"
-        proc = start_nginx(binary, tmp, conf, error_log)
-        try:
+        conf = nginx_conf(tmp=tmp, http=site, user=nginx_user(root), types=SITE_TYPES)
+        with running_nginx(binary, tmp, conf) as (proc, error_log):
             _wait_ready(port, proc, lambda: f"nginx error log: {_tail(error_log)}")
             yield Server(
                 base_url=f"http://{HOST}:{port}/",
@@ -243,8 +250,6 @@ def open_nginx(site_dir: Path, binary: str) -> Iterator[Server]:
                 kind="nginx",
                 description=f"nginx {_nginx_version(binary)} (1 worker, keep-alive, sendfile)",
             )
-        finally:
-            _stop(proc)
 
 
 @contextlib.contextmanager
