@@ -430,3 +430,36 @@ def test_a_full_disk_under_the_mirrors_visit_file_is_one_line_and_loses_nothing(
     assert {r["url"] for r in records_in(out.read_text())} == {
         server.url(p) for p in ("/", "/a", "/full")
     }
+
+
+async def test_the_visit_files_last_writes_on_a_full_disk_fail_the_mirror_not_the_crawl(
+    tmp_path: Path,
+) -> None:
+    """The end of a crawl writes the visit file too (the unlinked marks, the
+    generation done): on a real full disk each failure goes to the mirror's
+    ``on_failure`` (one line, exit 3 in the CLI), is not raised (it was an
+    internal error), and ``unreached`` then says nothing more, so the
+    caller's loop over it ends."""
+    from trio_crawl.mirror.visits import open_mirror_visits
+    from trio_crawl.recrawl.visit import Visit
+
+    failures: list[OSError] = []
+    with small_disk(tmp_path / "disk") as disk:
+        visits = open_mirror_visits(str(disk / "m"), failures.append)
+        try:
+            await visits.kept(visits.keep(Visit(url="http://h/", status=200)))
+            fill_up(disk / "filler")
+            await visits.mark_unlinked(["http://h/gone"])
+            await visits.finish()
+            assert await visits.unreached() == []
+        finally:
+            visits.close()
+        assert [str(f) for f in failures] == [
+            "cannot keep its visits in .trio-crawl/visits.db: database or disk is full"
+        ]
+        (disk / "filler").unlink()
+        again = open_mirror_visits(str(disk / "m"), failures.append)
+        try:  # the run did not end whole: the next one does it again, from the start
+            assert again.generation == 1
+        finally:
+            again.close()

@@ -35,6 +35,7 @@ and what was written before stays (SQLite rolled the batch back whole).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -111,14 +112,28 @@ class MirrorVisits:
             await trio.sleep_forever()  # cancelled by the abort
 
     async def unreached(self, limit: int = 1000) -> list[Visit]:
+        if self._failure is not None:  # none marked any more: the caller's loop must end
+            return []
         return await trio.to_thread.run_sync(self._store.unreached, limit, limiter=self._limiter)
 
     async def mark_unlinked(self, urls: Iterable[str]) -> None:
-        listed = list(urls)
-        await trio.to_thread.run_sync(self._store.mark_unlinked, listed, limiter=self._limiter)
+        await self._write(functools.partial(self._store.mark_unlinked, list(urls)))
 
     async def finish(self) -> None:
-        await trio.to_thread.run_sync(self._store.finish, limiter=self._limiter)
+        await self._write(self._store.finish)
+
+    async def _write(self, job: Callable[[], None]) -> None:
+        """A write at the end of the crawl (no page waits for it): one that
+        fails fails the mirror as ``kept`` does, and is not raised (the
+        mirror's error says it); the generation is then not done, so the
+        next run does it again."""
+        if self._failure is not None:
+            return
+        try:
+            await trio.to_thread.run_sync(job, limiter=self._limiter)
+        except WRITE_ERRORS as exc:
+            self._failure = failure = _as_os_error(exc)
+            self._on_failure(failure)
 
     def close(self) -> None:
         self._reader.close()
