@@ -36,7 +36,7 @@ Rules
    verifies that ``hb`` counts every URL of the seen set once.
 6. Cost: nothing without budgets but one ``HMGET`` per call that admits;
    with them, per new URL one ``HEXISTS`` and one ``HINCRBY`` (a host's count
-   is read once per call).
+   is read once per call), and per redirect one read-only call (``fits``).
 """
 
 from __future__ import annotations
