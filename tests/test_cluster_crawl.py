@@ -100,16 +100,31 @@ async def test_a_primary_that_lacks_the_library_gets_it(cluster: RedisCluster) -
     assert has_library(owner)
 
 
-def test_a_cluster_url_with_a_database_is_one_line_and_exit_2() -> None:
-    result = cli(
-        "http://127.0.0.1:1/", "--redis", "redis+cluster://127.0.0.1:1/3", "--crawl-id", "x"
-    )
-    assert result.returncode == 2
+def test_a_database_other_than_0_on_a_cluster_node_is_refused(cluster: RedisCluster) -> None:
+    # Before connecting, for a cluster URL; the node says it for a plain one.
+    for url, reason in [
+        (cluster_url(cluster) + "/3", "database 0 only"),
+        (f"redis://127.0.0.1:{cluster.ports[1]}/3", "SELECT is not allowed in cluster mode"),
+    ]:
+        result = cli("http://127.0.0.1:1/", "--redis", url, "--crawl-id", "x")
+        assert result.returncode == 2, result
+        assert result.stderr.strip().count("\n") == 0, result.stderr
+        assert reason in result.stderr
+
+
+def test_a_primary_that_may_evict_keys_is_refused_at_the_start(cluster: RedisCluster) -> None:
+    port = cluster.ports[2]  # not the node the URL names: every primary counts
+    assert ask(port, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "+OK"
+    try:
+        result = cli("http://127.0.0.1:1/", "--redis", cluster_url(cluster), "--crawl-id", "x")
+    finally:
+        ask(port, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+    assert result.returncode == 2, result
     assert result.stderr.strip().count("\n") == 0, result.stderr
-    assert "database 0 only" in result.stderr
+    assert f"allkeys-lru on 127.0.0.1:{port}" in result.stderr
 
 
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("seed", range(1))
 def test_two_cli_workers_one_killed_and_run_again_lose_nothing(
     cluster: RedisCluster, tmp_path: Path, seed: int
 ) -> None:

@@ -184,6 +184,10 @@ async def open_client(url: str, as_cluster: bool = False) -> AsyncIterator[Clien
                 message = f"cannot connect to Redis at {redact_url(url)}: {one_line(str(exc))}"
                 raise RedisUnavailable(message) from None
             if not cluster.is_cluster(client) and await cluster.serves_cluster(client):
+                if problem := cluster.database_problem(url):
+                    raise RedisUnavailable(
+                        f"Redis at {redact_url(url)} is a cluster node: {problem}"
+                    )
                 async with open_client(url, as_cluster=True) as cluster_client:
                     yield cluster_client
                 return
