@@ -112,6 +112,12 @@ GROUPS: dict[str, tuple[Benchmark, ...]] = {
             "redis-server, coredis",
         ),
         Benchmark(
+            "cluster_replay",
+            "cluster_replay.py",
+            "the ceiling per shard: the replay on a Redis Cluster of 1, 2 and 3 primaries",
+            "redis-server, coredis",
+        ),
+        Benchmark(
             "redis_rate",
             "bench_redis_rate.py",
             "one host at --rate 250: pages/s in memory against Redis (1 and 2 workers)",

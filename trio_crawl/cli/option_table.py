@@ -378,7 +378,8 @@ def _state(with_urls: bool) -> list[Flag]:
         *flags,
         Flag(
             ("--redis",),
-            "keep the crawl in Redis (redis://host:port/db) so that several "
+            "keep the crawl in Redis (redis://host:port/db; a Redis Cluster: "
+            "redis+cluster://host:port, or any node's redis:// URL) so that several "
             "processes and machines share it; its password may come from the "
             "environment variable TRIO_CRAWL_REDIS_PASSWORD instead of the URL, which "
             "keeps it out of the command line (ps shows that to every user)",

@@ -13,10 +13,10 @@ from . import lua
 from .client import keys_prefix, one_line, open_client, redact_url
 
 if TYPE_CHECKING:
-    import coredis
+    from .client import Client
 
 
-async def _call_ro(client: coredis.Redis[bytes], url: str, name: str, prefix: str) -> Any:
+async def _call_ro(client: Client, url: str, name: str, prefix: str) -> Any:
     """A read-only function of the library, loading it first if needed. An
     error reply (OOM refuses the load) is ``RedisRefused``; a lost
     connection ``RedisLost``: one line each, never a coredis traceback."""

@@ -18,7 +18,7 @@ from . import lua, wire
 from .client import eviction_policy, one_line
 
 if TYPE_CHECKING:
-    import coredis
+    from .client import Client
 
 #: Seconds a call may take before Redis counts as lost (at most the lease).
 CALL_TIMEOUT = 20.0
@@ -34,9 +34,7 @@ T = TypeVar("T")
 class Calls:
     """One worker's calls to crawl ``crawl_id`` (keys under ``prefix``)."""
 
-    def __init__(
-        self, client: coredis.Redis[bytes], prefix: str, crawl_id: str, url: str, lease: float
-    ) -> None:
+    def __init__(self, client: Client, prefix: str, crawl_id: str, url: str, lease: float) -> None:
         self.client = client
         self.prefix = prefix
         self.crawl_id = crawl_id

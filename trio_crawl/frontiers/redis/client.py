@@ -20,9 +20,13 @@ import trio
 
 from ...core.url import mask_credentials
 from ...errors import RedisFrontierError, RedisUnavailable
+from ..cluster import connect as cluster
 
 if TYPE_CHECKING:
     import coredis
+
+    #: A client of one Redis or of a Redis Cluster: the crawl's calls are the same.
+    Client = coredis.Redis[bytes] | coredis.RedisCluster[bytes]
 
 
 #: The environment variable a Redis password may come from. A password in
@@ -32,7 +36,7 @@ PASSWORD_ENV = "TRIO_CRAWL_REDIS_PASSWORD"
 
 #: ``?password=...`` (and ``&password=``) in a URL's query.
 _QUERY_PASSWORD = re.compile(r"([?&](?:password|pass|pwd|auth)=)[^&#\s'\"]*", re.IGNORECASE)
-_SCHEMES = ("redis", "rediss", "unix")
+_SCHEMES = ("redis", "rediss", "unix", cluster.SCHEME, cluster.TLS_SCHEME)
 
 
 def redact_url(url: str) -> str:
@@ -52,7 +56,8 @@ def url_problem(url: str) -> str | None:
         return f"bad Redis URL {redact_url(url)!r}: {exc}"
     if parts.scheme not in _SCHEMES:
         return (
-            f"bad Redis URL {redact_url(url)!r}: it must start with redis://, rediss:// or unix://"
+            f"bad Redis URL {redact_url(url)!r}: it must start with redis://, rediss://, "
+            "unix:// or redis+cluster://"
         )
     db = parts.path.strip("/") if parts.scheme != "unix" else ""
     for key, value in urllib.parse.parse_qsl(parts.query):
@@ -63,6 +68,8 @@ def url_problem(url: str) -> str | None:
             f"bad Redis URL {redact_url(url)!r}: the database must be a number "
             f"(redis://host:6379/0), not {db!r}"
         )
+    if cluster.is_cluster_url(url) and (problem := cluster.database_problem(url)):
+        return f"bad Redis URL {redact_url(url)!r}: {problem}"
     return None
 
 
@@ -127,7 +134,7 @@ def _redis_error_in(group: BaseException) -> RedisFrontierError | None:
     return None
 
 
-def _client_for(url: str) -> coredis.Redis[bytes]:
+def _client_for(url: str, as_cluster: bool = False) -> Client:
     try:
         import coredis
     except ImportError:  # pragma: no cover - depends on the install
@@ -141,6 +148,8 @@ def _client_for(url: str) -> coredis.Redis[bytes]:
     try:
         from coredis.retry import NoRetryPolicy
 
+        if as_cluster or cluster.is_cluster_url(url):
+            return cluster.cluster_client(url, password)
         # No retries: a sync call that reached Redis must not run twice (a
         # second take would lease URLs this worker never hears of).
         client: coredis.Redis[bytes] = coredis.Redis.from_url(
@@ -152,11 +161,13 @@ def _client_for(url: str) -> coredis.Redis[bytes]:
 
 
 @contextlib.asynccontextmanager
-async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
+async def open_client(url: str, as_cluster: bool = False) -> AsyncIterator[Client]:
     """A connected coredis client. coredis runs its connections in a task
     group, so its errors come as ExceptionGroups: they leave this block as
-    single exceptions (``RedisUnavailable`` when it cannot connect)."""
-    client = _client_for(url)  # first: says so in one line if coredis is missing
+    single exceptions (``RedisUnavailable`` when it cannot connect). A
+    ``redis://`` URL that names a cluster node gets a cluster client
+    (``cluster.serves_cluster``): the crawl's slot may be on another node."""
+    client = _client_for(url, as_cluster)  # first: one line if coredis is missing
     import coredis.exceptions
 
     entered = False
@@ -165,10 +176,21 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
             entered = True
             try:
                 with trio.fail_after(10):
-                    await client.ping()
+                    # A cluster client has read the slots from a node it reached
+                    # (its PING would ask every primary: one may be failing over).
+                    if not cluster.is_cluster(client):
+                        await client.ping()
             except (coredis.exceptions.RedisError, OSError, trio.TooSlowError) as exc:
                 message = f"cannot connect to Redis at {redact_url(url)}: {one_line(str(exc))}"
                 raise RedisUnavailable(message) from None
+            if not cluster.is_cluster(client) and await cluster.serves_cluster(client):
+                if problem := cluster.database_problem(url):
+                    raise RedisUnavailable(
+                        f"Redis at {redact_url(url)} is a cluster node: {problem}"
+                    )
+                async with open_client(url, as_cluster=True) as cluster_client:
+                    yield cluster_client
+                return
             yield client
     except BaseExceptionGroup as group:
         found = _redis_error_in(group)
@@ -181,13 +203,23 @@ async def open_client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
         if single is not group:
             raise single from None
         raise
+    except coredis.exceptions.RedisError as exc:  # a cluster client that reached no node
+        if entered:
+            raise
+        message = f"cannot connect to Redis at {redact_url(url)}: {one_line(str(exc))}"
+        raise RedisUnavailable(message) from None
 
 
-async def eviction_policy(client: coredis.Redis[bytes]) -> str | None:
-    """The server's ``maxmemory-policy`` (None if INFO is not allowed)."""
+async def eviction_policy(client: Client) -> str | None:
+    """The server's ``maxmemory-policy`` (None if INFO is not allowed); on a
+    cluster, the first primary's that may evict (else ``noeviction``)."""
     import coredis.exceptions
 
     try:
+        if cluster.is_cluster(client):
+            policies = await cluster.eviction_policies(client)  # type: ignore[arg-type]
+            evicting = [f"{p} on {where}" for where, p in policies.items() if p != "noeviction"]
+            return evicting[0] if evicting else "noeviction"
         info = await client.info("memory")
     except coredis.exceptions.ResponseError:
         return None
@@ -195,7 +227,7 @@ async def eviction_policy(client: coredis.Redis[bytes]) -> str | None:
     return None if policy is None else str(policy)
 
 
-async def refuse_eviction(client: coredis.Redis[bytes], url: str) -> None:
+async def refuse_eviction(client: Client, url: str) -> None:
     """``RedisUnavailable`` unless the server keeps every key: with any other
     ``maxmemory-policy`` Redis may evict a queue or a lease under memory
     pressure, and the crawl would wait forever for URLs that no longer exist."""

@@ -93,7 +93,7 @@ from .sent_links import SentLinks
 from .turns import Turn, not_before
 
 if TYPE_CHECKING:
-    import coredis
+    from .client import Client
 
 #: At most this many retries are remembered here (to reuse their entries).
 DEFERRED_CACHE = 200_000
@@ -117,7 +117,7 @@ class RedisFrontier:
 
     def __init__(
         self,
-        client: coredis.Redis[bytes],
+        client: Client,
         crawl_id: str,
         config: CrawlConfig,
         *,
