@@ -49,8 +49,9 @@ def run() -> NoReturn:
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED)
         sys.exit(130)
-    finally:
+    else:
         gc.freeze()
+    finally:
         if collecting:
             gc.enable()
     try:
