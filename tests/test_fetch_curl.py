@@ -24,6 +24,8 @@ import pycurl
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trio_crawl.core.http import FetchConfig
 from trio_crawl.core.models import FetchResult
@@ -165,6 +167,70 @@ def test_collector_joins_repeats_lowercases_and_unfolds() -> None:
     assert c.body(b"<p>") and c.body(b"hi</p>")
     result = c.outcome("http://h/", 0, "", 0.5)
     assert result == FetchResult("http://h/", 200, c.headers, b"<p>hi</p>", 0.5, False, "HTTP/1.1")
+
+
+def _reference_fields(lines: list[bytes]) -> tuple[dict[str, str], list[str]] | None:
+    """The head's fields and Set-Cookie values read line by line, each line
+    UTF-8 or else Latin-1: what ``Collector`` must give however it batches
+    the work (None: the head is refused, two different Locations)."""
+    headers: dict[str, str] = {}
+    cookies: list[str] = []
+    last: str | None = None
+    for line in lines:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = line.decode("latin-1")
+        text = text.rstrip("\r\n")
+        if text[:1] in (" ", "\t"):
+            if last is not None:
+                headers[last] += " " + text.strip()
+            continue
+        name, sep, value = text.partition(":")
+        if not sep:
+            continue
+        last, value = name.strip().lower(), value.strip()
+        if last not in headers:
+            headers[last] = value
+        elif last != "location":
+            headers[last] = f"{headers[last]}, {value}"
+        elif headers[last] != value:
+            return None
+        if last == "set-cookie":
+            cookies.append(value)
+    return headers, cookies
+
+
+#: Pieces of field lines: names, separators, a lone CR, Latin-1 and UTF-8
+#: bytes, and characters ``str.splitlines`` would split at (FF, NEL).
+_FIELD_PIECES = [
+    *(b"A", b"a", b"Location", b"Set-Cookie", b":", b" ", b"\t", b"\r", b"x", b"/y"),
+    *(b"\xe9", b"\xc3\xa9", b"\x0c", b"\xc2\x85", b"\x85"),
+]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_FIELD_PIECES), max_size=6),
+            st.sampled_from([b"\r\n", b"\n"]),
+        ),
+        max_size=8,
+    )
+)
+def test_collector_reads_a_head_as_line_by_line(fields: list[tuple[list[bytes], bytes]]) -> None:
+    """Heads of random field lines (folds, repeats, lines without a colon,
+    UTF-8 and Latin-1 bytes side by side, LF or CRLF) give what a line by
+    line reading gives: the head's one-call decoding changes nothing."""
+    lines = [b"".join(pieces) + end for pieces, end in fields]
+    lines = [line for line in lines if line.strip()]  # a blank line ends the head
+    c = Collector(max_bytes=100, html_only=False)
+    done = feed_head(c, b"HTTP/1.1 200 OK\r\n", *lines, b"\r\n")
+    expected = _reference_fields(lines)
+    if expected is None:
+        assert not done and c.abort == "failed"
+    else:
+        assert done and (c.headers, c.set_cookies) == expected
 
 
 def test_collector_forgets_interim_heads_and_ignores_trailers() -> None:

@@ -95,6 +95,19 @@ def test_an_svg_xlink_href_is_not_a_link_but_an_svg_href_is() -> None:
     assert html_links(body) == libxml2_links(body) == (None, ["/svg"])
 
 
+def test_only_a_area_and_base_hrefs_count_among_elements_with_one() -> None:
+    """The selector takes every element with an ``href``; a ``<link>``, an
+    SVG ``<image>``, a custom element (whose tag id lexbor makes up per
+    document, above every known one) are none of the three, and none hides
+    markup (rule 5)."""
+    body = (
+        b"<link rel=stylesheet href=/s.css><x-card href=/custom></x-card>"
+        b"<svg><image href=/i.png /></svg><my-template href=/t></my-template>"
+        b"<a href=/a>a</a><map><area href=/area></map><base href=/b/>"
+    )
+    assert html_links(body) == libxml2_links(body) == ("/b/", ["/a", "/area"])
+
+
 def test_the_first_base_with_an_href_wins() -> None:
     body = b"<a href=x></a><base target=_top><base href=/one/><base href=/two/>"
     assert html_links(body) == libxml2_links(body) == ("/one/", ["x"])

@@ -97,6 +97,35 @@ def test_a_plain_crawl_imports_no_optional_feature(tmp_path: Path, quiet: bool) 
         assert "summary" in result.stderr  # rich drew the table
 
 
+#: Starts ``trio-crawl`` as the console script does and prints, at exit,
+#: whether the collector is on and how many objects its loading froze.
+COLLECTOR = textwrap.dedent(
+    """
+    import atexit, gc, json, sys
+    atexit.register(lambda: print(json.dumps([gc.isenabled(), gc.get_freeze_count()])))
+    sys.argv[0] = "trio-crawl"
+    from trio_crawl.__main__ import run
+    run()
+    """
+)
+
+
+def test_the_entry_loads_with_the_collector_off_then_freezes_what_it_loaded(
+    tmp_path: Path,
+) -> None:
+    """The command line's modules load with no collector pass (~60 passes
+    and ~10 ms of a crawl's start-up before): the objects they made are
+    frozen out of later passes, and the collector is on for the crawl."""
+    out = tmp_path / "out.jsonl"
+    with serve_site(Site({"/": page("/a"), "/a": page("/")})) as server:
+        result = run_python(COLLECTOR, f"{server.base_url}/", "-o", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    collecting, frozen = json.loads(result.stdout.splitlines()[-1])
+    assert collecting is True
+    assert frozen > 10_000  # trio's and the crawler's classes, functions, modules
+    assert len(out.read_text().splitlines()) == 2
+
+
 def test_the_version_imports_no_optional_feature() -> None:
     result = run_python(CRAWL, "--version")
     assert result.returncode == 0, result.stderr

@@ -203,7 +203,7 @@ class Crawler:
             # start will never get one, so it stops counting as work now.
             for parked in self.schedule.remove_unstarted():
                 self.frontier.abandon(parked)
-        t0 = trio.current_time()
+        t0 = self._clock.now()
         result: FetchResult | None = None
         failure: FetchError | None = None
         try:
@@ -212,7 +212,7 @@ class Crawler:
             failure = exc
         finally:
             self._slots.release(entry.url)  # unless the fetcher did (a page to render)
-        elapsed_ms = round((trio.current_time() - t0) * 1000, 3)
+        elapsed_ms = round((self._clock.now() - t0) * 1000, 3)
         if result is not None:
             self._responses.heard(entry, result)  # settled before the record
         outcome = decide(

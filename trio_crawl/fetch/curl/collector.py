@@ -36,6 +36,9 @@ from .errors import CurlError
 
 __all__ = ["Collector"]
 
+#: First characters of an obsolete folded line (a continuation of the last field).
+_FOLD = (" ", "\t")
+
 
 class Collector:
     """Builds one response from curl's header and body callbacks.
@@ -156,13 +159,29 @@ class Collector:
         """``headers`` and ``set_cookies`` from the head's field lines: names
         lower-cased, repeats joined (``body.join_header``), obsolete line
         folding unfolded, lines without a colon skipped (curl already judged
-        the head acceptable)."""
+        the head acceptable).
+
+        Once a page, about ten lines: the head is decoded in one call when it
+        is all UTF-8 (as good as always; line by line, UTF-8 or else Latin-1,
+        otherwise), and a name seen once is stored without ``join_header``'s
+        call, which only a repeat needs."""
+        lines = self._fields
+        try:
+            texts = b"".join(lines).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            texts = []
+        # curl hands over whole lines, each ending with its one LF: the joined
+        # text splits back into the same lines, plus an empty tail
+        if len(texts) == len(lines) + 1:
+            texts.pop()
+        else:
+            texts = [_decode(line) for line in lines]
         headers: dict[str, str] = {}
         set_cookies: list[str] = []
         last: str | None = None  # the last name, for obs-fold lines
-        for line in self._fields:
-            text = _decode(line).rstrip("\r\n")
-            if text[:1] in (" ", "\t"):
+        for raw in texts:
+            text = raw.rstrip("\r\n")
+            if text[:1] in _FOLD:
                 if last is not None:
                     headers[last] += " " + text.strip()
                 continue
@@ -170,10 +189,14 @@ class Collector:
             if not sep:
                 continue
             value = value.strip()
-            last = join_header(headers, name.strip(), value)
+            last = name.strip().lower()
+            if last in headers:
+                join_header(headers, last, value)
+            else:
+                headers[last] = value
             if last == "set-cookie":
                 set_cookies.append(value)
-        self._fields.clear()
+        lines.clear()
         self.headers = headers
         self.set_cookies = set_cookies
 
