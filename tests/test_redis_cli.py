@@ -166,11 +166,36 @@ def gated_site() -> Iterator[tuple[Any, threading.Event, list[Callable[[], bool]
         yield server, gate_on, condition
 
 
-def single_crawl(url: str, tmp_path: Path, *extra: str) -> list[dict[str, Any]]:
-    """A crawl in one process, in memory: its records with their final depths."""
+#: The single-process crawls run so far in this process, by the site's name
+#: and the options, with the server's base URL as ``BASE``: the sites here are
+#: deterministic (their links come from a seeded random), so the reference
+#: crawl of one is the same on any port. Each test still runs its workers
+#: against a server of its own; only the one-process reference is shared.
+_REFERENCES: dict[tuple[str, ...], tuple[str, str]] = {}
+BASE = "http://reference.invalid"
+
+
+def single_crawl(
+    url: str, tmp_path: Path, *extra: str, site: str | None = None
+) -> list[dict[str, Any]]:
+    """A crawl in one process, in memory: its records with their final
+    depths. With ``site`` (a name that says which site ``url`` is the root
+    of, as built), run once per process and options, then reused."""
     out, updates = tmp_path / "single.jsonl", tmp_path / "single.updates.jsonl"
-    result = cli(url, "-o", str(out), "--depth-updates", str(updates), "-q", *extra)
-    assert result.returncode == 0, result.stderr
+    base = url.removesuffix("/")
+    stored = _REFERENCES.get((site, *extra)) if site else None
+    if stored is None:
+        result = cli(url, "-o", str(out), "--depth-updates", str(updates), "-q", *extra)
+        assert result.returncode == 0, result.stderr
+        if site:
+            texts = (out.read_text(), updates.read_text())
+            _REFERENCES[(site, *extra)] = (
+                texts[0].replace(base, BASE),
+                texts[1].replace(base, BASE),
+            )
+    else:
+        out.write_text(stored[0].replace(BASE, base))
+        updates.write_text(stored[1].replace(BASE, base))
     return with_final_depths(records(out), [updates])
 
 
@@ -225,7 +250,7 @@ def test_workers_together_equal_the_single_process_crawl(
 ) -> None:
     site, gate_on, condition = gated_site
     url = site.url("/")
-    expected = single_crawl(url, tmp_path)
+    expected = single_crawl(url, tmp_path, site="random_site(7, 250)")
     # From here the root answers once every worker has joined (Redis's count).
     condition.append(workers_joined(redis_server, crawl_id, workers))
     gate_on.set()
@@ -278,7 +303,7 @@ def test_processes_option_starts_n_workers(
     site: Any, redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
     url = site.url("/")
-    expected = single_crawl(url, tmp_path)
+    expected = single_crawl(url, tmp_path, site="random_site(7, 250)")
     out = tmp_path / "out.jsonl"
     result = cli(
         url, "--redis", redis_server.url, "--crawl-id", crawl_id, "--processes", "3",
@@ -345,7 +370,9 @@ def test_a_worker_killed_at_a_random_moment_loses_nothing(
     hold.set()  # for the single-process crawl
     with serve_site(slow_site(300, 0.03, hold)) as server:
         url = server.url("/")
-        expected = {r["url"] for r in single_crawl(url, tmp_path, "-w", "4")}
+        expected = {
+            r["url"] for r in single_crawl(url, tmp_path, "-w", "4", site="slow_site(300, hold)")
+        }
         # The crawl cannot end before the kill: /hold answers after it.
         hold.clear()
         before = len(server.log)
@@ -502,7 +529,7 @@ def test_a_stopped_worker_resumes_where_it_left_off(
     gate = AnswerGate()
     with serve_site(gate.around(slow_site(200, 0.01))) as server:
         url = server.url("/")
-        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        expected = {r["url"] for r in single_crawl(url, tmp_path, site="slow_site(200)")}
         out = tmp_path / "w.jsonl"
         args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
         gate.hold_after(40)  # the worker cannot finish before it is stopped
@@ -576,7 +603,7 @@ def test_a_killed_worker_run_again_takes_its_pages_back_at_once(
     again after a SIGKILL gets the killed run's pages back without waiting."""
     with serve_site(slow_site(200, 0.02)) as server:
         url = server.url("/")
-        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        expected = {r["url"] for r in single_crawl(url, tmp_path, site="slow_site(200)")}
         out = tmp_path / "w.jsonl"
         args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
         worker = start_worker(*args)
@@ -604,7 +631,7 @@ def test_processes_pass_a_signal_on_and_the_crawl_resumes(
     gate = AnswerGate()
     with serve_site(gate.around(slow_site(200, 0.03))) as server:
         url = server.url("/")
-        expected = {r["url"] for r in single_crawl(url, tmp_path)}
+        expected = {r["url"] for r in single_crawl(url, tmp_path, site="slow_site(200)")}
         out = tmp_path / "out.jsonl"
         args = [url, "--redis", redis_server.url, "--crawl-id", crawl_id, "-o", str(out)]
         gate.hold_after(40)  # the processes cannot finish before the signal

@@ -2,7 +2,8 @@
 check that the union of the output is exactly one uninterrupted crawl.
 
 Real subprocesses against a server on 127.0.0.1; every subprocess has a
-timeout. 60 interruption points run four at a time.
+timeout. 40 interruption points run four at a time (each is two CLI
+starts: at about 0.5 s of CPU a start, the test's main cost).
 """
 
 from __future__ import annotations
@@ -129,20 +130,21 @@ def interrupt_and_resume(base: str, workdir: Path, seed: int) -> tuple[list[str]
     return [str(r["url"]) for r in records(out)], landed, sig.name
 
 
-@pytest.mark.timeout(600)  # about 30 s on an idle 2-core machine; more when it is busy
+@pytest.mark.timeout(600)  # about 20 s on an idle 2-core machine; more when it is busy
 def test_interrupted_crawls_resume_exactly(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     expected = sorted(f"{server.base_url}/p/{i}" for i in range(PAGES))
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(
-            pool.map(lambda s: interrupt_and_resume(server.base_url, tmp_path, s), range(60))
+            pool.map(lambda s: interrupt_and_resume(server.base_url, tmp_path, s), range(40))
         )
     landed = Counter()
     for urls, hit, sig in results:
         assert sorted(set(urls)) == expected  # nothing lost
         assert len(urls) == len(set(urls)), [u for u, n in Counter(urls).items() if n > 1]
         landed[sig] += hit
-    # The interruptions must land mid-crawl for the test to mean anything.
-    assert landed["SIGINT"] >= 25 and landed["SIGKILL"] >= 25, landed
+    # The interruptions must land mid-crawl for the test to mean anything
+    # (17 of each signal's 20: the five in six asked of 60 before).
+    assert landed["SIGINT"] >= 17 and landed["SIGKILL"] >= 17, landed
 
 
 def test_torn_last_line_is_repaired_and_recorded_urls_are_not_refetched(

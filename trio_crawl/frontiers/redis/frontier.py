@@ -495,9 +495,9 @@ class RedisFrontier:
         signals = self._signals
         while True:
             signals.kick = trio.Event()
-            if signals.rejoin:
-                signals.rejoin = False
+            if signals.rejoin:  # cleared once joined: no renewal under the old name
                 await self._reregister()
+                signals.rejoin = False
                 continue
             if self._round_needed(trio.current_time()):
                 await self._round(self._want())

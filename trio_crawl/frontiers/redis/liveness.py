@@ -32,7 +32,7 @@ class Signals:
     done: bool = False
     #: A wake-up came since the last sync call: another try to take is due.
     remote_kick: bool = False
-    #: This worker was taken for dead: it must join again.
+    #: This worker was taken for dead: it must join again (set until it has).
     rejoin: bool = False
     #: The stream id read last (the listener goes on from there).
     last_id: str = "0-0"
@@ -86,6 +86,11 @@ async def heartbeat(
     ``renewed(t)`` hears that a renewal sent at ``t`` was accepted."""
     while True:
         await trio.sleep(lease / 3)
+        if signals.rejoin:
+            # Taken for dead, and not joined again yet: the old name is no
+            # longer in the crawl, and its "not alive" would make this
+            # worker join twice (a join is slow under load).
+            continue
         before = joins()
         sent_at = trio.current_time()
         reply = wire.RenewReply.parse(await calls.fcall("renew", wire.renew_args(owner(), lease)))
