@@ -244,9 +244,7 @@ class Revisits:
             if record.status is not None and record.status < 500:  # an error is no visit
                 visit = _scheduled(visit, previous, self.policy, now, changed=change != UNCHANGED)
             if archived is not None:
-                visit = dataclasses.replace(
-                    visit, warc_record_id=archived[0], warc_date=archived[1]
-                )
+                visit = visit.but(warc_record_id=archived[0], warc_date=archived[1])
         return record, links, self._keeper.keep(visit)
 
     async def kept(self, ticket: int) -> None:
@@ -297,7 +295,7 @@ def _scheduled(
         history = first_visit(policy, now)
     else:
         history = after_visit(policy, history, changed=changed, now=now)
-    return dataclasses.replace(visit, schedule=history.to_json())
+    return visit.but(schedule=history.to_json())
 
 
 def _visit_of(

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -97,6 +97,29 @@ class Visit:
             None if self.schedule is None else json.dumps(self.schedule),
         )
 
+    def but(self, **changes: Any) -> Visit:
+        """This visit with ``changes`` (field names): ``dataclasses.replace``
+        at a third of its cost (its per-field bookkeeping), which a recrawl
+        paid twice a page, 304s included."""
+        row: list[Any] = [
+            self.url,
+            self.status,
+            self.etag,
+            self.last_modified,
+            self.digest,
+            self.size,
+            self.links,
+            self.redirect,
+            self.fetched_at,
+            self.warc_record_id,
+            self.warc_date,
+            self.content_type,
+            self.schedule,
+        ]
+        for name, value in changes.items():
+            row[_FIELD_INDEX[name]] = value
+        return Visit(*row)
+
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Visit:
         """The inverse of ``to_row`` (positional: a recrawl reads one a URL)."""
@@ -135,6 +158,8 @@ COLUMNS: Final = (
     "content_type",
     "schedule",
 )
+#: ``Visit.but``'s positions (the fields are the columns, in order).
+_FIELD_INDEX: Final = {name: i for i, name in enumerate(COLUMNS)}
 
 
 @lru_cache(maxsize=4096)
@@ -226,11 +251,10 @@ def capture_time(headers: dict[str, str], received_at: float) -> float:
 def after_not_modified(previous: Visit, headers: dict[str, str], received_at: float) -> Visit:
     """The visit a 304 leaves: the previous capture, its validators updated
     from the 304's own (RFC 9111 4.3.4), its capture time now."""
-    etag, modified = validators(headers)
     if _varies_by_all(headers):  # no longer revalidated
-        return replace(previous, etag=None, last_modified=None, fetched_at=received_at)
-    return replace(
-        previous,
+        return previous.but(etag=None, last_modified=None, fetched_at=received_at)
+    etag, modified = validators(headers)
+    return previous.but(
         etag=etag or previous.etag,
         last_modified=modified or previous.last_modified,
         fetched_at=capture_time(headers, received_at),

@@ -35,6 +35,10 @@ What the engine relies on
    offer is cancellable until a thread call takes it, and then runs to the
    end and returns, as a thread call of its own did (trio does not abandon
    it); the leader's calls are shielded, so no taken offer is left waiting.
+5. ``read_ahead`` (a recrawl's: ``visits.StateVisits``) is given, in the
+   worker thread, the URLs each call hands to memory, before the call
+   returns: the engine asks nothing of a URL before it has it, so what
+   ``read_ahead`` reads of them is there when the engine asks.
 """
 
 from __future__ import annotations
@@ -83,6 +87,19 @@ class DiskBacklog:
         self._kept_committed = 0
         self._offers: list[_Offer] = []  # queued for the next thread call (rule 4)
         self._leading = False  # an offer_links is running the queued ones
+        #: Rule 5: called in the worker thread with the URLs handed to memory.
+        self.read_ahead: Callable[[Sequence[str]], None] | None = None
+
+    def _ahead(self, urls: Sequence[str]) -> None:
+        """In the worker thread: rule 5."""
+        if self.read_ahead is not None and urls:
+            self.read_ahead(urls)
+
+    def _ahead_rows(self, offered: Offered) -> Offered:
+        """In the worker thread: rule 5 for an offer's kept rows."""
+        if self.read_ahead is not None and offered.kept:
+            self.read_ahead([row.url for row in offered.kept])
+        return offered
 
     async def _run(self, fn: Callable[[], T]) -> T:
         return await trio.to_thread.run_sync(fn, limiter=self._limiter)
@@ -150,6 +167,7 @@ class DiskBacklog:
             ops.extend(Admit(u, depth, referrer) for u in spill)
             if ops:
                 self.state.apply(ops)
+            self._ahead(keep)
             return keep, len(spill)
 
         keep, spilled = await self._run(work)
@@ -173,7 +191,7 @@ class DiskBacklog:
                 parent, links, room=room, max_depth=max_depth, settles=settles, before=ops
             )
             self._committed(kept)
-            return offered
+            return self._ahead_rows(offered)
 
         offer = _Offer(work)
         self._offers.append(offer)
@@ -228,7 +246,7 @@ class DiskBacklog:
             ops, kept = self._take_pending()
             offered = self.state.offer_seeds(urls, referrer, room=room, before=ops)
             self._committed(kept)
-            return offered
+            return self._ahead_rows(offered)
 
         return self._count(await self._run(work))
 
@@ -243,7 +261,7 @@ class DiskBacklog:
                 parent, target, room=room, max_depth=max_depth, settles=settles, before=ops
             )
             self._committed(kept)
-            return offered
+            return self._ahead_rows(offered)
 
         return self._count(await self._run(work))
 
@@ -256,7 +274,9 @@ class DiskBacklog:
 
         def work() -> list[Row]:
             self._apply_pending()
-            return self.state.take_queued(limit)
+            rows = self.state.take_queued(limit)
+            self._ahead([row.url for row in rows])
+            return rows
 
         rows = await self._run(work)
         self.queued_on_disk -= len(rows)
