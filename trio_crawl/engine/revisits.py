@@ -93,7 +93,9 @@ class Revisits:
         #: capture, once archived (``engine/archive_visits.py``).
         self._sent: dict[str, dict[str, str]] = {}
         self._archived: dict[str, tuple[str | None, str | None]] = {}
-        #: ``--recrawl due``: URLs not due are recorded without a request.
+        #: ``--recrawl due``: URLs not due are recorded without a request
+        #: (asked for: ``_due``; in force once there are visits to read).
+        self._due = False
         self._due_only = False
         self._not_due: dict[str, Visit] = {}
         self.policy = RevisitPolicy()
@@ -108,6 +110,7 @@ class Revisits:
 
     def due_only(self, due: bool) -> Revisits:
         """``--recrawl due`` (``due``) or not; returns self."""
+        self._due = due
         self._due_only = due and self._recrawl
         return self
 
@@ -120,6 +123,8 @@ class Revisits:
         history = _history(previous)
         if previous is None or history is None or is_due(history, self._clock.epoch()):
             return None
+        if self.has_copy is not None and not self.has_copy(entry.url, previous):
+            return None  # its saved copy is gone: fetch it again, due or not
         self._not_due[entry.url] = previous
         return CrawlRecord(
             url=entry.url, status=None, depth=entry.depth, referrer=entry.referrer, attempts=0, t=t
@@ -130,6 +135,8 @@ class Revisits:
         for a crawl whose frontier keeps none. Before the crawl runs."""
         self._keeper = keeper
         self._recrawl = keeper.recrawl
+        # A mirror run again with --recrawl due: its own visits say what is due.
+        self._due_only = self._due and self._recrawl
 
     @property
     def active(self) -> bool:
