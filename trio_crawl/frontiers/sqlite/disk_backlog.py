@@ -43,6 +43,7 @@ What the engine relies on
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,14 +92,15 @@ class DiskBacklog:
         self.read_ahead: Callable[[Sequence[str]], None] | None = None
 
     def _ahead(self, urls: Sequence[str]) -> None:
-        """In the worker thread: rule 5."""
+        """In the worker thread: rule 5. Only a shortcut: should the read
+        fail, each URL's visit is read when it is asked for, as without it."""
         if self.read_ahead is not None and urls:
-            self.read_ahead(urls)
+            with contextlib.suppress(Exception):
+                self.read_ahead(urls)
 
     def _ahead_rows(self, offered: Offered) -> Offered:
         """In the worker thread: rule 5 for an offer's kept rows."""
-        if self.read_ahead is not None and offered.kept:
-            self.read_ahead([row.url for row in offered.kept])
+        self._ahead([row.url for row in offered.kept])
         return offered
 
     async def _run(self, fn: Callable[[], T]) -> T:
@@ -191,7 +193,7 @@ class DiskBacklog:
                 parent, links, room=room, max_depth=max_depth, settles=settles, before=ops
             )
             self._committed(kept)
-            return self._ahead_rows(offered)
+            return offered  # read ahead with its batch (``_run_offers``)
 
         offer = _Offer(work)
         self._offers.append(offer)
@@ -219,7 +221,9 @@ class DiskBacklog:
                         for offer in batch:
                             offer.taken = True
                         try:
-                            await trio.to_thread.run_sync(functools.partial(_run_offers, batch))
+                            await trio.to_thread.run_sync(
+                                functools.partial(_run_offers, batch, self._ahead)
+                            )
                         finally:
                             for offer in batch:
                                 if offer.offered is None and offer.error is None:
@@ -287,10 +291,12 @@ class DiskBacklog:
         await self._run(self._apply_pending)
 
 
-def _run_offers(batch: list[_Offer]) -> None:
-    """In the worker thread: each offer in turn, each its own outcome."""
+def _run_offers(batch: list[_Offer], ahead: Callable[[Sequence[str]], None]) -> None:
+    """In the worker thread: each offer in turn, each its own outcome; then
+    rule 5 for all their kept rows, in one read."""
     for offer in batch:
         try:
             offer.offered = offer.call()
         except BaseException as exc:  # the caller's to raise, as from its own call
             offer.error = exc
+    ahead([row.url for offer in batch if offer.offered is not None for row in offer.offered.kept])
