@@ -8,6 +8,7 @@ got. No timing is involved: ``wait_all_tasks_blocked`` says when all wait.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,11 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = disk_backlog._run_offers
 
-    def recording(batch: list[disk_backlog._Offer]) -> None:
+    def recording(
+        batch: list[disk_backlog._Offer], ahead: Callable[[Sequence[str]], None]
+    ) -> None:
         sizes.append(len(batch))
-        real(batch)
+        real(batch, ahead)
 
     monkeypatch.setattr(disk_backlog, "_run_offers", recording)
     return sizes
@@ -154,3 +157,43 @@ async def test_each_offer_in_a_call_has_its_own_exception(
             "2": "ok",
         }
         assert url("1-a") in known(state) and url("2-a") in known(state)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_a_batch_of_offers_reads_its_new_urls_ahead_at_once(
+    tmp_path: Path, batches: list[int], fails: bool
+) -> None:
+    """Rule 5: the new URLs every offer of a thread call kept in memory go to
+    ``read_ahead`` in one call, before any caller has its outcome; a read
+    that fails changes no outcome (it is only a shortcut)."""
+    with CrawlState.open(tmp_path / "s.db") as state:
+        started_pages(state, 3)
+        backlog = DiskBacklog(state)
+        reads: list[list[str]] = []
+        got: dict[int, Offered] = {}
+
+        def read_ahead(urls: Sequence[str]) -> None:
+            assert not got  # before any caller has its outcome
+            reads.append(list(urls))
+            if fails:
+                raise OSError("disk gone")
+
+        backlog.read_ahead = read_ahead
+
+        async def offer(page: int) -> None:
+            links = [url(f"{page}-a"), url("shared")]
+            got[page] = await backlog.offer_links(
+                url(page), links, room=99, max_depth=None, settles=True
+            )
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                await backlog._limiter.acquire()  # the thread is busy
+                for page in range(1, 4):
+                    nursery.start_soon(offer, page)
+                    await trio.testing.wait_all_tasks_blocked()
+                backlog._limiter.release()
+        assert batches == [3]
+        assert reads == [[url("1-a"), url("shared"), url("2-a"), url("3-a")]]
+        assert [r.url for r in got[1].kept] == [url("1-a"), url("shared")]
+        assert [r.url for r in got[3].kept] == [url("3-a")]

@@ -356,3 +356,57 @@ def test_the_library_keeps_a_mirror_current_and_a_redirect_is_gone(tmp_path: Pat
     changes = {r.url[len(server.url("/")) - 1 :]: r.extra.get("change") for r in two}
     assert changes == {"/": "unchanged", "/a": "unchanged", "/r": "gone"}
     assert set(tree(root)) == {"index.html", "a"}
+
+
+def test_recrawl_due_over_a_mirror_asks_only_what_is_due(tmp_path: Path) -> None:
+    """A mirror's own visits keep the revisit schedule: run again with
+    ``recrawl="due"``, it requests nothing that is not due (not even
+    robots.txt), except a page whose saved file is gone; a day later the
+    due pages are asked with their validators and the changed one is
+    rewritten. Days pass on a MockClock (the crawl's calendar)."""
+    import trio
+    import trio.testing
+
+    from trio_crawl import run_crawl
+
+    site = ChangingSite()
+    site.add("/", "/a", "/b")
+    site.add("/a")
+    site.add("/b")
+    root = tmp_path / "m"
+    runs: list[tuple[dict[str, Any], list[str]]] = []
+
+    with serve_site(site.site()) as server:
+
+        async def crawl(recrawl: bool | str) -> None:
+            records: list[Any] = []
+            n = len(server.log)
+            await run_crawl(
+                server.url("/"), mirror=str(root), recrawl=recrawl, on_record=records.append
+            )
+            changes = {r.url[len(server.url("/")) - 1 :]: r.extra.get("change") for r in records}
+            runs.append((changes, sorted(e.target for e in server.log[n:])))
+
+        async def main() -> None:
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            await crawl(False)  # day 0: each page due again on day 1
+            saved = stamps(root)
+            clock.jump(DAY / 2)
+            site.edit("/a")
+            await crawl("due")  # nothing due
+            assert stamps(root) == saved
+            tree(root)["b"].unlink()
+            await crawl("due")  # its file is gone: fetched, due or not
+            clock.jump(DAY)
+            await crawl("due")  # day 1.5: all due
+
+        trio.run(main, clock=trio.testing.MockClock())
+    (_, first), (quiet, none), (lost, refetched), (due, asked) = runs
+    assert first == ["/", "/a", "/b", "/robots.txt"]
+    assert none == [] and set(quiet.values()) == {"not_due"}
+    assert refetched == ["/b", "/robots.txt"]
+    assert lost == {"/": "not_due", "/a": "not_due", "/b": "unchanged"}
+    assert asked == ["/", "/a", "/b", "/robots.txt"]
+    assert due == {"/": "unchanged", "/a": "changed", "/b": "unchanged"}
+    assert tree(root)["a"].read_bytes() == site.body("/a")

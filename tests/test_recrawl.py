@@ -387,3 +387,42 @@ def test_a_failed_fetch_keeps_the_previous_capture(tmp_path: Path) -> None:
         {"if-none-match": dict(site.headers("/a"))["ETag"]}
     ]
     assert by_url(tmp_path / "3.jsonl")[server.url("/a")]["change"] == "unchanged"
+
+
+def test_a_recrawl_reads_previous_visits_ahead_not_in_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state file's thread reads each URL's previous visit as it hands
+    the URL to memory (a query per page's links): the event loop's own
+    one-URL read is left for what came no other way, here nothing."""
+    import trio
+
+    from trio_crawl import CrawlRecord, run_crawl
+    from trio_crawl.recrawl import store
+
+    one_at_a_time: list[str] = []
+    read_one = store.previous
+
+    def counted(conn: sqlite3.Connection, current: int, url: str) -> Any:
+        one_at_a_time.append(url)
+        return read_one(conn, current, url)
+
+    site = first_site()
+    db = str(tmp_path / "s.db")
+    with serve_site(site.site()) as server:
+        trio.run(lambda: run_crawl(server.url("/"), state=db, workers=2))
+        change(site)
+        monkeypatch.setattr(store, "previous", counted)
+        records: list[CrawlRecord] = []
+        again = trio.run(
+            lambda: run_crawl(
+                server.url("/"), state=db, recrawl=True, workers=2, on_record=records.append
+            )
+        )
+    assert again.changes == {
+        "unchanged": 4, "changed": 3, "new": 2, "gone": 1, "unlinked": 1,
+    }  # fmt: skip
+    assert one_at_a_time == []
+    assert {r.url for r in records if r.status == 304} == {
+        server.url(p) for p in ("/", "/a", "/a1")
+    }  # their validators came from the visits read ahead

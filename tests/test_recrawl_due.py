@@ -146,3 +146,83 @@ def test_a_failed_fetch_is_not_a_visit(tmp_path: Path) -> None:
 def test_recrawl_takes_true_false_or_due() -> None:
     with pytest.raises(ConfigError, match='recrawl= must be True, False or "due"'):
         trio.run(lambda: run_crawl("http://127.0.0.1:9/", state="x.db", recrawl="often"))
+
+
+def test_kill_9_mid_recrawl_due_then_resume_is_one_recrawl_due(tmp_path: Path) -> None:
+    """``--recrawl due`` killed mid-crawl and run again gives the records
+    and the requests of one uninterrupted ``--recrawl due``: the pages not
+    due stay unrequested, the due ones are asked once (but for what was in
+    flight), each URL recorded once with the same change. Half the pages
+    are made due by moving their next-due time into the past in the file
+    (the wall clock is a subprocess's calendar)."""
+    import shutil
+    import signal
+    import time
+
+    from cli_helpers import start_cli
+
+    site = ChangingSite()
+    pages = 60
+    for i in range(pages):
+        kids = [f"/p/{k}" for k in (2 * i + 1, 2 * i + 2) if k < pages]
+        site.add(f"/p/{i}", *kids, "/p/0", validators=ETAG)
+    site.add("/", "/p/0")
+    db, calm = tmp_path / "s.db", tmp_path / "calm.db"
+    calm_out, hurt_out = tmp_path / "calm.jsonl", tmp_path / "hurt.jsonl"
+    with serve_site(site.site()) as server:
+        trio.run(lambda: run_crawl(server.url("/"), state=str(db), workers=2))
+        with sqlite3.connect(db) as conn:  # even pages (and /) due since 1970
+            due = [server.url("/")] + [server.url(f"/p/{i}") for i in range(0, pages, 2)]
+            conn.executemany(
+                "UPDATE visits SET schedule = json_set(schedule, '$.next_due', 0.0) WHERE url = ?",
+                [(url,) for url in due],
+            )
+        for suffix in ("", "-wal", "-shm"):  # the same file, twice
+            if Path(f"{db}{suffix}").exists():
+                shutil.copy(f"{db}{suffix}", f"{calm}{suffix}")
+        for i in (4, 9, 20, 33):  # two due, two not: only the due ones are seen
+            site.edit(f"/p/{i}")
+        site.edit("/p/6", links=("/p/0", "/p/13", "/p/14", "/new"))  # due: finds /new
+        site.add("/new")
+        args = ["-w", "2", "--rate", "40", "--recrawl", "due"]
+        n = len(server.log)
+        done = run_cli(server.url("/"), "--state", str(calm), "-o", str(calm_out), *args)
+        assert done.returncode == 0, done.stderr
+        calm_log = server.log[n:]
+        n = len(server.log)
+        hurt = [server.url("/"), "--state", str(db), "-o", str(hurt_out), *args]
+        proc = start_cli(*hurt)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if hurt_out.exists() and hurt_out.read_text().count("\n") >= 12:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert 12 <= hurt_out.read_text().count("\n") < len(calm_out.read_text().splitlines())
+        landed = {r["url"] for r in records_in(hurt_out.read_text().rsplit("\n", 1)[0])}
+        done = run_cli(*hurt)
+        assert done.returncode == 0, done.stderr
+        hurt_log = server.log[n:]
+
+    def by_url(path: Path) -> dict[str, tuple[Any, ...]]:
+        records = records_in(path.read_text())
+        assert len(records) == len({r["url"] for r in records}), "a URL recorded twice"
+        return {r["url"]: (r["status"], r["change"], r["depth"], r.get("digest")) for r in records}
+
+    calm_records, hurt_records = by_url(calm_out), by_url(hurt_out)
+    assert hurt_records == calm_records
+    changes = {url: shape[1] for url, shape in calm_records.items()}
+    assert changes[server.url("/p/4")] == changes[server.url("/p/6")] == "changed"
+    assert changes[server.url("/p/9")] == changes[server.url("/p/33")] == "not_due"
+    assert changes[server.url("/new")] == "new"
+    asked = lambda log: [(e.target, e.headers.get("if-none-match")) for e in log]  # noqa: E731
+    assert {t for t, _ in asked(calm_log)} == {
+        "/robots.txt", "/", "/new", *(f"/p/{i}" for i in range(0, pages, 2)),
+    }  # fmt: skip
+    assert set(asked(hurt_log)) == set(asked(calm_log))
+    # Asked twice: only what was in flight when the kill came (at most the two
+    # workers' pages, never one whose record had landed), and robots.txt.
+    targets = [t for t, _ in asked(hurt_log)]
+    twice = {t for t in targets if targets.count(t) > 1} - {"/robots.txt"}
+    assert len(twice) <= 2 and not {server.url(t) for t in twice} & landed, twice

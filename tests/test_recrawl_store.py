@@ -157,3 +157,20 @@ def test_a_standalone_file_restarts_an_unfinished_generation(tmp_path: Path) -> 
     assert [v.url for v in again.unreached()] == ["http://a/", "http://b/"]  # all of it again
     assert again.previous("http://a/") == visit("http://a/")  # generation 1 kept
     again.close()
+
+
+def test_previous_many_is_previous_for_each_url(tmp_path: Path) -> None:
+    """The read ahead's query gives what the one-URL read gives, across its
+    chunks, and leaves out URLs with no previous visit."""
+    visits = VisitStore.open(tmp_path / "v.db")
+    urls = [f"http://a/{n}" for n in range(1203)]
+    visits.put_many(visit(url, etag=f'"{n}"') for n, url in enumerate(urls) if n % 3)
+    visits.begin_generation()
+    visits.put(visit(urls[1], etag='"new"'))  # this generation's: not the previous
+    asked = [*urls, "http://b/"]
+    conn = sqlite3.connect(tmp_path / "v.db")
+    many = store.previous_many(conn, visits.generation, asked)
+    assert many == {u: v for u in asked if (v := visits.previous(u)) is not None}
+    assert len(many) == 802 and many[urls[1]].etag == '"1"'
+    conn.close()
+    visits.close()

@@ -960,6 +960,22 @@ def test_bloom_false_positive_rate_at_16_bits_per_key() -> None:
     assert false_positives < 200  # measured ~0.4 %; 1 % is far out
 
 
+def test_bloom_masks_are_k_bits_spread_over_the_word() -> None:
+    """The fixed mask table: each mask sets exactly K bits, and every bit of
+    the word is used about as often as any other (a table drawn badly, e.g.
+    from too few random bits, would crowd some bits and raise the rate)."""
+    from collections import Counter
+
+    from trio_crawl.frontiers.bloom import K, _masks
+
+    masks = _masks()
+    assert len(masks) == 1 << 14 and all(m.bit_count() == K for m in masks)
+    assert len(set(masks)) > len(masks) - 20
+    used = Counter(bit for m in masks for bit in range(64) if m >> bit & 1)
+    expected = len(masks) * K / 64
+    assert len(used) == 64 and all(0.85 * expected < n < 1.15 * expected for n in used.values())
+
+
 def test_bloom_rejects_nonsense_sizes() -> None:
     with pytest.raises(ValueError):
         BloomFilter(0)

@@ -125,7 +125,22 @@ class RevisitHistory:
     def from_json(cls, data: Mapping[str, Any]) -> RevisitHistory:
         """The history ``to_json`` gave; ``ValueError`` for anything else
         (a damaged or foreign store is said, not guessed at)."""
-        values = tuple(data.get(k) for k in ("interval", "next_due", "changes", "visits"))
+        get = data.get
+        values = (get("interval"), get("next_due"), get("changes"), get("visits"))
+        interval, next_due, changes, visits = values
+        # What ``to_json`` writes (a recrawl reads one a page): the checks
+        # below without the pattern's cost. Anything else: the pattern.
+        if (
+            type(interval) is float
+            and type(next_due) is float
+            and type(changes) is int
+            and type(visits) is int
+            and math.isfinite(next_due)
+            and 0 < interval < math.inf
+            and 0 <= changes <= _MASK
+            and visits >= 1
+        ):
+            return cls(interval, next_due, changes, visits)
         match values:
             case (
                 int() | float() as interval,

@@ -101,7 +101,9 @@ class Revisits:
         #: capture, once archived (``engine/archive_visits.py``).
         self._sent: dict[str, dict[str, str]] = {}
         self._archived: dict[str, tuple[str | None, str | None]] = {}
-        #: ``--recrawl due``: URLs not due are recorded without a request.
+        #: ``--recrawl due``: URLs not due are recorded without a request
+        #: (asked for: ``_due``; in force once there are visits to read).
+        self._due = False
         self._due_only = False
         self._not_due: dict[str, Visit] = {}
         self.policy = RevisitPolicy()
@@ -120,6 +122,7 @@ class Revisits:
 
     def due_only(self, due: bool) -> Revisits:
         """``--recrawl due`` (``due``) or not; returns self."""
+        self._due = due
         self._due_only = due and self._recrawl
         return self
 
@@ -132,6 +135,8 @@ class Revisits:
         history = _history(previous)
         if previous is None or history is None or is_due(history, self._clock.epoch()):
             return None
+        if self.has_copy is not None and not self.has_copy(entry.url, previous):
+            return None  # its saved copy is gone: fetch it again, due or not
         self._not_due[entry.url] = previous
         return CrawlRecord(
             url=entry.url, status=None, depth=entry.depth, referrer=entry.referrer, attempts=0, t=t
@@ -145,6 +150,8 @@ class Revisits:
         self._keeper = keeper
         self._recrawl = keeper.recrawl
         self._responses.add(self.heard)
+        # A mirror run again with --recrawl due: its own visits say what is due.
+        self._due_only = self._due and self._recrawl
 
     @property
     def active(self) -> bool:
@@ -259,9 +266,7 @@ class Revisits:
             if record.status is not None and record.status < 500:  # an error is no visit
                 visit = _scheduled(visit, previous, self.policy, now, changed=change != UNCHANGED)
             if archived is not None:
-                visit = dataclasses.replace(
-                    visit, warc_record_id=archived[0], warc_date=archived[1]
-                )
+                visit = visit.but(warc_record_id=archived[0], warc_date=archived[1])
         return record, links, self._keeper.keep(visit)
 
     async def kept(self, ticket: int) -> None:
@@ -312,7 +317,7 @@ def _scheduled(
         history = first_visit(policy, now)
     else:
         history = after_visit(policy, history, changed=changed, now=now)
-    return dataclasses.replace(visit, schedule=history.to_json())
+    return visit.but(schedule=history.to_json())
 
 
 def _visit_of(

@@ -49,13 +49,28 @@ _LOW32 = 0xFFFFFFFF
 
 @functools.cache
 def _masks() -> array[int]:
-    """The fixed table of 64-bit masks with ``K`` bits set (built once, ~50 ms)."""
-    rng = random.Random(0x7C_B100)  # fixed: the table is a constant, not a choice
+    """The fixed table of 64-bit masks with ``K`` bits set (built once).
+
+    Each mask is ``K`` 6-bit fields of one draw, kept when they name ``K``
+    different bits (~78 % of draws): every set of ``K`` bits is as likely
+    as with ``random.sample``, at a fifth of its cost (~14 ms of CPU, not
+    ~65 ms, at the start of every ``--state`` crawl)."""
+    assert K == 6  # the fields below
+    draw = random.Random(0x7C_B100).getrandbits  # fixed: the table is a constant
     table = array("Q")
     for _ in range(1 << _MASK_INDEX_BITS):
-        mask = 0
-        for bit in rng.sample(range(64), K):
-            mask |= 1 << bit
+        while True:
+            r = draw(36)
+            mask = (
+                (1 << (r & 63))
+                | (1 << (r >> 6 & 63))
+                | (1 << (r >> 12 & 63))
+                | (1 << (r >> 18 & 63))
+                | (1 << (r >> 24 & 63))
+                | (1 << (r >> 30))
+            )
+            if mask.bit_count() == K:
+                break
         table.append(mask)
     return table
 

@@ -26,7 +26,7 @@ version 1 opens in versions that never heard of them, and they of it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .visit import COLUMNS, Visit
@@ -107,6 +107,28 @@ def previous(conn: sqlite3.Connection, current: int, url: str) -> Visit | None:
         f"{_SELECT} WHERE generation = ? AND url = ?", (current - 1, url)
     ).fetchone()
     return None if row is None else Visit.from_row(row)
+
+
+#: URLs per ``previous_many`` query: under SQLite's oldest limit on
+#: parameters (999), with room for the generation.
+_MANY = 500
+
+
+def previous_many(conn: sqlite3.Connection, current: int, urls: Sequence[str]) -> dict[str, Visit]:
+    """The visits of ``urls`` in the generation before ``current`` (a URL
+    without one is left out), a query per ``_MANY`` URLs: the crawl reads
+    a page's new links' visits at once, where it admitted them."""
+    found: dict[str, Visit] = {}
+    for start in range(0, len(urls), _MANY):
+        chunk = urls[start : start + _MANY]
+        rows = conn.execute(
+            f"{_SELECT} WHERE generation = ? AND url IN ({', '.join('?' * len(chunk))})",
+            (current - 1, *chunk),
+        )
+        for row in rows:
+            visit = Visit.from_row(row)
+            found[visit.url] = visit
+    return found
 
 
 def begin_generation(conn: sqlite3.Connection, reset: Callable[[sqlite3.Connection], None]) -> int:

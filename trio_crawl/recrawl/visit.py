@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -97,6 +97,29 @@ class Visit:
             None if self.schedule is None else json.dumps(self.schedule),
         )
 
+    def but(self, **changes: Any) -> Visit:
+        """This visit with ``changes`` (field names): ``dataclasses.replace``
+        at ~60 % of its cost (none of its per-field bookkeeping; the frozen
+        ``__init__`` is the rest), which a recrawl paid twice a page."""
+        row: list[Any] = [
+            self.url,
+            self.status,
+            self.etag,
+            self.last_modified,
+            self.digest,
+            self.size,
+            self.links,
+            self.redirect,
+            self.fetched_at,
+            self.warc_record_id,
+            self.warc_date,
+            self.content_type,
+            self.schedule,
+        ]
+        for name, value in changes.items():
+            row[_FIELD_INDEX[name]] = value
+        return Visit(*row)
+
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Visit:
         """The inverse of ``to_row`` (positional: a recrawl reads one a URL)."""
@@ -135,6 +158,8 @@ COLUMNS: Final = (
     "content_type",
     "schedule",
 )
+#: ``Visit.but``'s positions (the fields are the columns, in order).
+_FIELD_INDEX: Final = {name: i for i, name in enumerate(COLUMNS)}
 
 
 @lru_cache(maxsize=4096)
@@ -149,13 +174,16 @@ def http_date(value: str | None) -> float | None:
     if not value:
         return None
     fixed = _FIXDATE.fullmatch(value)
-    month = _MONTHS.get(fixed[2]) if fixed is not None else None
-    if fixed is not None and month is not None:
-        day, year, hour, minute, second = (int(fixed[i]) for i in (1, 3, 4, 5, 6))
-        try:
-            return datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
-        except ValueError:
-            pass  # day 31 of a short month, second 60...: as email.utils says
+    if fixed is not None:
+        day, name, year, hour, minute, second = fixed.groups()
+        month = _MONTHS.get(name)
+        h, m, s = int(hour), int(minute), int(second)
+        # Else (second 60, day 31 of a short month...): as email.utils says.
+        if month is not None and h < 24 and m < 60 and s < 60:
+            try:
+                return _midnight(int(year), month, int(day)) + (h * 3600 + m * 60 + s)
+            except ValueError:
+                pass
     # Here, not at the top: email.utils costs every crawl's start ~2 ms, and
     # only a recrawl reads dates (``core/retry.py`` does the same).
     from email.utils import parsedate_to_datetime
@@ -167,6 +195,14 @@ def http_date(value: str | None) -> float | None:
     if when.tzinfo is None:  # asctime and "-0000" forms: GMT (RFC 9110 5.6.7)
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
+
+
+@lru_cache(maxsize=1024)
+def _midnight(year: int, month: int, day: int) -> float:
+    """The day's start in epoch seconds (``ValueError``: no such day). Each
+    Last-Modified of a site is its own value, but most share their day with
+    others: ``http_date`` reads the rest of a date with integer sums."""
+    return datetime(year, month, day, tzinfo=UTC).timestamp()
 
 
 #: RFC 9110 5.6.7's preferred form, "Sun, 06 Nov 1994 08:49:37 GMT" (a year
@@ -226,11 +262,10 @@ def capture_time(headers: dict[str, str], received_at: float) -> float:
 def after_not_modified(previous: Visit, headers: dict[str, str], received_at: float) -> Visit:
     """The visit a 304 leaves: the previous capture, its validators updated
     from the 304's own (RFC 9111 4.3.4), its capture time now."""
-    etag, modified = validators(headers)
     if _varies_by_all(headers):  # no longer revalidated
-        return replace(previous, etag=None, last_modified=None, fetched_at=received_at)
-    return replace(
-        previous,
+        return previous.but(etag=None, last_modified=None, fetched_at=received_at)
+    etag, modified = validators(headers)
+    return previous.but(
         etag=etag or previous.etag,
         last_modified=modified or previous.last_modified,
         fetched_at=capture_time(headers, received_at),

@@ -35,10 +35,15 @@ What the engine relies on
    offer is cancellable until a thread call takes it, and then runs to the
    end and returns, as a thread call of its own did (trio does not abandon
    it); the leader's calls are shielded, so no taken offer is left waiting.
+5. ``read_ahead`` (a recrawl's: ``visits.StateVisits``) is given, in the
+   worker thread, the URLs each call hands to memory, before the call
+   returns: the engine asks nothing of a URL before it has it, so what
+   ``read_ahead`` reads of them is there when the engine asks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +88,20 @@ class DiskBacklog:
         self._kept_committed = 0
         self._offers: list[_Offer] = []  # queued for the next thread call (rule 4)
         self._leading = False  # an offer_links is running the queued ones
+        #: Rule 5: called in the worker thread with the URLs handed to memory.
+        self.read_ahead: Callable[[Sequence[str]], None] | None = None
+
+    def _ahead(self, urls: Sequence[str]) -> None:
+        """In the worker thread: rule 5. Only a shortcut: should the read
+        fail, each URL's visit is read when it is asked for, as without it."""
+        if self.read_ahead is not None and urls:
+            with contextlib.suppress(Exception):
+                self.read_ahead(urls)
+
+    def _ahead_rows(self, offered: Offered) -> Offered:
+        """In the worker thread: rule 5 for an offer's kept rows."""
+        self._ahead([row.url for row in offered.kept])
+        return offered
 
     async def _run(self, fn: Callable[[], T]) -> T:
         return await trio.to_thread.run_sync(fn, limiter=self._limiter)
@@ -150,6 +169,7 @@ class DiskBacklog:
             ops.extend(Admit(u, depth, referrer) for u in spill)
             if ops:
                 self.state.apply(ops)
+            self._ahead(keep)
             return keep, len(spill)
 
         keep, spilled = await self._run(work)
@@ -173,7 +193,7 @@ class DiskBacklog:
                 parent, links, room=room, max_depth=max_depth, settles=settles, before=ops
             )
             self._committed(kept)
-            return offered
+            return offered  # read ahead with its batch (``_run_offers``)
 
         offer = _Offer(work)
         self._offers.append(offer)
@@ -201,7 +221,9 @@ class DiskBacklog:
                         for offer in batch:
                             offer.taken = True
                         try:
-                            await trio.to_thread.run_sync(functools.partial(_run_offers, batch))
+                            await trio.to_thread.run_sync(
+                                functools.partial(_run_offers, batch, self._ahead)
+                            )
                         finally:
                             for offer in batch:
                                 if offer.offered is None and offer.error is None:
@@ -228,7 +250,7 @@ class DiskBacklog:
             ops, kept = self._take_pending()
             offered = self.state.offer_seeds(urls, referrer, room=room, before=ops)
             self._committed(kept)
-            return offered
+            return self._ahead_rows(offered)
 
         return self._count(await self._run(work))
 
@@ -243,7 +265,7 @@ class DiskBacklog:
                 parent, target, room=room, max_depth=max_depth, settles=settles, before=ops
             )
             self._committed(kept)
-            return offered
+            return self._ahead_rows(offered)
 
         return self._count(await self._run(work))
 
@@ -256,7 +278,9 @@ class DiskBacklog:
 
         def work() -> list[Row]:
             self._apply_pending()
-            return self.state.take_queued(limit)
+            rows = self.state.take_queued(limit)
+            self._ahead([row.url for row in rows])
+            return rows
 
         rows = await self._run(work)
         self.queued_on_disk -= len(rows)
@@ -267,10 +291,12 @@ class DiskBacklog:
         await self._run(self._apply_pending)
 
 
-def _run_offers(batch: list[_Offer]) -> None:
-    """In the worker thread: each offer in turn, each its own outcome."""
+def _run_offers(batch: list[_Offer], ahead: Callable[[Sequence[str]], None]) -> None:
+    """In the worker thread: each offer in turn, each its own outcome; then
+    rule 5 for all their kept rows, in one read."""
     for offer in batch:
         try:
             offer.offered = offer.call()
         except BaseException as exc:  # the caller's to raise, as from its own call
             offer.error = exc
+    ahead([row.url for offer in batch if offer.offered is not None for row in offer.offered.kept])
