@@ -357,3 +357,17 @@ async def test_a_shorter_path_passes_through_known_links_kept_with_a_page(
         assert await f.problems() == []
         taken = {t.url: t for t in (await f.sync([])).taken}
         assert taken[url("y")].depth == 2
+
+
+async def test_the_lease_set_changes_once_a_call(redis_server: RedisServer, crawl_id: str) -> None:
+    """A worker's lease set (``wl:<owner>``) takes the digests a call
+    leases in one SADD and drops those it finishes in one SREM, not a
+    command a page each way."""
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
+    pages.update({url(i): FakePage() for i in range(1, 400)})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    calls = await command_calls(redis_server)
+    # Besides the lease set, a call may register its worker as idle (SADD).
+    assert calls["sadd"] + calls["srem"] <= 3 * calls["fcall"] + 5, calls  # it was over 800

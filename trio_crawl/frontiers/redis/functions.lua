@@ -59,13 +59,38 @@ local function open(prefix)
   C.udn = {} -- and the counts read (with those changes)
   C.hosts = {} -- host hashes read this call (``host``), by name
   C.hdirty = {} -- and those changed, written back once by ``flush_hosts``
+  -- Keys a call names for most pages, made once a call (a Lua string made
+  -- by ``..`` costs as much as a command's lookup): the entries, the seen
+  -- set's buckets and the queues (``queue_key``) by their number and name.
+  C.ke = prefix .. 'e'
+  C.bk = {}
+  C.qk = {}
+  -- The caller's lease set (``wl:<owner>``) changes once a call, at its
+  -- end (``flush_leases``): the digests it leased and those it gave back.
+  C.wl_add, C.wl_rem = {}, {}
   return C
 end
 
 local flush_hosts -- (hosts, below)
 
+-- SADD or SREM ``items`` to ``key`` in pieces (Lua's unpack has a limit).
+local function set_all(verb, key, items)
+  for i = 1, #items, 1000 do
+    redis.call(verb, key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+
+local function flush_leases(C)
+  if #C.wl_rem == 0 and #C.wl_add == 0 then return end
+  local key = C.p .. 'wl:' .. C.owner
+  set_all('SREM', key, C.wl_rem) -- before the adds: one given back and leased again stays
+  set_all('SADD', key, C.wl_add)
+  C.wl_add, C.wl_rem = {}, {}
+end
+
 local function close(C)
   flush_hosts(C)
+  flush_leases(C)
   local args = {}
   for _, name in ipairs(COUNTERS) do
     args[#args + 1] = name
@@ -78,13 +103,13 @@ local function close(C)
 end
 
 local function load(C, d)
-  local raw = redis.call('HGET', C.p .. 'e', d)
+  local raw = redis.call('HGET', C.ke, d)
   if not raw then return nil end
   return cmsgpack.unpack(raw)
 end
 
 local function store(C, d, ent)
-  redis.call('HSET', C.p .. 'e', d, cmsgpack.pack(ent))
+  redis.call('HSET', C.ke, d, cmsgpack.pack(ent))
 end
 
 -- the seen set: linear hashing over small hashes -----------------------------
@@ -98,6 +123,15 @@ local function bucket_key(C, h)
   local m = 2 ^ C.L
   local b = h % m
   if b < C.s then b = h % (2 * m) end
+  local memo = C.bk
+  if memo then
+    local key = memo[b]
+    if not key then
+      key = C.p .. 'S' .. string.format('%d', b)
+      memo[b] = key
+    end
+    return key
+  end
   return C.p .. 'S' .. string.format('%d', b)
 end
 
@@ -349,8 +383,22 @@ end
 
 -- admission --------------------------------------------------------------
 
+local function queue_key(C, depth, hostname)
+  local by_host = C.qk[depth]
+  if not by_host then
+    by_host = {}
+    C.qk[depth] = by_host
+  end
+  local q = by_host[hostname]
+  if not q then
+    q = C.p .. 'q:' .. depth .. ':' .. hostname
+    by_host[hostname] = q
+  end
+  return q
+end
+
 local function enqueue_fresh(C, d, depth, hostname, front)
-  local q = C.p .. 'q:' .. depth .. ':' .. hostname
+  local q = queue_key(C, depth, hostname)
   local n
   if front then
     n = redis.call('LPUSH', q, d)
@@ -481,7 +529,11 @@ local function valid_lease(C, d, token)
 end
 
 local function unlease(C, d, ent)
-  redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
+  if ent[E_OWNER] == C.owner then
+    C.wl_rem[#C.wl_rem + 1] = d
+  else
+    redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
+  end
   C.leased = C.leased - 1
   release_host(C, ent[E_HOST], d)
 end
@@ -496,6 +548,7 @@ end
 
 -- A worker's leases go back to the queue: it died, or was replaced.
 local function reclaim(C, owner)
+  if owner == C.owner then flush_leases(C) end
   local key = C.p .. 'wl:' .. owner
   for _, d in ipairs(redis.call('SMEMBERS', key)) do
     local ent = load(C, d)
@@ -604,7 +657,7 @@ local function finish(C, d, token, started, children, args, i)
     more = redis.call('LRANGE', C.p .. 'pl:' .. d, 0, -1)
     redis.call('DEL', C.p .. 'pl:' .. d)
   end
-  redis.call('HDEL', C.p .. 'e', d)
+  redis.call('HDEL', C.ke, d)
   unlease(C, d, ent)
   count_depth(C, depth, -1)
   advance_low(C)
@@ -690,7 +743,7 @@ local function lease(C, d, ent, H, out)
     ent[E_PARTS] = 0
   end
   store(C, d, ent)
-  redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
+  C.wl_add[#C.wl_add + 1] = d
   C.leased = C.leased + 1
   H.infl = H.infl + 1
   -- The URL's turn: its host's next start time, or now. The next turn is
@@ -782,7 +835,7 @@ local function take_fresh(C, depth, want, out)
     if #ready == 0 then return end
     for _, hostname in ipairs(ready) do
       local H = host(C, hostname)
-      local q = C.p .. 'q:' .. depth .. ':' .. hostname
+      local q = queue_key(C, depth, hostname)
       while #out < want * 10 and may_start(H, C.now) and not budget_spent(C) do
         local d = redis.call('LPOP', q)
         if not d then break end
