@@ -359,10 +359,13 @@ async def test_a_shorter_path_passes_through_known_links_kept_with_a_page(
         assert taken[url("y")].depth == 2
 
 
-async def test_the_lease_set_changes_once_a_call(redis_server: RedisServer, crawl_id: str) -> None:
+async def test_a_call_changes_the_lease_set_and_pops_a_queue_once(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
     """A worker's lease set (``wl:<owner>``) takes the digests a call
-    leases in one SADD and drops those it finishes in one SREM, not a
-    command a page each way."""
+    leases in one SADD and drops those it finishes in one SREM, and a host
+    that is not spaced gives a call its URLs in one LPOP: not a command a
+    page each."""
     pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
     pages.update({url(i): FakePage() for i in range(1, 400)})
     redis_server.command("CONFIG", "RESETSTAT")
@@ -371,3 +374,4 @@ async def test_the_lease_set_changes_once_a_call(redis_server: RedisServer, craw
     calls = await command_calls(redis_server)
     # Besides the lease set, a call may register its worker as idle (SADD).
     assert calls["sadd"] + calls["srem"] <= 3 * calls["fcall"] + 5, calls  # it was over 800
+    assert calls["lpop"] <= 2 * calls["fcall"], calls  # it was 400

@@ -837,11 +837,21 @@ local function take_fresh(C, depth, want, out)
       local H = host(C, hostname)
       local q = queue_key(C, depth, hostname)
       while #out < want * 10 and may_start(H, C.now) and not budget_spent(C) do
-        local d = redis.call('LPOP', q)
-        if not d then break end
-        local ent = load(C, d)
-        if ent and ent[E_STATE] == 'q' and ent[E_DEPTH] == depth and is_fresh(ent) then
-          lease(C, d, ent, H, out)
+        -- As many as may be leased now, in one LPOP: a host spaced by turns
+        -- one at a time (each moves its next start), others up to the room
+        -- left by its concurrency and the page budget. (A stale copy, of a
+        -- URL lowered to a shallower queue, is dropped and leaves room.)
+        local n = want - #out / 10
+        if H.iv > 0 or H.cd > 0 then n = 1 end
+        if H.lim > 0 then n = math.min(n, H.lim - H.infl) end
+        if C.maxp >= 0 then n = math.min(n, C.maxp - C.started) end
+        local ds = redis.call('LPOP', q, n)
+        if not ds then break end
+        for _, d in ipairs(ds) do
+          local ent = load(C, d)
+          if ent and ent[E_STATE] == 'q' and ent[E_DEPTH] == depth and is_fresh(ent) then
+            lease(C, d, ent, H, out)
+          end
         end
       end
       save_host(C, H)
