@@ -155,9 +155,7 @@ async def client(
             first = first or last
             calls += 1
             reply = wire.SyncReply.parse(raw)
-            if not reply.refused:
-                for urls, depth in batch.sent:
-                    sent.confirm(urls, depth)
+            sent.settle(batch.sent, accepted=not reply.refused)
             batch = Batch()
             for fix in reply.corrections:  # a shorter path found since its take
                 taken_depths[fix.url] = fix.depth
@@ -170,7 +168,7 @@ async def client(
                 for op, weight in finish_ops(lease):
                     batch.add(op, 0.0, weight)
                 if lease.fresh:
-                    batch.sent.append((lease.fresh, lease.link_depth))
+                    batch.sent.append(sent.pend(lease.fresh, lease.link_depth, 0))
             if reply.counters.done and not batch.ops:
                 break
             if not reply.taken and not batch.ops:

@@ -375,3 +375,60 @@ async def test_a_call_changes_the_lease_set_and_pops_a_queue_once(
     # Besides the lease set, a call may register its worker as idle (SADD).
     assert calls["sadd"] + calls["srem"] <= 3 * calls["fcall"] + 5, calls  # it was over 800
     assert calls["lpop"] <= 2 * calls["fcall"], calls  # it was 400
+
+
+async def test_links_of_a_move_still_in_the_outbox_are_sent_once(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """a and b are finished together, both linking to the same 50 new
+    pages: b's finish, behind a's in the same call, sends them as digests
+    (a's carries them in full, and Redis runs a's first)."""
+    xs = [url(f"x{i}") for i in range(50)]
+    pages = {url(0): FakePage(links=[url("a"), url("b")])}
+    pages.update({url("a"): FakePage(links=xs), url("b"): FakePage(links=xs)})
+    pages.update({x: FakePage() for x in xs})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    assert {r.depth for r in records if r.url in xs} == {2}
+    # One seen-set probe a URL: 0, a, b and the 50 (b's would make 50 more).
+    assert (await command_calls(redis_server))["hsetnx"] == 53
+
+
+def test_a_link_in_the_outbox_is_known_only_to_its_join_until_accepted() -> None:
+    sent = SentLinks()
+    carried = sent.pend(["x"], 2, join=0)
+    assert sent.known("x", 2, 0) and sent.known("x", 3, 0)
+    assert not sent.known("x", 1, 0)  # deeper in flight says nothing of depth 1
+    assert not sent.known("x", 2, 1)  # a later join: its moves may be accepted alone
+    assert not sent.known("x", 2)  # no join given: confirmed links only
+    sent.settle([carried], accepted=False)  # refused: nothing admitted
+    assert not sent.known("x", 2, 0)
+    sent.settle([sent.pend(["x"], 2, join=0)], accepted=True)
+    assert sent.known("x", 2) and sent.known("x", 2, 5)
+    budgets = SentLinks(pending=False)  # with host budgets: confirmed only
+    budgets.pend(["y"], 1, join=0)
+    assert not budgets.known("y", 1, 0)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.integers(0, 1), st.booleans()),
+        max_size=30,
+    )
+)
+def test_settling_every_move_leaves_nothing_pending(
+    moves: list[tuple[str, int, int, bool]],
+) -> None:
+    """Pending links are counted per move: settling one move of a link
+    leaves another still in flight known, and settling all leaves none."""
+    sent = SentLinks(size=0)  # confirmed links forgotten: only pending ones count
+    carried = [(sent.pend([u], d, j), ok) for u, d, j, ok in moves]
+    for (urls, depth, join), _ in carried:
+        assert sent.known(urls[0], depth, join)
+    for k, (item, ok) in enumerate(carried):
+        sent.settle([item], accepted=ok)
+        for (urls, depth, join), _ in carried[k + 1 :]:  # still in flight
+            assert sent.known(urls[0], depth, join)
+    for u, d, j, _ in moves:
+        assert not sent.known(u, d, j)

@@ -38,10 +38,10 @@ def add_links(
                 children += wire.admission(url, depth, referrer)
         return
     # A known link passed the scope when it was sent: no second look.
-    known = sent.known
+    known, join = sent.known, lease.join
     digests, fresh = lease.known, lease.fresh
     for url in links:
-        if known(url, depth):
+        if known(url, depth, join):
             digests.append(wire.url_digest(url))
         elif allows(url):
             children += wire.admission(url, depth, referrer)
