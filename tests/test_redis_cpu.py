@@ -432,3 +432,17 @@ def test_settling_every_move_leaves_nothing_pending(
             assert sent.known(urls[0], depth, join)
     for u, d, j, _ in moves:
         assert not sent.known(u, d, j)
+
+
+def test_a_known_link_keeps_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's known links go as digests: the one kept with each link is
+    used, not a BLAKE2b of the URL each time it is found again."""
+    from trio_crawl.frontiers.redis import sent_links, wire
+
+    sent = SentLinks()
+    sent.confirm([url("u")], 1)
+    hashed: list[str] = []
+    monkeypatch.setattr(sent_links, "url_digest", lambda u: hashed.append(u) or b"?" * 8)
+    assert sent.digest(url("u"), 2) == wire.url_digest(url("u"))
+    assert sent.digest(url("u"), 0) is None and sent.digest(url("v"), 5) is None
+    assert hashed == []
