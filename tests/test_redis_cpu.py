@@ -363,9 +363,9 @@ async def test_a_call_changes_the_lease_set_and_pops_a_queue_once(
     redis_server: RedisServer, crawl_id: str
 ) -> None:
     """A worker's lease set (``wl:<owner>``) takes the digests a call
-    leases in one SADD and drops those it finishes in one SREM, and a host
-    that is not spaced gives a call its URLs in one LPOP: not a command a
-    page each."""
+    leases in one SADD and drops those it finishes in one SREM, a host that
+    is not spaced gives a call its URLs in one LPOP, and the entries of the
+    pages a call finishes go in one HDEL: not a command a page each."""
     pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
     pages.update({url(i): FakePage() for i in range(1, 400)})
     redis_server.command("CONFIG", "RESETSTAT")
@@ -375,6 +375,7 @@ async def test_a_call_changes_the_lease_set_and_pops_a_queue_once(
     # Besides the lease set, a call may register its worker as idle (SADD).
     assert calls["sadd"] + calls["srem"] <= 3 * calls["fcall"] + 5, calls  # it was over 800
     assert calls["lpop"] <= 2 * calls["fcall"], calls  # it was 400
+    assert calls["hdel"] <= calls["fcall"], calls  # a finished entry's: it was 400
 
 
 async def test_links_of_a_move_still_in_the_outbox_are_sent_once(

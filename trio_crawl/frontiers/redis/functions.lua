@@ -68,6 +68,9 @@ local function open(prefix)
   -- The caller's lease set (``wl:<owner>``) changes once a call, at its
   -- end (``flush_leases``): the digests it leased and those it gave back.
   C.wl_add, C.wl_rem = {}, {}
+  -- Entries of pages finished in this call, deleted once at its end
+  -- (``flush_gone``): ``load`` finds none for them meanwhile.
+  C.gone, C.gone_list = {}, {}
   return C
 end
 
@@ -88,9 +91,21 @@ local function flush_leases(C)
   C.wl_add, C.wl_rem = {}, {}
 end
 
+local function flush_gone(C)
+  local ds = {}
+  for _, d in ipairs(C.gone_list) do
+    if C.gone[d] then ds[#ds + 1] = d end
+  end
+  for i = 1, #ds, 1000 do
+    redis.call('HDEL', C.ke, unpack(ds, i, math.min(i + 999, #ds)))
+  end
+  C.gone, C.gone_list = {}, {}
+end
+
 local function close(C)
   flush_hosts(C)
   flush_leases(C)
+  flush_gone(C)
   local args = {}
   for _, name in ipairs(COUNTERS) do
     args[#args + 1] = name
@@ -103,12 +118,14 @@ local function close(C)
 end
 
 local function load(C, d)
+  if C.gone[d] then return nil end
   local raw = redis.call('HGET', C.ke, d)
   if not raw then return nil end
   return cmsgpack.unpack(raw)
 end
 
 local function store(C, d, ent)
+  C.gone[d] = nil
   redis.call('HSET', C.ke, d, cmsgpack.pack(ent))
 end
 
@@ -657,7 +674,8 @@ local function finish(C, d, token, started, children, args, i)
     more = redis.call('LRANGE', C.p .. 'pl:' .. d, 0, -1)
     redis.call('DEL', C.p .. 'pl:' .. d)
   end
-  redis.call('HDEL', C.ke, d)
+  C.gone[d] = true
+  C.gone_list[#C.gone_list + 1] = d
   unlease(C, d, ent)
   count_depth(C, depth, -1)
   advance_low(C)
