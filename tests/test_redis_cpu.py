@@ -218,3 +218,232 @@ def test_a_finish_weighs_more_than_its_links() -> None:
     assert sum(call.count("F") for call in calls) == CALL_WEIGHT
     assert len(calls) >= FINISH_WEIGHT
     assert all(call.count("F") * FINISH_WEIGHT <= CALL_WEIGHT for call in calls)
+
+
+class Functions:
+    """The crawl's functions called directly, as a worker calls them."""
+
+    def __init__(self, client: Any, crawl: str) -> None:
+        from trio_crawl.frontiers.redis import keys_prefix
+
+        self.client, self.prefix, self.owner = client, keys_prefix(crawl), ""
+
+    async def call(self, name: str, args: list[object]) -> Any:
+        from trio_crawl.frontiers.redis import lua
+
+        return await self.client.fcall(lua.function(name), keys=[self.prefix], args=args)
+
+    async def hello(self, start: str) -> None:
+        from trio_crawl.frontiers.redis import lua, wire
+
+        await self.client.function_load(lua.LIBRARY, replace=True)
+        reply = wire.HelloReply.parse(
+            await self.call(
+                "hello",
+                wire.hello_args(
+                    "f", 600, may_create=True, identity_json="{}", max_pages=None, rate=None,
+                    per_host_concurrency=None, read_robots=False, max_depth=None, settle=True,
+                    starts=wire.admission(start, 0, ""),
+                ),
+            )
+        )  # fmt: skip
+        self.owner = reply.owner
+
+    async def sync(self, ops: list[object], want: int = 100) -> Any:
+        from trio_crawl.frontiers.redis import wire
+
+        return wire.SyncReply.parse(
+            await self.call("sync", wire.sync_args(self.owner, want, want, ops))
+        )
+
+    async def problems(self) -> list[Any]:
+        """What the crawl's consistency check finds (``tc_check``)."""
+        from trio_crawl.frontiers.redis import lua
+
+        found: list[Any] = await self.client.fcall_ro(
+            lua.function("check"), keys=[self.prefix], args=[]
+        )
+        return found
+
+
+async def test_a_known_url_is_answered_by_the_seen_set_alone(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A link in full to a URL Redis has (another worker found it first)
+    costs its seen-set probe and one read of the depth the seen set keeps,
+    not a lookup of its entry and then of its finished page's record (which
+    holds all its links, unpacked to read one number)."""
+    import coredis
+
+    from trio_crawl.frontiers.redis import wire
+
+    client: Any = coredis.Redis.from_url(redis_server.url)
+    async with client:
+        f = Functions(client, crawl_id)
+        await f.hello(url(0))
+        # 0 -> a, k; a -> x0..x4 (depth 2). The x pages finish while k (depth
+        # 1) is leased: they are kept (not settled), records with their links.
+        (start,) = (await f.sync([])).taken
+        kids = [*wire.admission(url("a"), 1, url(0)), *wire.admission(url("k"), 1, url(0))]
+        taken = {
+            t.url: t for t in (await f.sync(wire.finish_op(start.digest, 1, True, kids))).taken
+        }
+        xs = [wire.admission(url(f"x{i}"), 2, url("a")) for i in range(5)]
+        a = taken[url("a")]
+        reply = await f.sync(wire.finish_op(a.digest, a.token, True, [v for x in xs for v in x]))
+        ops: list[object] = []
+        for t in reply.taken:
+            ops += wire.finish_op(t.digest, t.token, True, [])
+        await f.sync(ops, want=0)
+
+        async def reads(ops: list[object]) -> int:
+            redis_server.command("CONFIG", "RESETSTAT")
+            await f.sync(ops, want=0)
+            return (await command_calls(redis_server))["hget"]
+
+        # The five, found again deeper (as another worker sends them): one
+        # read each, beside what any call reads.
+        again = [v for i in range(5) for v in wire.admission(url(f"x{i}"), 3, url("k"))]
+        assert await reads(wire.admit_op(again)) - await reads([]) == 5  # it was 10
+        assert await f.problems() == []
+
+
+def test_known_links_travel_as_one_argument() -> None:
+    """Redis turns every argument of a call into a Lua string: a page's
+    known links (some 28 a page of the benchmark site) go as one argument,
+    their digests end to end, which Redis keeps as it came."""
+    from trio_crawl.frontiers.redis import wire
+
+    known = [wire.url_digest(url(f"k{i}")) for i in range(50)]
+    op = wire.finish_op(b"d" * 8, 3, True, [], known, 2)
+    assert op == ["F", b"d" * 8, 3, 1, 0, 2, b"".join(known)]
+    part = wire.part_op(b"d" * 8, 3, [], known, 2)
+    assert len(part) == 6 and part[-1] == b"".join(known)
+
+
+async def test_a_shorter_path_passes_through_known_links_kept_with_a_page(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A finished page kept with its known links (one string of digests):
+    a shorter path to the page lowers the URLs they lead to, and the seen
+    set's depths follow (the consistency check compares them)."""
+    import coredis
+
+    from trio_crawl.frontiers.redis import wire
+
+    client: Any = coredis.Redis.from_url(redis_server.url)
+    async with client:
+        f = Functions(client, crawl_id)
+        await f.hello(url(0))
+        (start,) = (await f.sync([])).taken
+        kids = [*wire.admission(url("a"), 1, url(0)), *wire.admission(url("k"), 1, url(0))]
+        taken = {
+            t.url: t for t in (await f.sync(wire.finish_op(start.digest, 1, True, kids))).taken
+        }
+        a = taken[url("a")]
+        x_admission = wire.admission(url("x"), 2, url("a"))
+        (x,) = (await f.sync(wire.finish_op(a.digest, a.token, True, x_admission), 1)).taken
+        # y is known at depth 3 (admitted, queued); x (depth 2) finishes with
+        # y as a known link, and is kept: k, at depth 1, is still leased.
+        y = wire.admission(url("y"), 3, url("x"))
+        ops = [*wire.admit_op(y), *wire.finish_op(x.digest, x.token, True, [], [y[0]], 3)]  # type: ignore[list-item]
+        assert (await f.sync(ops, want=0)).refused == 0
+        # A path of 1 to x (a start URL's link, say): x's record is corrected,
+        # and y, one link further, is now at depth 2.
+        reply = await f.sync(wire.admit_op(wire.admission(url("x"), 1, url(0))), want=0)
+        assert [(c.url, c.depth, c.previous_depth) for c in reply.corrections] == [
+            (url("x"), 1, 2)
+        ]
+        assert await f.problems() == []
+        taken = {t.url: t for t in (await f.sync([])).taken}
+        assert taken[url("y")].depth == 2
+
+
+async def test_a_call_changes_the_lease_set_and_pops_a_queue_once(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """A worker's lease set (``wl:<owner>``) takes the digests a call
+    leases in one SADD and drops those it finishes in one SREM, a host that
+    is not spaced gives a call its URLs in one LPOP, and the entries of the
+    pages a call finishes go in one HDEL: not a command a page each."""
+    pages = {url(0): FakePage(links=[url(i) for i in range(1, 400)])}
+    pages.update({url(i): FakePage() for i in range(1, 400)})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    calls = await command_calls(redis_server)
+    # Besides the lease set, a call may register its worker as idle (SADD).
+    assert calls["sadd"] + calls["srem"] <= 3 * calls["fcall"] + 5, calls  # it was over 800
+    assert calls["lpop"] <= 2 * calls["fcall"], calls  # it was 400
+    assert calls["hdel"] <= calls["fcall"], calls  # a finished entry's: it was 400
+
+
+async def test_links_of_a_move_still_in_the_outbox_are_sent_once(
+    redis_server: RedisServer, crawl_id: str
+) -> None:
+    """a and b are finished together, both linking to the same 50 new
+    pages: b's finish, behind a's in the same call, sends them as digests
+    (a's carries them in full, and Redis runs a's first)."""
+    xs = [url(f"x{i}") for i in range(50)]
+    pages = {url(0): FakePage(links=[url("a"), url("b")])}
+    pages.update({url("a"): FakePage(links=xs), url("b"): FakePage(links=xs)})
+    pages.update({x: FakePage() for x in xs})
+    redis_server.command("CONFIG", "RESETSTAT")
+    records = await crawl(redis_server, crawl_id, pages)
+    assert sorted(r.url for r in records) == sorted(pages)
+    assert {r.depth for r in records if r.url in xs} == {2}
+    # One seen-set probe a URL: 0, a, b and the 50 (b's would make 50 more).
+    assert (await command_calls(redis_server))["hsetnx"] == 53
+
+
+def test_a_link_in_the_outbox_is_known_only_to_its_join_until_accepted() -> None:
+    sent = SentLinks()
+    carried = sent.pend(["x"], 2, join=0)
+    assert sent.known("x", 2, 0) and sent.known("x", 3, 0)
+    assert not sent.known("x", 1, 0)  # deeper in flight says nothing of depth 1
+    assert not sent.known("x", 2, 1)  # a later join: its moves may be accepted alone
+    assert not sent.known("x", 2)  # no join given: confirmed links only
+    sent.settle([carried], accepted=False)  # refused: nothing admitted
+    assert not sent.known("x", 2, 0)
+    sent.settle([sent.pend(["x"], 2, join=0)], accepted=True)
+    assert sent.known("x", 2) and sent.known("x", 2, 5)
+    budgets = SentLinks(pending=False)  # with host budgets: confirmed only
+    budgets.pend(["y"], 1, join=0)
+    assert not budgets.known("y", 1, 0)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.integers(0, 1), st.booleans()),
+        max_size=30,
+    )
+)
+def test_settling_every_move_leaves_nothing_pending(
+    moves: list[tuple[str, int, int, bool]],
+) -> None:
+    """Pending links are counted per move: settling one move of a link
+    leaves another still in flight known, and settling all leaves none."""
+    sent = SentLinks(size=0)  # confirmed links forgotten: only pending ones count
+    carried = [(sent.pend([u], d, j), ok) for u, d, j, ok in moves]
+    for (urls, depth, join), _ in carried:
+        assert sent.known(urls[0], depth, join)
+    for k, (item, ok) in enumerate(carried):
+        sent.settle([item], accepted=ok)
+        for (urls, depth, join), _ in carried[k + 1 :]:  # still in flight
+            assert sent.known(urls[0], depth, join)
+    for u, d, j, _ in moves:
+        assert not sent.known(u, d, j)
+
+
+def test_a_known_link_keeps_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's known links go as digests: the one kept with each link is
+    used, not a BLAKE2b of the URL each time it is found again."""
+    from trio_crawl.frontiers.redis import sent_links, wire
+
+    sent = SentLinks()
+    sent.confirm([url("u")], 1)
+    hashed: list[str] = []
+    monkeypatch.setattr(sent_links, "url_digest", lambda u: hashed.append(u) or b"?" * 8)
+    assert sent.digest(url("u"), 2) == wire.url_digest(url("u"))
+    assert sent.digest(url("u"), 0) is None and sent.digest(url("v"), 5) is None
+    assert hashed == []

@@ -65,20 +65,23 @@ local function budget_fits(B, pages)
   return B.pph == 0 or pages < B.pph
 end
 
--- ``seen_add`` under the budgets: true if URL ``d`` is new and admitted
--- (counted), false if it is known, nil if it is new and over budget: refused
--- and not remembered, as in memory (it stays refused: counts only grow).
-local function seen_admit(C, d, hostname)
+-- ``seen_add`` under the budgets: true if URL ``d`` (found at ``depth``) is
+-- new and admitted (counted), its depth in the seen set if it is known, nil
+-- if it is new and over budget: refused and not remembered, as in memory (it
+-- stays refused: counts only grow).
+local function seen_admit(C, d, hostname, depth)
   local B = budget_of(C)
-  if not B then return seen_add(C, d) end
+  if not B then return seen_add(C, d, depth) end
   -- The count first (read once per call): a URL that fits needs no more
   -- than ``seen_add``; only one over budget is looked up (known or new).
   if not B.force and not budget_fits(B, budget_pages(C, B, hostname)) then
-    if redis.call('HEXISTS', bucket_key(C, h32(d)), d) == 1 then return false end
+    local at = seen_depth(C, d)
+    if at then return at end
     C.over_budget = (C.over_budget or 0) + 1
     return nil
   end
-  if not seen_add(C, d) then return false end
+  local new = seen_add(C, d, depth)
+  if new ~= true then return new end
   budget_count(C, B, hostname, budget_pages(C, B, hostname))
   return true
 end

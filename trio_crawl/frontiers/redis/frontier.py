@@ -174,7 +174,8 @@ class RedisFrontier:
         #: or their rate's turn had passed (``turns.py``).
         self.dropped_unleased = self.missed_turns = 0
         #: Links Redis accepted from this worker, and at what depth.
-        self._sent = SentLinks()
+        budgets = (config.budgets.max_pages_per_host, config.budgets.max_hosts)
+        self._sent = SentLinks(pending=budgets == (None, None))
 
     @property
     def calls(self) -> int:
@@ -331,7 +332,7 @@ class RedisFrontier:
         lease = self._leases[entry]
         entry.state = EntryState.DONE
         if lease.fresh:
-            self._outbox.sent.append((lease.fresh, lease.link_depth))
+            self._outbox.sent.append(self._sent.pend(lease.fresh, lease.link_depth, lease.join))
         *parts, (op, weight) = finish_ops(lease)
         for part, part_weight in parts:  # links a call's worth at a time
             self._outbox.add(part, trio.current_time(), part_weight)
@@ -547,9 +548,8 @@ class RedisFrontier:
         refused += reply.refused
         over_budget += reply.over_budget
         self._over_budget += over_budget
-        if not refused and not over_budget:  # a refused finish admitted nothing
-            for urls, depth in batch.sent:
-                self._sent.confirm(urls, depth)
+        # A refused finish admitted nothing.
+        self._sent.settle(batch.sent, accepted=not refused and not over_budget)
         # Moves of leases Redis had taken back (the retaker sends their links).
         self.refused += refused
         # Each after the record it corrects, and after the corrections made

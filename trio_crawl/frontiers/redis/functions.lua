@@ -15,7 +15,9 @@ local E_PARTS = 14
 -- A finished page not settled yet (``dn``): URL, depth, referrer, links,
 -- and the worker that wrote its record (its corrections go to that worker). A
 -- link is {digest, hop} (hop: 1 a link, 0 a redirect), or, for one
--- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}.
+-- ``max_depth`` cut off, {digest, hop, url, host, chain, payload}; or, for
+-- links a worker sent as known, {digests, hop}: their 8-byte digests end to
+-- end in one string (one table for all of a page's known links, not one each).
 local D_URL, D_DEPTH, D_REF, D_LINKS, D_OWNER = 1, 2, 3, 4, 5
 -- D_MORE: the links that came in parts ahead of the finish (packed lists).
 local D_MORE = 6
@@ -57,13 +59,53 @@ local function open(prefix)
   C.udn = {} -- and the counts read (with those changes)
   C.hosts = {} -- host hashes read this call (``host``), by name
   C.hdirty = {} -- and those changed, written back once by ``flush_hosts``
+  -- Keys a call names for most pages, made once a call (a Lua string made
+  -- by ``..`` costs as much as a command's lookup): the entries, the seen
+  -- set's buckets and the queues (``queue_key``) by their number and name.
+  C.ke = prefix .. 'e'
+  C.bk = {}
+  C.qk = {}
+  -- The caller's lease set (``wl:<owner>``) changes once a call, at its
+  -- end (``flush_leases``): the digests it leased and those it gave back.
+  C.wl_add, C.wl_rem = {}, {}
+  -- Entries of pages finished in this call, deleted once at its end
+  -- (``flush_gone``): ``load`` finds none for them meanwhile.
+  C.gone, C.gone_list = {}, {}
   return C
 end
 
 local flush_hosts -- (hosts, below)
 
+-- SADD or SREM ``items`` to ``key`` in pieces (Lua's unpack has a limit).
+local function set_all(verb, key, items)
+  for i = 1, #items, 1000 do
+    redis.call(verb, key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+
+local function flush_leases(C)
+  if #C.wl_rem == 0 and #C.wl_add == 0 then return end
+  local key = C.p .. 'wl:' .. C.owner
+  set_all('SREM', key, C.wl_rem) -- before the adds: one given back and leased again stays
+  set_all('SADD', key, C.wl_add)
+  C.wl_add, C.wl_rem = {}, {}
+end
+
+local function flush_gone(C)
+  local ds = {}
+  for _, d in ipairs(C.gone_list) do
+    if C.gone[d] then ds[#ds + 1] = d end
+  end
+  for i = 1, #ds, 1000 do
+    redis.call('HDEL', C.ke, unpack(ds, i, math.min(i + 999, #ds)))
+  end
+  C.gone, C.gone_list = {}, {}
+end
+
 local function close(C)
   flush_hosts(C)
+  flush_leases(C)
+  flush_gone(C)
   local args = {}
   for _, name in ipairs(COUNTERS) do
     args[#args + 1] = name
@@ -76,13 +118,15 @@ local function close(C)
 end
 
 local function load(C, d)
-  local raw = redis.call('HGET', C.p .. 'e', d)
+  if C.gone[d] then return nil end
+  local raw = redis.call('HGET', C.ke, d)
   if not raw then return nil end
   return cmsgpack.unpack(raw)
 end
 
 local function store(C, d, ent)
-  redis.call('HSET', C.p .. 'e', d, cmsgpack.pack(ent))
+  C.gone[d] = nil
+  redis.call('HSET', C.ke, d, cmsgpack.pack(ent))
 end
 
 -- the seen set: linear hashing over small hashes -----------------------------
@@ -96,6 +140,15 @@ local function bucket_key(C, h)
   local m = 2 ^ C.L
   local b = h % m
   if b < C.s then b = h % (2 * m) end
+  local memo = C.bk
+  if memo then
+    local key = memo[b]
+    if not key then
+      key = C.p .. 'S' .. string.format('%d', b)
+      memo[b] = key
+    end
+    return key
+  end
   return C.p .. 'S' .. string.format('%d', b)
 end
 
@@ -104,11 +157,13 @@ local function split(C)
   local old = C.p .. 'S' .. string.format('%d', C.s)
   local new = C.p .. 'S' .. string.format('%d', C.s + m)
   local moving, pairs_ = {}, {}
-  for _, f in ipairs(redis.call('HKEYS', old)) do
+  local all = redis.call('HGETALL', old)
+  for k = 1, #all, 2 do
+    local f = all[k]
     if h32(f) % (2 * m) ~= C.s then
       moving[#moving + 1] = f
       pairs_[#pairs_ + 1] = f
-      pairs_[#pairs_ + 1] = ''
+      pairs_[#pairs_ + 1] = all[k + 1]
     end
   end
   if #moving > 0 then
@@ -122,11 +177,36 @@ local function split(C)
   end
 end
 
-local function seen_add(C, d)
-  if redis.call('HSETNX', bucket_key(C, h32(d)), d, '') == 0 then return false end
+-- The seen set keeps each URL's depth, the lowest Redis gave it (``lower``
+-- keeps it so): a link to a known URL found at that depth or deeper changes
+-- nothing, and this one read says so, without loading the URL's entry or
+-- finished record (most links of a crawl lead to known URLs, and with
+-- several workers many come in full: each worker sends each URL once).
+
+-- The depth URL ``d`` has in the seen set: false if not seen, -1 if seen
+-- with no depth stored (a crawl begun by an older library).
+local function seen_depth(C, d)
+  local at = redis.call('HGET', bucket_key(C, h32(d)), d)
+  if not at then return false end
+  return tonumber(at) or -1
+end
+
+-- Add URL ``d`` found at ``depth``: true if it is new, otherwise its depth
+-- in the seen set (``seen_depth``). A new URL costs one command, a known
+-- one two (an HGET where there were two lookups of its entry and record).
+local function seen_add(C, d, depth)
+  local key = bucket_key(C, h32(d))
+  if redis.call('HSETNX', key, d, depth) == 0 then
+    return tonumber(redis.call('HGET', key, d)) or -1
+  end
   C.n = C.n + 1
   if C.n > LOAD * (2 ^ C.L + C.s) then split(C) end
   return true
+end
+
+-- URL ``d`` is now ``depth`` links away (``lower``).
+local function seen_lower(C, d, depth)
+  redis.call('HSET', bucket_key(C, h32(d)), d, depth)
 end
 
 -- depth ------------------------------------------------------------------
@@ -320,8 +400,22 @@ end
 
 -- admission --------------------------------------------------------------
 
+local function queue_key(C, depth, hostname)
+  local by_host = C.qk[depth]
+  if not by_host then
+    by_host = {}
+    C.qk[depth] = by_host
+  end
+  local q = by_host[hostname]
+  if not q then
+    q = C.p .. 'q:' .. depth .. ':' .. hostname
+    by_host[hostname] = q
+  end
+  return q
+end
+
 local function enqueue_fresh(C, d, depth, hostname, front)
-  local q = C.p .. 'q:' .. depth .. ':' .. hostname
+  local q = queue_key(C, depth, hostname)
   local n
   if front then
     n = redis.call('LPUSH', q, d)
@@ -348,54 +442,55 @@ end
 -- it and pass the decrease on through the links of finished pages, each
 -- written record getting a correction, for the worker that wrote it
 -- (shallowest paths first, so that a page is lowered once per call as a rule).
-local function lower(C, d, depth, ref)
-  local work = {{d, depth, ref}}
-  local k = 1
-  while k <= #work do
-    local item = work[k]
-    k = k + 1
-    local dd, nd, via = item[1], item[2], item[3]
-    local ent = load(C, dd)
-    if ent then
-      if nd < ent[E_DEPTH] then
-        -- Unfinished: it moves. Queued fresh: to the shorter depth's queue
-        -- (the old list keeps a stale copy, skipped when taken: its depth
-        -- differs). Leased: its finish corrects the record and moves its
-        -- links. Queued again or deferred: handed out at the new depth.
-        count_depth(C, ent[E_DEPTH], -1)
-        count_depth(C, nd, 1)
-        ent[E_DEPTH] = nd
-        ent[E_REF] = via
-        store(C, dd, ent)
-        if ent[E_STATE] == 'q' and is_fresh(ent) then
-          enqueue_fresh(C, dd, nd, ent[E_HOST], false)
-        end
+local function lower_one(C, dd, nd, via, work)
+  local ent = load(C, dd)
+  if ent then
+    if nd < ent[E_DEPTH] then
+      -- Unfinished: it moves. Queued fresh: to the shorter depth's queue
+      -- (the old list keeps a stale copy, skipped when taken: its depth
+      -- differs). Leased: its finish corrects the record and moves its
+      -- links. Queued again or deferred: handed out at the new depth.
+      count_depth(C, ent[E_DEPTH], -1)
+      count_depth(C, nd, 1)
+      ent[E_DEPTH] = nd
+      ent[E_REF] = via
+      store(C, dd, ent)
+      seen_lower(C, dd, nd)
+      if ent[E_STATE] == 'q' and is_fresh(ent) then
+        enqueue_fresh(C, dd, nd, ent[E_HOST], false)
       end
-    else
-      local raw = redis.call('HGET', C.p .. 'dn', dd)
-      local rec = raw and cmsgpack.unpack(raw)
-      if rec and nd < rec[D_DEPTH] then
-        rec[D_OWNER] = correct(C, rec[D_URL], nd, via, rec[D_DEPTH], rec[D_OWNER])
-        redis.call('SREM', C.p .. 'u:' .. rec[D_DEPTH], dd)
-        rec[D_DEPTH] = nd
-        rec[D_REF] = via
-        if is_settled(C, nd) then
-          redis.call('HDEL', C.p .. 'dn', dd)
-        else
-          keep_done(C, dd, rec)
-        end
-        local lists = {rec[D_LINKS]}
-        for _, blob in ipairs(rec[D_MORE] or {}) do lists[#lists + 1] = cmsgpack.unpack(blob) end
-        for _, list in ipairs(lists) do
-          for _, link in ipairs(list) do
-            local cd = nd + link[2]
-            if not beyond(C, cd) then
-              if link[3] and seen_admit(C, link[1], link[4]) then
+    end
+  else
+    local raw = redis.call('HGET', C.p .. 'dn', dd)
+    local rec = raw and cmsgpack.unpack(raw)
+    if rec and nd < rec[D_DEPTH] then
+      rec[D_OWNER] = correct(C, rec[D_URL], nd, via, rec[D_DEPTH], rec[D_OWNER])
+      redis.call('SREM', C.p .. 'u:' .. rec[D_DEPTH], dd)
+      seen_lower(C, dd, nd)
+      rec[D_DEPTH] = nd
+      rec[D_REF] = via
+      if is_settled(C, nd) then
+        redis.call('HDEL', C.p .. 'dn', dd)
+      else
+        keep_done(C, dd, rec)
+      end
+      local lists = {rec[D_LINKS]}
+      for _, blob in ipairs(rec[D_MORE] or {}) do lists[#lists + 1] = cmsgpack.unpack(blob) end
+      for _, list in ipairs(lists) do
+        for _, link in ipairs(list) do
+          local cd = nd + link[2]
+          if not beyond(C, cd) then
+            local s = link[1]
+            if link[3] then
+              local was_seen = seen_admit(C, s, link[4], cd)
+              if was_seen == true then
                 -- cut off by max_depth before, within reach now
-                admit_new(C, link[1], link[3], link[4], cd, rec[D_URL], link[5], link[6])
-              else
-                work[#work + 1] = {link[1], cd, rec[D_URL]}
+                admit_new(C, s, link[3], link[4], cd, rec[D_URL], link[5], link[6])
+              elseif was_seen then
+                work[#work + 1] = {s, cd, rec[D_URL], was_seen}
               end
+            else
+              for j = 1, #s, 8 do work[#work + 1] = {string.sub(s, j, j + 7), cd, rec[D_URL]} end
             end
           end
         end
@@ -404,13 +499,29 @@ local function lower(C, d, depth, ref)
   end
 end
 
+-- ``at``: ``d``'s depth in the seen set, if read already.
+local function lower(C, d, depth, ref, at)
+  local work = {{d, depth, ref, at}}
+  local k = 1
+  while k <= #work do
+    local item = work[k]
+    k = k + 1
+    local dd, nd = item[1], item[2]
+    local seen = item[4]
+    if seen == nil then seen = seen_depth(C, dd) end
+    -- Not seen (refused by a host budget), or no shorter path: nothing changes.
+    if seen and (seen < 0 or nd < seen) then lower_one(C, dd, nd, item[3], work) end
+  end
+end
+
 -- Admit one URL found at ``depth``: new, or a shorter path to a known one.
 local function admit(C, d, url, hostname, depth, ref, chain, payload)
-  local new = seen_admit(C, d, hostname) -- nil: over a host budget, refused
-  if new then
+  -- true: new; nil: over a host budget, refused; else its depth in the seen set
+  local at = seen_admit(C, d, hostname, depth)
+  if at == true then
     admit_new(C, d, url, hostname, depth, ref, chain, payload)
-  elseif new == false then
-    lower(C, d, depth, ref)
+  elseif at and (at < 0 or depth < at) then
+    lower(C, d, depth, ref, at)
   end
 end
 
@@ -435,7 +546,11 @@ local function valid_lease(C, d, token)
 end
 
 local function unlease(C, d, ent)
-  redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
+  if ent[E_OWNER] == C.owner then
+    C.wl_rem[#C.wl_rem + 1] = d
+  else
+    redis.call('SREM', C.p .. 'wl:' .. ent[E_OWNER], d)
+  end
   C.leased = C.leased - 1
   release_host(C, ent[E_HOST], d)
 end
@@ -450,6 +565,7 @@ end
 
 -- A worker's leases go back to the queue: it died, or was replaced.
 local function reclaim(C, owner)
+  if owner == C.owner then flush_leases(C) end
   local key = C.p .. 'wl:' .. owner
   for _, d in ipairs(redis.call('SMEMBERS', key)) do
     local ent = load(C, d)
@@ -500,23 +616,24 @@ local function page_links(C, ent, n, args, i, links)
     i = i + 7
   end
   -- Known links: this worker's earlier calls admitted them at ``kdepth`` or
-  -- lower, so they are only kept, unless this page was lowered since it
-  -- was leased (then they may be lowered too).
-  local known, kdepth = tonumber(args[i]), tonumber(args[i + 1])
-  local hop = kdepth - was
-  local child_depth = depth + hop
-  local moved = depth < was and not beyond(C, child_depth)
-  for j = i + 2, i + 1 + known do
-    if moved then lower(C, args[j], child_depth, ent[E_URL]) end
-    links[#links + 1] = {args[j], hop}
+  -- lower, so they are only kept (as they came: their digests end to end),
+  -- unless this page was lowered since it was leased (then they may be
+  -- lowered too).
+  local kdepth, known = tonumber(args[i]), args[i + 1]
+  if #known > 0 then
+    local hop = kdepth - was
+    local child_depth = depth + hop
+    if depth < was and not beyond(C, child_depth) then
+      for j = 1, #known, 8 do lower(C, string.sub(known, j, j + 7), child_depth, ent[E_URL]) end
+    end
+    links[#links + 1] = {known, hop}
   end
-  return i + 2 + known
+  return i + 2
 end
 
 -- The index after a page's links at ``i`` (``n`` admissions), unread.
 local function skip_links(args, i, n)
-  local j = i + 7 * n
-  return j + 2 + tonumber(args[j])
+  return i + 7 * n + 2
 end
 
 -- Part of a leased page's links, ahead of its finish (a page with more
@@ -557,7 +674,8 @@ local function finish(C, d, token, started, children, args, i)
     more = redis.call('LRANGE', C.p .. 'pl:' .. d, 0, -1)
     redis.call('DEL', C.p .. 'pl:' .. d)
   end
-  redis.call('HDEL', C.p .. 'e', d)
+  C.gone[d] = true
+  C.gone_list[#C.gone_list + 1] = d
   unlease(C, d, ent)
   count_depth(C, depth, -1)
   advance_low(C)
@@ -643,7 +761,7 @@ local function lease(C, d, ent, H, out)
     ent[E_PARTS] = 0
   end
   store(C, d, ent)
-  redis.call('SADD', C.p .. 'wl:' .. C.owner, d)
+  C.wl_add[#C.wl_add + 1] = d
   C.leased = C.leased + 1
   H.infl = H.infl + 1
   -- The URL's turn: its host's next start time, or now. The next turn is
@@ -735,13 +853,23 @@ local function take_fresh(C, depth, want, out)
     if #ready == 0 then return end
     for _, hostname in ipairs(ready) do
       local H = host(C, hostname)
-      local q = C.p .. 'q:' .. depth .. ':' .. hostname
+      local q = queue_key(C, depth, hostname)
       while #out < want * 10 and may_start(H, C.now) and not budget_spent(C) do
-        local d = redis.call('LPOP', q)
-        if not d then break end
-        local ent = load(C, d)
-        if ent and ent[E_STATE] == 'q' and ent[E_DEPTH] == depth and is_fresh(ent) then
-          lease(C, d, ent, H, out)
+        -- As many as may be leased now, in one LPOP: a host spaced by turns
+        -- one at a time (each moves its next start), others up to the room
+        -- left by its concurrency and the page budget. (A stale copy, of a
+        -- URL lowered to a shallower queue, is dropped and leaves room.)
+        local n = want - #out / 10
+        if H.iv > 0 or H.cd > 0 then n = 1 end
+        if H.lim > 0 then n = math.min(n, H.lim - H.infl) end
+        if C.maxp >= 0 then n = math.min(n, C.maxp - C.started) end
+        local ds = redis.call('LPOP', q, n)
+        if not ds then break end
+        for _, d in ipairs(ds) do
+          local ent = load(C, d)
+          if ent and ent[E_STATE] == 'q' and ent[E_DEPTH] == depth and is_fresh(ent) then
+            lease(C, d, ent, H, out)
+          end
         end
       end
       save_host(C, H)
@@ -1019,8 +1147,18 @@ local function check(keys, args)
   local function bad(what) problems[#problems + 1] = what end
   if not exists(p) then return {'the crawl is not in Redis'} end
   local vals = redis.call('HMGET', p .. 'm', unpack(COUNTERS))
-  local C = {}
+  local C = {p = p}
   for i, name in ipairs(COUNTERS) do C[name] = tonumber(vals[i]) or 0 end
+  -- The seen set's depth of an unfinished or kept URL is its depth (a crawl
+  -- begun by an older library stored none: '').
+  local function seen_agrees(d, url, depth)
+    local at = redis.call('HGET', bucket_key(C, h32(d)), d)
+    if not at then
+      bad(url .. ': not in the seen set')
+    elseif at ~= '' and tonumber(at) ~= depth then
+      bad(url .. ': at depth ' .. depth .. ', but at ' .. at .. ' in the seen set')
+    end
+  end
   local lists = {}
   local function in_list(key, d)
     local set = lists[key]
@@ -1043,6 +1181,7 @@ local function check(keys, args)
     local url, state, depth, hostname = ent[E_URL], ent[E_STATE], ent[E_DEPTH], ent[E_HOST]
     total = total + 1
     by_depth[depth] = (by_depth[depth] or 0) + 1
+    seen_agrees(d, url, depth)
     if state ~= 'd' and deferred[d] then bad(url .. ': deferred, and ' .. state) end
     if state == 'l' then
       leased = leased + 1
@@ -1100,6 +1239,7 @@ local function check(keys, args)
   for i = 1, #kept, 2 do
     local d, rec = kept[i], cmsgpack.unpack(kept[i + 1])
     if redis.call('HEXISTS', p .. 'e', d) == 1 then bad(rec[D_URL] .. ': finished, and unfinished') end
+    seen_agrees(d, rec[D_URL], rec[D_DEPTH])
     if redis.call('SISMEMBER', p .. 'u:' .. rec[D_DEPTH], d) == 0 then
       bad(rec[D_URL] .. ': kept at depth ' .. rec[D_DEPTH] .. ', but not in its set')
     end

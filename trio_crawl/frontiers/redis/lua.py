@@ -18,7 +18,8 @@ cluster would keep them on one node; ``}`` and ``%`` in NAME are written
                ``cfg``, the crawl's settings as JSON
 ``S<n>``       the seen set: 8-byte URL digests, as fields of small hashes
                (linear hashing: buckets split as the set grows, so each stays
-               in Redis's compact listpack encoding, about 14 bytes a URL)
+               in Redis's compact listpack encoding, about 14 bytes a URL),
+               each with the URL's depth (a known URL's link needs no more)
 ``e``          hash: digest -> entry (MessagePack) of every *unfinished* URL
 ``q:<d>:<h>``  list: digests queued at depth d for host h, never leased
 ``r:<d>``      sorted set: hosts with URLs queued at depth d, scored by the

@@ -61,8 +61,9 @@ class Batch:
     ops: list[object] = field(default_factory=list)
     #: Leases whose move is in ``ops`` (forgotten once the call returns).
     leases: list[Lease] = field(default_factory=list)
-    #: Links sent in full, and their depth: known once the call succeeds.
-    sent: list[tuple[list[str], int]] = field(default_factory=list)
+    #: Links sent in full, their depth and their lease's join
+    #: (``SentLinks.pend``): known once the call succeeds.
+    sent: list[tuple[list[str], int, int]] = field(default_factory=list)
     #: Admission work the batch asks of Redis (see ``CALL_WEIGHT``).
     weight: int = 0
     #: (end of an op in ``ops``, the batch's weight up to it), for each ``add``.

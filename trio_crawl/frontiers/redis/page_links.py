@@ -38,11 +38,12 @@ def add_links(
                 children += wire.admission(url, depth, referrer)
         return
     # A known link passed the scope when it was sent: no second look.
-    known = sent.known
+    known, join = sent.digest, lease.join
     digests, fresh = lease.known, lease.fresh
     for url in links:
-        if known(url, depth):
-            digests.append(wire.url_digest(url))
+        digest = known(url, depth, join)
+        if digest is not None:
+            digests.append(digest)
         elif allows(url):
             children += wire.admission(url, depth, referrer)
             fresh.append(url)

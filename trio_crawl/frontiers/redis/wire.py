@@ -8,8 +8,8 @@ can be compared at a glance.
 
 Ops of a sync call (the Lua ``sync``):
 
-``F digest token started n admission*n m depth known*m``  finished, with its links
-``P digest token n admission*n m depth known*m``  part of a leased page's links
+``F digest token started n admission*n depth known``  finished, with its links
+``P digest token n admission*n depth known``  part of a leased page's links
 ``R digest token started``                put back (stopping)
 ``D digest token delay_ms tries``         retry later
 ``A n admission*n``                       seeds (sitemaps)
@@ -18,7 +18,9 @@ Ops of a sync call (the Lua ``sync``):
 An admission is 7 fields: digest, URL, host, depth, referrer, redirect chain
 (``\\n``-joined), payload (JSON or ``''``). A finish's *known* links are
 8-byte digests of links Redis accepted before at ``depth`` or lower
-(``sent_links.py``): kept with the page, no admission work. A finish's
+(``sent_links.py``), all in one argument, end to end: kept with the page
+as they came, no admission work, and no Lua string or table each (Redis
+turns every argument into a Lua string, and a page has some 28 of them). A finish's
 admissions carry the depth this worker knew; Redis moves them by as much as the page's
 depth dropped meanwhile, and keeps those beyond ``max_depth`` (one level
 beyond is sent) in case a shorter path brings them within reach. A taken
@@ -75,9 +77,8 @@ def finish_op(
         int(started),
         len(children) // ADMISSION_FIELDS,
         *children,
-        len(known),
         known_depth,
-        *known,
+        b"".join(known),
     ]
 
 
@@ -87,7 +88,7 @@ def part_op(
     """Part of a leased page's links, ahead of its finish: a page with more
     links than one call should carry sends them over several calls."""
     n = len(children) // ADMISSION_FIELDS
-    return ["P", digest, token, n, *children, len(known), known_depth, *known]
+    return ["P", digest, token, n, *children, known_depth, b"".join(known)]
 
 
 def release_op(digest: bytes, token: int, started: bool) -> list[object]:
