@@ -36,6 +36,8 @@ redis_cluster_with_replicas = redis_cluster_fixture.redis_cluster_with_replicas
 SHARDS = 6
 TTL_MS = 300
 CRAWL = "tc-test"
+#: Seconds the failover harness keeps asking the nodes before it stops unread.
+NODES_PATIENCE = 20.0
 
 
 def link_graph(seed: int, pages: int = 60) -> tuple[dict[str, list[str]], set[str]]:
@@ -103,6 +105,19 @@ class Crawl:
             if released:
                 self.finished.add(url)
                 self.passes_at_last_release = self.detector.passes
+
+    async def check_nodes(self) -> str | None:
+        """The guard's verdict on the serving primaries. Mid-failover a node
+        may not answer for a moment (longer on a loaded machine): read again
+        for up to ``NODES_PATIENCE`` seconds before stopping unread."""
+        assert self.guard is not None
+        with trio.move_on_after(NODES_PATIENCE):
+            while True:
+                try:
+                    return self.guard.check(await self.nodes())
+                except (OSError, LookupError):
+                    await trio.sleep(0.1)
+        return "the cluster's nodes could not be read: stopping"
 
     async def detect(self) -> None:
         while not self.detector.done:
@@ -220,10 +235,7 @@ class FailoverCrawl(Crawl):
                 continue
             done = self.detector.observe(reading)
             if self.detector.next_shard == 0:  # a pass ended: did a primary change?
-                try:
-                    self.stopped = self.guard.check(await self.nodes())
-                except (OSError, LookupError):
-                    self.stopped = "the cluster's nodes could not be read: stopping"
+                self.stopped = await self.check_nodes()
                 if self.stopped is not None:
                     break
             if done:
