@@ -406,6 +406,34 @@ def test_a_worker_killed_at_a_random_moment_loses_nothing(
             assert sum(bool(r.get("refetched")) for r in got if r["url"] == u) >= n - 1
 
 
+def short_gaps_not_made_up(gaps: list[float], turn: float) -> list[float]:
+    """The gaps under half a turn that a delay does not explain.
+
+    Arrivals held up (a busy machine, the test server's thread) come late and
+    then together: a long gap, then a run of short ones, and the long gap
+    makes up for the run (together they span at least one turn per arrival).
+    A turn taken twice makes a short gap that nothing before it makes up for.
+    """
+    unexplained: list[float] = []
+    before, run = turn, []
+    for gap in [*gaps, turn]:
+        if gap < 0.5 * turn:
+            run.append(gap)
+            continue
+        if run and before + sum(run) < (len(run) + 0.5) * turn:
+            unexplained += run
+        before, run = gap, []
+    return unexplained
+
+
+def test_short_gaps_made_up_by_a_delay_are_not_counted() -> None:
+    turn = 0.05
+    late_then_together = [turn, 4 * turn, 0.001, 0.001, 0.001, turn]
+    assert short_gaps_not_made_up(late_then_together, turn) == []
+    taken_twice = [turn, turn, 0.001, turn, 0.0, turn]
+    assert short_gaps_not_made_up(taken_twice, turn) == [0.001, 0.0]
+
+
 def test_rate_holds_across_workers_as_the_server_sees_it(
     redis_server: RedisServer, crawl_id: str, tmp_path: Path
 ) -> None:
@@ -419,10 +447,11 @@ def test_rate_holds_across_workers_as_the_server_sees_it(
         assert codes == [0, 0, 0]
         times = sorted(r.time for r in server.log if r.target != "/robots.txt")
     assert len(times) >= 25
-    # As for Crawl-delay below: an arrival may come late through a loaded
+    # As for Crawl-delay below: arrivals may come late through a loaded
     # machine and the next on time; the whole crawl keeps the rate.
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert sum(1 for gap in gaps if gap < 0.5 / rate) <= 2, sorted(gaps)[:5]
+    unexplained = short_gaps_not_made_up(gaps, 1.0 / rate)
+    assert len(unexplained) <= 2, (unexplained, sorted(gaps)[:5])
     assert times[-1] - times[0] >= 0.95 * (len(times) - 1) / rate, times
     per_worker = [len(records(out)) for out in outputs]
     assert sum(1 for n in per_worker if n) >= 2, per_worker  # shared, not one worker alone
