@@ -315,7 +315,7 @@ async def test_memory_state_file_and_two_redis_workers_record_the_same_urls(
         assert urlsplit(servers[-1].base_url).netloc not in asked["redis"]
 
 
-@pytest.mark.parametrize(("pages", "hosts"), [(4, None), (None, 3)])
+@pytest.mark.parametrize(("pages", "hosts"), [(4, None), (None, 3), (None, None)])
 async def test_a_redirect_over_budget_is_budget_on_all_three_frontiers(
     redis_server: RedisServer,
     crawl_id: str,
@@ -326,9 +326,12 @@ async def test_a_redirect_over_budget_is_budget_on_all_three_frontiers(
 ) -> None:
     """What ``admit_redirect`` says of a redirect whose target the host
     budgets refuse: ``BUDGET`` in memory, on a state file and on Redis alike
-    (Redis said ``FOLLOW``: its admission goes with the page's finish). With
-    4 pages a host, each host's ``/p/1`` goes to its ``/p/11``, already
-    refused; with 3 hosts, ``/p/2`` goes to the fifth host."""
+    (Redis said ``FOLLOW``: its admission goes with the page's finish); and
+    of one whose target the crawl knows: ``SEEN`` on all three, budgets or
+    not (Redis said ``FOLLOW``). With 4 pages a host, each host's ``/p/1``
+    goes to its ``/p/11``, already refused, and ``/p/2`` to the last host's
+    ``/``, known; with 3 hosts, ``/p/1`` goes to its ``/p/11``, known, and
+    ``/p/2`` to the fifth host; without budgets both are known."""
     from trio_crawl.frontiers.memory import MemoryFrontier
     from trio_crawl.frontiers.redis import RedisFrontier
     from trio_crawl.frontiers.sqlite import SqliteFrontier
@@ -349,7 +352,7 @@ async def test_a_redirect_over_budget_is_budget_on_all_three_frontiers(
         "max_hosts": hosts,
         "ignore_robots": True,
     }
-    refused_by: dict[str, set[str]] = {}
+    outcomes: dict[str, dict[str, RedirectOutcome]] = {}
     with hosts_site() as servers, trio.fail_after(TIMEOUT):
         start = servers[0].url("/")
         for name in ("memory", "state", "redis"):
@@ -359,10 +362,21 @@ async def test_a_redirect_over_budget_is_budget_on_all_three_frontiers(
             else:
                 state = str(tmp_path / "crawl.db") if name == "state" else None
                 await crawl_once(start, options, state=state)
-            refused_by[name] = {url for url, outcome in said if outcome is RedirectOutcome.BUDGET}
-        hop = "/p/1" if pages is not None else "/p/2"
-        expected = {s.url(hop) for s in (servers if hosts is None else servers[:hosts])}
-    assert refused_by["redis"] == refused_by["memory"] == refused_by["state"] == expected
+            assert len(said) == len(dict(said)), said  # each redirect once
+            outcomes[name] = dict(said)
+        budget, seen = RedirectOutcome.BUDGET, RedirectOutcome.SEEN
+        admitted = servers if hosts is None else servers[:hosts]
+        if pages is not None:
+            expected = {
+                s.url(hop): o for s in admitted for hop, o in (("/p/1", budget), ("/p/2", seen))
+            }
+        elif hosts is not None:
+            expected = {
+                s.url(hop): o for s in admitted for hop, o in (("/p/1", seen), ("/p/2", budget))
+            }
+        else:
+            expected = {s.url(hop): seen for s in admitted for hop in ("/p/1", "/p/2")}
+    assert outcomes["redis"] == outcomes["memory"] == outcomes["state"] == expected
 
 
 def test_the_command_line_takes_budgets_with_redis_and_says_what_they_refused(

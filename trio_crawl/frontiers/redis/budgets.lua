@@ -86,19 +86,23 @@ local function seen_admit(C, d, hostname, depth)
   return true
 end
 
--- ``fits(digest, host)``, read-only: 1 if a redirect's target is known or
--- fits the budgets now, 0 if they refuse it. A worker asks at once, so that
--- its redirect says BUDGET as the memory frontier's does; the admission
--- itself still goes with the page's finish, which decides (and counts) for good.
-local function budget_fits_now(keys, args)
+-- ``fits(digest, host)``, read-only: what a redirect's target is now: 2 if
+-- the crawl knows it (in the seen set), 1 if it is new and fits the budgets
+-- (or the crawl has none), 0 if they refuse it. A worker asks at once, so
+-- that its redirect says SEEN or BUDGET as the memory frontier's does; the
+-- admission itself still goes with the page's finish, which decides (and
+-- counts) for good. The seen set is asked first: a known target is never
+-- refused, and a new one costs the budgets' reads only in a crawl with them.
+local function target_now(keys, args)
   local p = keys[1]
   if not exists(p) then return redis.error_reply(GONE) end
   local C = open(p)
+  if redis.call('HEXISTS', bucket_key(C, h32(args[1])), args[1]) == 1 then return 2 end
   local B = budget_of(C)
   if not B or budget_fits(B, budget_pages(C, B, args[2])) then return 1 end
-  return redis.call('HEXISTS', bucket_key(C, h32(args[1])), args[1])
+  return 0
 end
-redis.register_function{function_name = 'tc_fits_{V}', callback = budget_fits_now,
+redis.register_function{function_name = 'tc_fits_{V}', callback = target_now,
   flags = {'no-writes'}}
 
 -- For ``status``: the hosts counted (``bhosts``), in a crawl with budgets.

@@ -23,8 +23,9 @@ Rules
    of it is one more in the worker's ``statistics().refused`` (its summary's
    "not followed" line). A redirect to a refused target is recorded as the
    redirect it is (its target is not fetched), as in memory; and the worker
-   asks Redis at once (``redirect_refused``), so that ``admit_redirect``
-   says ``BUDGET`` for it as the memory frontier and the state file do.
+   asks Redis at once (``redirect_target``), so that ``admit_redirect``
+   says ``BUDGET`` for it as the memory frontier and the state file do (and
+   ``SEEN`` for a target the crawl knows, budgets or not).
 5. Exact with any number of workers, under SIGKILL and resume: a count moves
    in the same function call that adds the URL to the seen set, and Redis
    runs a call atomically, so the seen set and the counts never disagree. A
@@ -36,20 +37,22 @@ Rules
    verifies that ``hb`` counts every URL of the seen set once.
 6. Cost: nothing without budgets but one ``HMGET`` per call that admits;
    with them, per new URL one ``HEXISTS`` and one ``HINCRBY`` (a host's count
-   is read once per call), and per redirect one read-only call (``fits``).
+   is read once per call). Per redirect, budgets or not, one read-only call
+   (``fits``: a seen-set ``HEXISTS``; with budgets, the host's count too),
+   unless the worker already knows Redis has its target (``SentLinks``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ...core.frontier import RedirectOutcome
 from ...core.url import host_port
+from .sent_links import SentLinks
 from .wire import url_digest
-
-if TYPE_CHECKING:
-    from ...core.config import CrawlConfig
 
 #: ``Calls.fcall`` (not imported: calls.py imports lua.py, which imports this module).
 FunctionCall = Callable[[str, Sequence[object]], Awaitable[Any]]
@@ -70,11 +73,20 @@ def splice(library: str, budgets: str = SOURCE) -> str:
     return head + budgets + rest
 
 
-async def redirect_refused(fcall: FunctionCall, config: CrawlConfig, target: str) -> bool:
-    """Whether the host budgets refuse a redirect's ``target`` now (one
-    read-only call, only in a crawl with budgets). The target's admission
-    still goes with its page's finish, where the count moves (rule 5)."""
-    budgets = config.budgets
-    if budgets.max_pages_per_host is None and budgets.max_hosts is None:
-        return False
-    return not int(await fcall("fits", [url_digest(target), host_port(target)]))
+#: ``fits``'s answers, by number.
+_TARGET_NOW = (RedirectOutcome.BUDGET, RedirectOutcome.FOLLOW, RedirectOutcome.SEEN)
+
+
+async def redirect_target(
+    fcall: FunctionCall, sent: SentLinks, target: str, join: int
+) -> RedirectOutcome:
+    """What ``admit_redirect`` says of an in-scope ``target``, as the memory
+    frontier and the state file do: ``SEEN`` if the crawl knows it,
+    ``BUDGET`` if the host budgets refuse it, else ``FOLLOW``. A target this
+    worker saw Redis accept (``sent``; or one a move of the same ``join``
+    carries before this page's finish) needs no call; any other costs one
+    read-only call (``fits``), budgets or not. The target's admission still
+    goes with its page's finish, where a count moves (rule 5)."""
+    if sent.known(target, sys.maxsize, join):
+        return RedirectOutcome.SEEN
+    return _TARGET_NOW[int(await fcall("fits", [url_digest(target), host_port(target)]))]

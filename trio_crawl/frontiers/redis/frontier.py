@@ -80,7 +80,7 @@ from ..base import DEFAULT_LEASE, Correct, Publish
 from ..crawl_identity import SharedIdentity
 from . import wire
 from .browser_turns import wait_turn
-from .budgets import redirect_refused
+from .budgets import redirect_target
 from .calls import Calls
 from .client import keys_prefix, redact_url
 from .liveness import Signals, heartbeat, listen
@@ -292,11 +292,11 @@ class RedisFrontier:
             return RedirectOutcome.OUT_OF_SCOPE
         # Sent with this page's finish (which counts a refusal); whether the
         # target was known makes no difference to the record.
-        self._leases[entry].children += wire.admission(
+        lease = self._leases[entry]
+        lease.children += wire.admission(
             target, entry.depth, entry.url, "\n".join(chain), encode_payload(entry.payload)
         )
-        refused = await redirect_refused(self._calls.fcall, self._config, target)
-        return RedirectOutcome.BUDGET if refused else RedirectOutcome.FOLLOW
+        return await redirect_target(self._calls.fcall, self._sent, target, lease.join)
 
     def start(self, entry: Entry) -> bool:
         """The page budget was spent when Redis leased the URL (a global
