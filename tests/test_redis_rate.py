@@ -210,7 +210,8 @@ def test_a_worker_too_busy_for_its_rate_turns_says_how_many_it_gave_back(
     """One crawler (``-w 1``) and pages that take 150 ms: Redis hands out
     three turns 21 ms apart (``--rate 50``), the crawler is busy past the
     second's grace, so it gives that URL back; the end summary says how many
-    (the count was kept, and shown nowhere). Every page is still recorded once."""
+    (the count was kept, and shown nowhere), and so does ``--status``, from the
+    count Redis keeps for the crawl. Every page is still recorded once."""
     pytest.importorskip("coredis", reason="coredis is not installed (trio-crawl[redis])")
     from cli_helpers import run_cli
 
@@ -226,3 +227,10 @@ def test_a_worker_too_busy_for_its_rate_turns_says_how_many_it_gave_back(
     row = re.search(r"rate turns missed\s*│\s*(\d+) pages? given back", done.stderr)
     assert row is not None and int(row.group(1)) >= 1, done.stderr
     assert trio.run(_check, redis_server, crawl_id) == []
+    # Redis counted them too, crawl-wide, in the calls that gave them back.
+    status = run_cli(*common[:4], "--status")
+    assert status.returncode == 0, status.stderr
+    counted = re.search(
+        r"^rate turns missed: (\d+) pages? given back unstarted", status.stdout, re.M
+    )
+    assert counted is not None and counted.group(1) == row.group(1), status.stdout

@@ -135,4 +135,10 @@ def status_lines(
         of = f" of at most {most:,}" if most is not None else ""
         each = f", at most {per_host:,} URLs a host" if per_host is not None else ""
         lines.append(f"host budgets: {status['bhosts']:,} hosts admitted{of}{each}")
+    missed = status.get("missed", 0)  # counted by Redis as workers give the turns back
+    if missed:
+        lines.append(
+            f"rate turns missed: {missed:,} {'page' if missed == 1 else 'pages'} given back "
+            "unstarted (no crawler was free at its --rate turn)"
+        )
     return lines

@@ -310,7 +310,7 @@ class RedisFrontier:
             return False
         if lease.turn is not None and lease.turn.missed(now):  # later turns were given out
             self.missed_turns += 1
-            self.abandon(entry)
+            self.abandon(entry, missed_turn=True)
             return False
         lease.started = True
         entry.attempts += 1
@@ -339,12 +339,12 @@ class RedisFrontier:
         self._send(lease, op, weight)
         lease.children, lease.known, lease.fresh = [], [], []
 
-    def abandon(self, entry: Entry) -> None:
+    def abandon(self, entry: Entry, *, missed_turn: bool = False) -> None:
         lease = self._leases.get(entry)
         if lease is None or lease.moved:
             return
         entry.state = EntryState.DROPPED
-        self._send(lease, wire.release_op(lease.digest, lease.token, lease.started))
+        self._send(lease, wire.release_op(lease.digest, lease.token, lease.started, missed_turn))
 
     def defer(self, entry: Entry, delay: float) -> None:
         """Retry ``entry`` after ``delay`` s: it goes back to Redis, so its

@@ -691,12 +691,16 @@ local function finish(C, d, token, started, children, args, i)
   return i
 end
 
-local function release(C, d, token, started)
+-- ``missed``: 1 if the worker gives the URL back because its rate's turn
+-- passed before it could start it (``turns.py``), counted crawl-wide for
+-- ``status`` (``m.missed``; a release refused or sent again counts nothing).
+local function release(C, d, token, started, missed)
   local ent = valid_lease(C, d, token)
   if not ent then
     C.refused = C.refused + 1
     return
   end
+  if missed == 1 then redis.call('HINCRBY', C.p .. 'm', 'missed', 1) end
   unlease(C, d, ent)
   if started == 0 and ent[E_BUD] == 1 and ent[E_TRIES] == 0 and ent[E_REFETCH] == 0 then
     -- Taken but never fetched: fresh again, budget refunded, back in its place.
@@ -986,7 +990,7 @@ end
 -- then take up to ``want`` URLs (no more than a fair share of what is queued
 -- among the live workers, but ``floor`` if there is that much).
 -- Ops: F d token started n children... | P d token n children...
--- | R d token started
+-- | R d token started missed
 -- | D d token delay_ms tries | A n children... | C host delay_ms
 local function sync(keys, args)
   if not exists(keys[1]) then return redis.error_reply(GONE) end
@@ -1005,8 +1009,9 @@ local function sync(keys, args)
     elseif op == 'P' then
       i = part(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]), args, i + 4)
     elseif op == 'R' then
-      release(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]))
-      i = i + 4
+      release(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]),
+        tonumber(args[i + 4]))
+      i = i + 5
     elseif op == 'D' then
       defer(C, args[i + 1], tonumber(args[i + 2]), tonumber(args[i + 3]), tonumber(args[i + 4]))
       i = i + 5
@@ -1134,6 +1139,8 @@ local function status(keys, args)
   out[#out + 1] = tostring(redis.call('LLEN', p .. 'again'))
   out[#out + 1] = 'workers'
   out[#out + 1] = tostring(redis.call('ZCOUNT', p .. 'w', now_ms(), '+inf'))
+  out[#out + 1] = 'missed'
+  out[#out + 1] = redis.call('HGET', p .. 'm', 'missed') or ''
   budget_status(p, out)
   return out
 end

@@ -91,8 +91,12 @@ def part_op(
     return ["P", digest, token, n, *children, known_depth, b"".join(known)]
 
 
-def release_op(digest: bytes, token: int, started: bool) -> list[object]:
-    return ["R", digest, token, int(started)]
+def release_op(
+    digest: bytes, token: int, started: bool, missed_turn: bool = False
+) -> list[object]:
+    """A leased URL given back; ``missed_turn``: its rate's turn passed
+    before the worker could start it (Redis counts those for ``--status``)."""
+    return ["R", digest, token, int(started), int(missed_turn)]
 
 
 def defer_op(digest: bytes, token: int, delay: float, tries: int) -> list[object]:
