@@ -43,6 +43,8 @@ from trio_crawl.core.host_budget import HostBudget
 from trio_crawl.core.scope import Scope
 from trio_crawl.frontiers.redis import check_crawl, keys_prefix, wire
 from trio_crawl.frontiers.redis import lua as redis_lua
+from trio_crawl.frontiers.redis.budgets import redirect_target
+from trio_crawl.frontiers.redis.sent_links import SentLinks
 from trio_crawl.sites.server import SiteServer, serve_site
 from trio_crawl.sites.site import Response, Route, Site, SiteRequest, page, redirect
 
@@ -63,15 +65,17 @@ def u(host: int, n: int = 0) -> str:
 
 
 link = st.builds(u, st.integers(0, 5), st.integers(0, 5))
+ALL_LINKS = [u(host, n) for host in range(6) for n in range(6)]
 
 
 async def admitted_in_redis(
     server: RedisServer, starts: list[str], batches: list[list[str]], budget: HostBudget
-) -> tuple[set[str], int, dict[str, int]]:
+) -> tuple[set[str], int, dict[str, int], dict[str, int]]:
     """Create a crawl with ``starts`` and the budgets, admit each batch in
     one sync call (as a worker's finish or its seeds do), then take
-    everything: the URLs admitted, the refusals the calls reported, and
-    Redis's counts per host."""
+    everything: the URLs admitted, the refusals the calls reported,
+    Redis's counts per host, and what ``fits`` (a redirect's question)
+    says of every URL the links may name."""
     import coredis
 
     name = f"rules-{uuid.uuid4().hex[:12]}"
@@ -107,11 +111,16 @@ async def admitted_in_redis(
             refused += reply.over_budget
         taken = wire.SyncReply.parse(await call("sync", wire.sync_args(owner, 1000, 1000, [])))
         counts = await client.hgetall(prefix + "hb")
+        fits = {
+            url: int(await call("fits", [wire.url_digest(url), urlsplit(url).netloc + ":80"]))
+            for url in ALL_LINKS
+        }
     assert await check_crawl(server.url, name) == []
     return (
         {t.url for t in taken.taken},
         refused,
         {k.decode(): int(v) for k, v in counts.items()},
+        fits,
     )
 
 
@@ -122,18 +131,21 @@ async def admitted_in_redis(
     starts=st.lists(link, min_size=1, max_size=3, unique=True),
     batches=st.lists(st.lists(link, min_size=1, max_size=10), min_size=1, max_size=6),
     per_host=st.one_of(st.none(), st.integers(1, 4)),
-    max_hosts=st.integers(1, 4),
+    max_hosts=st.one_of(st.none(), st.integers(1, 4)),
 )
 def test_redis_admits_what_the_memory_frontier_admits(
     redis_server: RedisServer,
     starts: list[str],
     batches: list[list[str]],
     per_host: int | None,
-    max_hosts: int,
+    max_hosts: int | None,
 ) -> None:
     """Start URLs (always admitted, counted) and batches of links, a URL
     repeated within and across batches: Redis admits the URLs the memory
-    frontier admits, refuses as many offers, and counts each host's URLs."""
+    frontier admits, refuses as many offers, and counts each host's URLs
+    (none without budgets). Then a redirect's question (``fits``): 2 for a
+    URL the memory frontier knows (SEEN), else 1 if its budgets would admit
+    it (FOLLOW), 0 if not (BUDGET)."""
     memory = Frontier(
         in_scope=Scope(starts, span_hosts=True).allows,
         host_budget=HostBudget(max_pages_per_host=per_host, max_hosts=max_hosts),
@@ -143,10 +155,46 @@ def test_redis_admits_what_the_memory_frontier_admits(
     for batch in batches:
         memory.discover(batch, 0, starts[0])
     budget = HostBudget(max_pages_per_host=per_host, max_hosts=max_hosts)
-    admitted, refused, counts = trio.run(admitted_in_redis, redis_server, starts, batches, budget)
+    admitted, refused, counts, fits = trio.run(
+        admitted_in_redis, redis_server, starts, batches, budget
+    )
     assert admitted == set(memory.seen)
-    assert refused == memory.host_budget.refused  # type: ignore[union-attr]
-    assert counts == dict(Counter(urlsplit(url).netloc + ":80" for url in memory.seen))
+    assert memory.host_budget is not None
+    assert refused == memory.host_budget.refused
+    budgeted = (per_host, max_hosts) != (None, None)
+    per_url = Counter(urlsplit(url).netloc + ":80" for url in memory.seen)
+    assert counts == (dict(per_url) if budgeted else {})
+    hosts = len(per_url)
+    expected = {
+        url: 2
+        if url in memory.seen
+        else int(memory.host_budget.fits(per_url.get(urlsplit(url).netloc + ":80"), hosts))
+        for url in ALL_LINKS
+    }
+    assert fits == expected
+
+
+async def test_a_redirect_target_the_worker_saw_redis_accept_costs_no_call() -> None:
+    """``redirect_target``: a target this worker saw Redis accept (or that a
+    move of the same registration carries first) is ``SEEN`` with no call;
+    any other is Redis's answer (``fits``: 2 known, 1 new, 0 refused)."""
+    sent = SentLinks()
+    sent.confirm([u(0, 1)], 3)
+    sent.pend([u(0, 2)], 1, join=5)
+    asked: list[str] = []
+    answers = [2, 1, 0]
+    wire_url = {wire.url_digest(url): url for url in (u(0, 1), u(0, 2))}
+
+    async def fcall(name: str, args: Any) -> int:
+        asked.append(wire_url[args[0]])
+        return answers.pop(0)
+
+    assert await redirect_target(fcall, sent, u(0, 1), 0) is RedirectOutcome.SEEN
+    assert await redirect_target(fcall, sent, u(0, 2), 5) is RedirectOutcome.SEEN
+    assert asked == []
+    said = [await redirect_target(fcall, sent, u(0, 2), 6) for _ in range(3)]  # another join
+    assert said == [RedirectOutcome.SEEN, RedirectOutcome.FOLLOW, RedirectOutcome.BUDGET]
+    assert asked == [u(0, 2)] * 3
 
 
 HOSTS = 5
