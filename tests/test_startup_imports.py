@@ -52,6 +52,10 @@ OPTIONAL = (
     "trio_crawl.core.push_parse",
     "trio_crawl.core.stylesheet",
     "trio_crawl.core.tokenized",
+    # issue #36 item 11: only a crawl that keeps visits (--state, --mirror)
+    # uses the recrawl's rules (engine/revisits.py loads them on first use)
+    "trio_crawl.recrawl",
+    "trio_crawl.core.revisit_schedule",
 )
 #: What only the summary table and the live display use (not with -q); rich
 #: imports fractions, which a quiet crawl needs only for a size or a count
