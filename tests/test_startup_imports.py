@@ -56,6 +56,8 @@ OPTIONAL = (
     # uses the recrawl's rules (engine/revisits.py loads them on first use)
     "trio_crawl.recrawl",
     "trio_crawl.core.revisit_schedule",
+    # a frontier named before it opens: --state, or a library's redis_frontier
+    "trio_crawl.frontiers.specs",
 )
 #: What only the summary table and the live display use (not with -q); rich
 #: imports fractions, which a quiet crawl needs only for a size or a count
