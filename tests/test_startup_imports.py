@@ -52,6 +52,14 @@ OPTIONAL = (
     "trio_crawl.core.push_parse",
     "trio_crawl.core.stylesheet",
     "trio_crawl.core.tokenized",
+    # issue #36 item 11: only a crawl that keeps visits (--state, --mirror)
+    # uses the recrawl's rules (engine/revisits.py loads them on first use)
+    "trio_crawl.recrawl",
+    "trio_crawl.core.revisit_schedule",
+    # a frontier named before it opens: --state, or a library's redis_frontier
+    "trio_crawl.frontiers.specs",
+    # --seeds, or --max-hosts's note on start URLs on too many hosts
+    "trio_crawl.cli.seeds",
 )
 #: What only the summary table and the live display use (not with -q); rich
 #: imports fractions, which a quiet crawl needs only for a size or a count

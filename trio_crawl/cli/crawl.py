@@ -59,7 +59,6 @@ from .progress import (
     show_progress,
     time_limit_note,
 )
-from .seeds import check_seeds, start_hosts_note
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -391,6 +390,10 @@ def seeds_to_hold(
     (they ask for the disk)."""
     seeds = getattr(args, "seeds", None)
     counting = max_hosts is not None
+    if not seeds and not counting:
+        return None  # nothing to read or count: .seeds stays unloaded (~1 ms)
+    from .seeds import check_seeds, start_hosts_note
+
     hosts = {host_port(url) for url in start_urls} if counting else set()
     found = None
     if seeds:

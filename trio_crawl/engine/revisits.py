@@ -33,30 +33,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core.frontier import Entry
 from ..core.models import CrawlRecord, ErrorInfo, FetchResult
-from ..core.revisit_schedule import (
-    RevisitHistory,
-    RevisitPolicy,
-    after_visit,
-    first_visit,
-    is_due,
-)
 from ..frontiers.base import FrontierBackend, KeepsVisits, VisitKeeper
-from ..recrawl.visit import (
-    ERROR,
-    NOT_DUE,
-    UNCHANGED,
-    UNLINKED,
-    Visit,
-    after_not_modified,
-    capture_time,
-    classify,
-    conditional_headers,
-    validators,
-)
+
+if TYPE_CHECKING:
+    # Loaded by the methods that use them, and only once a keeper is in use:
+    # a crawl that keeps no visits (no --state, no --mirror) never imports
+    # the recrawl's rules, nor their datetime (issue #36 item 11).
+    from ..core.revisit_schedule import RevisitHistory, RevisitPolicy
+    from ..recrawl.visit import Visit
+
 from .delivery import Delivery, Responses
 from .statistics import RunClock
 
@@ -106,7 +95,7 @@ class Revisits:
         self._due = False
         self._due_only = False
         self._not_due: dict[str, Visit] = {}
-        self.policy = RevisitPolicy()
+        self._policy: RevisitPolicy | None = None
         #: Whether the copy a previous visit stands for is still there (a
         #: mirror's file: ``MirrorLink.has_copy``); None: nothing to lose.
         self.has_copy: Callable[[str, Visit], bool] | None = None
@@ -120,6 +109,20 @@ class Revisits:
         keeper = frontier.kept_visits() if isinstance(frontier, KeepsVisits) else None
         return cls(keeper, delivery, responses, clock)
 
+    @property
+    def policy(self) -> RevisitPolicy:
+        """The revisit schedule's numbers (the defaults unless set), made
+        on first use: only a crawl that keeps visits schedules them."""
+        if self._policy is None:
+            from ..core.revisit_schedule import RevisitPolicy
+
+            self._policy = RevisitPolicy()
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: RevisitPolicy) -> None:
+        self._policy = policy
+
     def due_only(self, due: bool) -> Revisits:
         """``--recrawl due`` (``due``) or not; returns self."""
         self._due = due
@@ -131,6 +134,8 @@ class Revisits:
         it). Not a checkpoint."""
         if not self._due_only:
             return None
+        from ..core.revisit_schedule import is_due
+
         previous = self._previous_of(entry.url)
         history = _history(previous)
         if previous is None or history is None or is_due(history, self._clock.epoch()):
@@ -174,6 +179,8 @@ class Revisits:
         previous visit has validators. Not a checkpoint."""
         if not self._recrawl:
             return PLAIN
+        from ..recrawl.visit import conditional_headers
+
         previous = self._previous_of(entry.url)
         headers = conditional_headers(previous)
         if not headers:
@@ -216,6 +223,8 @@ class Revisits:
         Not a checkpoint."""
         if self._keeper is None:
             return record, links, 0
+        from ..recrawl.visit import ERROR, NOT_DUE, UNCHANGED, after_not_modified, classify
+
         url = entry.url
         if url in self._not_due:  # its previous visit stays, its links are followed
             stays = self._not_due.pop(url)
@@ -280,6 +289,8 @@ class Revisits:
         if self._keeper is None or stopped:
             return
         if self._recrawl:
+            from ..recrawl.visit import UNLINKED
+
             while batch := await self._keeper.unreached():
                 for visit in batch:
                     record = CrawlRecord(
@@ -301,6 +312,8 @@ def _history(visit: Visit | None) -> RevisitHistory | None:
     """The revisit history ``visit`` keeps (None: none, or not one we can read)."""
     if visit is None or visit.schedule is None:
         return None
+    from ..core.revisit_schedule import RevisitHistory
+
     try:
         return RevisitHistory.from_json(visit.schedule)
     except ValueError:
@@ -312,6 +325,8 @@ def _scheduled(
 ) -> Visit:
     """``visit`` with its revisit history: the first, or the previous one
     after this visit, which found the page ``changed`` or not."""
+    from ..core.revisit_schedule import after_visit, first_visit
+
     history = _history(previous)
     if history is None:
         history = first_visit(policy, now)
@@ -326,6 +341,8 @@ def _visit_of(
     """The visit a record leaves. Its links: those found, none for a page
     with none (or no page), unknown (None) when they went to the frontier
     in chunks as parsed (a huge page: then it is never revalidated)."""
+    from ..recrawl.visit import Visit, capture_time, validators
+
     headers = {} if result is None else result.headers
     etag, modified = validators(headers) if result is not None else (None, None)
     kept: tuple[str, ...] | None = tuple(links) if links is not None else ()

@@ -85,13 +85,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..core.config import CrawlConfig
 from ..core.frontier import DepthCorrection, Entry, FrontierStatistics, RedirectOutcome
 from ..core.models import FetchResult
 from ..errors import ConfigError
-from ..recrawl.visit import Visit
+
+if TYPE_CHECKING:  # a crawl that keeps no visits never loads the recrawl's rules
+    from ..recrawl.visit import Visit
 
 #: Seconds a Redis worker's lease lasts without a renewal [1]. Here, not in
 #: ``redis/``: the command line's ``--lease`` shows it without importing that.
