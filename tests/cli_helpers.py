@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 TIMEOUT = 60
@@ -31,6 +34,21 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
         stdin=subprocess.DEVNULL,
         text=True,
     )
+
+
+def kill_after_records(args: list[str], output: Path, records: int) -> str:
+    """Start ``trio-crawl ARGS``, SIGKILL it once ``output`` holds at least
+    ``records`` lines (or after 30 s), and return what it had written: a
+    crawl killed mid-run, for the tests that resume one."""
+    proc = start_cli(*args)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if output.exists() and output.read_text().count("\n") >= records:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    return output.read_text()
 
 
 def records_in(text: str) -> list[dict[str, Any]]:

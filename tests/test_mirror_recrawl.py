@@ -9,9 +9,7 @@ in the second run."""
 from __future__ import annotations
 
 import shutil
-import signal
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from recrawl_site import BOTH, DAY, EPOCH, MODIFIED, NONE, ChangingSite
 
 from trio_crawl.testing import Response, serve_site
 
-from cli_helpers import records_in, run_cli, start_cli
+from cli_helpers import kill_after_records, records_in, run_cli
 
 #: file stat fields that say "not touched"
 Stamp = tuple[int, int, bytes]
@@ -234,15 +232,7 @@ def test_kill_9_in_the_second_run_then_rerun_ends_as_one_second_run(tmp_path: Pa
         del site.pages["/p/30"]
         calm_records = mirror(server.url("/"), calm, calm_out, *args)
         command = [server.url("/"), "--mirror", str(hurt), "-o", str(hurt_out), *args]
-        proc = start_cli(*command)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if hurt_out.exists() and hurt_out.read_text().count("\n") >= 12:
-                break
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-        killed_at = hurt_out.read_text().count("\n")
+        killed_at = kill_after_records(command, hurt_out, 12).count("\n")
         assert 12 <= killed_at < len(calm_records)
         with sqlite3.connect(hurt / ".trio-crawl" / "visits.db") as conn:
             done = conn.execute("SELECT value FROM meta WHERE key = 'generation_done'")

@@ -156,10 +156,8 @@ def test_kill_9_mid_recrawl_due_then_resume_is_one_recrawl_due(tmp_path: Path) -
     are made due by moving their next-due time into the past in the file
     (the wall clock is a subprocess's calendar)."""
     import shutil
-    import signal
-    import time
 
-    from cli_helpers import start_cli
+    from cli_helpers import kill_after_records
 
     site = ChangingSite()
     pages = 60
@@ -191,14 +189,7 @@ def test_kill_9_mid_recrawl_due_then_resume_is_one_recrawl_due(tmp_path: Path) -
         calm_log = server.log[n:]
         n = len(server.log)
         hurt = [server.url("/"), "--state", str(db), "-o", str(hurt_out), *args]
-        proc = start_cli(*hurt)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if hurt_out.exists() and hurt_out.read_text().count("\n") >= 12:
-                break
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        kill_after_records(hurt, hurt_out, 12)
         assert 12 <= hurt_out.read_text().count("\n") < len(calm_out.read_text().splitlines())
         landed = {r["url"] for r in records_in(hurt_out.read_text().rsplit("\n", 1)[0])}
         done = run_cli(*hurt)
