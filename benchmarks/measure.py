@@ -117,6 +117,7 @@ def run_measured(
         except BaseException:  # Ctrl-C: the child is in its own session, stop it too
             if not done.is_set():
                 _killpg(proc.pid, signal.SIGKILL)
+                done.wait(5)  # reaped before this runner exits, not left to init
             raise
         if timed_out:
             _killpg(proc.pid, signal.SIGTERM)
